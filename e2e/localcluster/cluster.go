@@ -1,0 +1,243 @@
+// Package localcluster starts and stops a real Kubernetes control plane on loopback for e2e tests
+// and benchmarks: etcd, kube-apiserver, optionally kube-scheduler and kube-controller-manager, and
+// kwok to play the kubelet on fake Nodes. Everything runs as child processes of the caller, keeps
+// its state in one directory and listens on 127.0.0.1 only.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// startTimeout bounds how long each control-plane component may take to become ready; the
+// apiserver needs ~5 s on an idle machine and several times that on a busy 2-core one.
+const startTimeout = 2 * time.Minute
+
+// Options say what to start. The zero value starts etcd and kube-apiserver only.
+type Options struct {
+	// Name names the cluster in the kubeconfig; default "member".
+	Name string
+	// BinDir holds etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok and
+	// kwok-stages.yaml; default DefaultBinDir().
+	BinDir string
+	// StateDir is where state and logs go; default a fresh temporary directory.
+	StateDir string
+	// KeepState leaves StateDir on disk after Stop (for post-mortems).
+	KeepState bool
+	// Scheduler starts kube-scheduler.
+	Scheduler bool
+	// ControllerManager starts kube-controller-manager (Jobs, garbage collection, default
+	// ServiceAccounts and their tokens).
+	ControllerManager bool
+	// Nodes are fake Nodes run by kwok; none means kwok is not started.
+	Nodes []NodeSpec
+	// CRDDirs are directories of CustomResourceDefinition YAML installed before Start returns.
+	CRDDirs []string
+	// AuditPolicy, when set, is an audit.k8s.io/v1 Policy (YAML); the audit log is JSON lines
+	// at Cluster.AuditLogPath.
+	AuditPolicy string
+	// ClientQPS and ClientBurst tune the returned rest.Config and the helper components;
+	// defaults 500 and 1000 so that the control plane is never what a benchmark measures.
+	ClientQPS   float32
+	ClientBurst int
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Name is the cluster's name in its kubeconfigs.
+	Name string
+	// Dir holds state, kubeconfigs and logs.
+	Dir string
+	// Kubeconfig is the path of an admin (system:masters) kubeconfig.
+	Kubeconfig string
+	// Config is an admin rest.Config.
+	Config *rest.Config
+	// Client is an admin controller-runtime client with the scheme of this package.
+	Client client.Client
+
+	opts     Options
+	host     string
+	pki      *pki
+	files    pkiFiles
+	mu       sync.Mutex
+	etcd     *Process
+	api      *Process
+	system   []*Process // scheduler, KCM, kwok: stopped before the apiserver
+	user     []*Process // started with StartProcess: stopped first
+	stopOnce sync.Once
+}
+
+// DefaultBinDir is $RAYFLEET_K8S_BIN, or bin/k8s in the repository.
+func DefaultBinDir() string {
+	if d := os.Getenv("RAYFLEET_K8S_BIN"); d != "" {
+		return d
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return filepath.Join("bin", "k8s")
+	}
+	return filepath.Join(root, "bin", "k8s")
+}
+
+// RepoRoot walks up from the working directory to the directory holding go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Start brings the control plane up and returns once the API server answers, the CRDs are
+// established and every fake Node is Ready. On error everything started so far is stopped.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	opts = withDefaults(opts)
+	c = &Cluster{Name: opts.Name, opts: opts}
+	if c.Dir, err = stateDir(opts.StateDir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, c.logTails(40))
+			c.Stop()
+		}
+	}()
+	if c.pki, err = newPKI(); err != nil {
+		return c, err
+	}
+	if c.files, err = c.pki.write(filepath.Join(c.Dir, "pki")); err != nil {
+		return c, err
+	}
+	if err = c.startEtcdAndAPIServer(ctx); err != nil {
+		return c, err
+	}
+	if err = c.installCRDs(ctx); err != nil {
+		return c, err
+	}
+	if err = c.startSystemComponents(); err != nil {
+		return c, err
+	}
+	if err = c.createNodes(ctx); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.Name == "" {
+		o.Name = "member"
+	}
+	if o.BinDir == "" {
+		o.BinDir = DefaultBinDir()
+	}
+	if o.ClientQPS == 0 {
+		o.ClientQPS = 500
+	}
+	if o.ClientBurst == 0 {
+		o.ClientBurst = 1000
+	}
+	return o
+}
+
+func stateDir(dir string) (string, error) {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "rayfleet-e2e-")
+		if err != nil {
+			return "", fmt.Errorf("creating state dir: %w", err)
+		}
+		return d, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating state dir %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// bin is the path of a control-plane binary.
+func (c *Cluster) bin(name string) string { return filepath.Join(c.opts.BinDir, name) }
+
+// StartProcess runs a program against the cluster (typically bin/spoke), with its output in
+// <Dir>/<name>.log. It is stopped by Stop before the control plane goes down.
+func (c *Cluster) StartProcess(name, bin string, args, env []string) (*Process, error) {
+	p, err := startProcess(c.Dir, name, bin, args, env)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.user = append(c.user, p)
+	c.mu.Unlock()
+	return p, nil
+}
+
+// Stop stops user processes, then kwok, the KCM and the scheduler, then the API server and
+// etcd last (an apiserver whose etcd is gone hangs for half a minute retrying it), and removes
+// the state directory unless KeepState is set.
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		procs := slices.Concat(c.user, c.system)
+		c.mu.Unlock()
+		stopAll(procs)
+		for _, p := range []*Process{c.api, c.etcd} {
+			if p != nil {
+				p.Stop()
+			}
+		}
+		if !c.opts.KeepState && c.Dir != "" {
+			_ = os.RemoveAll(c.Dir)
+		}
+	})
+}
+
+// stopAll stops processes concurrently: they do not depend on each other.
+func stopAll(procs []*Process) {
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(p.Stop)
+	}
+	wg.Wait()
+}
+
+// DumpLogs writes the last lines of every component's log to w.
+func (c *Cluster) DumpLogs(w io.Writer, lines int) {
+	_, _ = io.WriteString(w, c.logTails(lines))
+}
+
+func (c *Cluster) logTails(lines int) string {
+	c.mu.Lock()
+	procs := slices.Concat([]*Process{c.etcd, c.api}, c.system, c.user)
+	c.mu.Unlock()
+	out := ""
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		out += fmt.Sprintf("===== %s (%s), last %d lines =====\n%s\n", p.Name, p.LogPath, lines, tail(p.LogPath, lines))
+	}
+	return out
+}
+
+// AuditLogPath is where the API server writes audit events when Options.AuditPolicy is set.
+func (c *Cluster) AuditLogPath() string { return filepath.Join(c.Dir, "audit.log") }
+
+// Host is the API server's URL.
+func (c *Cluster) Host() string { return c.host }

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Builds the tools RayFleet's tests, e2e and demo need, from the Go module proxy only:
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (scratch modules,
+# because k8s.io/kubernetes and etcd's server module use replace directives that `go install`
+# refuses), kwok, helm, controller-gen and golangci-lint (plain `go install`).
+#
+# Every binary is built once per version into $TOOLS_CACHE (shared by all clones) and then
+# linked into $BIN_DIR, so a warm run takes a second. Usage: build.sh <bin-dir> [tool...]
+set -euo pipefail
+
+BIN_DIR=$(mkdir -p "${1:?usage: build.sh <bin-dir> [tool...]}" && cd "$1" && pwd)
+shift
+TOOLS=("$@")
+[ ${#TOOLS[@]} -gt 0 ] || TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen)
+
+K8S_VERSION=${K8S_VERSION:-v1.36.1}
+STAGING_VERSION=${STAGING_VERSION:-v0.36.1}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.8}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
+CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.21.0}
+GOLANGCI_LINT_VERSION=${GOLANGCI_LINT_VERSION:-v2.15.0}
+TOOLS_CACHE=${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rayfleet/tools}
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
+STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
+  cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
+  cri-client csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms
+  kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
+  mount-utils pod-security-admission sample-apiserver)
+
+log() { printf '### %s %s\n' "$(date +%T)" "$*" >&2; }
+
+# scratch_module <dir> <module> <require-lines> <import paths...>: a throwaway module under the
+# cache whose only job is to pin one version of a server's module graph.
+scratch_module() {
+  local dir=$1 mod=$2 req=$3; shift 3
+  mkdir -p "$dir"
+  printf 'module %s\n\ngo 1.26\n\n%s\n' "$mod" "$req" > "$dir/go.mod"
+  { printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for p in "$@"; do printf '\t_ "%s"\n' "$p"; done
+    printf ')\n'; } > "$dir/tools.go"
+  (cd "$dir" && go mod tidy >/dev/null 2>&1 || (cd "$dir" && go mod tidy))
+}
+
+k8s_module() {
+  local dir=$TOOLS_CACHE/src/kubernetes-$K8S_VERSION req m
+  [ -f "$dir/go.sum" ] && { echo "$dir"; return; }
+  req="require k8s.io/kubernetes $K8S_VERSION"$'\n\nreplace (\n'
+  for m in "${STAGING[@]}"; do req+=$'\t'"k8s.io/$m => k8s.io/$m $STAGING_VERSION"$'\n'; done
+  req+=")"
+  log "resolving k8s.io/kubernetes $K8S_VERSION" 
+  scratch_module "$dir" rayfleet.local/k8sbuild "$req" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+  echo "$dir"
+}
+
+etcd_module() {
+  local dir=$TOOLS_CACHE/src/etcd-$ETCD_VERSION
+  [ -f "$dir/go.sum" ] && { echo "$dir"; return; }
+  log "resolving etcd $ETCD_VERSION"
+  scratch_module "$dir" rayfleet.local/etcdbuild "require go.etcd.io/etcd/server/v3 $ETCD_VERSION" go.etcd.io/etcd/server/v3
+  echo "$dir"
+}
+
+# build <tool>: prints the cached binary's path, building it first when missing.
+build() {
+  local tool=$1 out dir ldf
+  case $tool in
+    etcd) out=$TOOLS_CACHE/etcd-$ETCD_VERSION ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) out=$TOOLS_CACHE/$tool-$K8S_VERSION ;;
+    kwok) out=$TOOLS_CACHE/kwok-$KWOK_VERSION ;;
+    helm) out=$TOOLS_CACHE/helm-$HELM_VERSION-k8s1.$MINOR ;;
+    controller-gen) out=$TOOLS_CACHE/controller-gen-$CONTROLLER_TOOLS_VERSION ;;
+    golangci-lint) out=$TOOLS_CACHE/golangci-lint-$GOLANGCI_LINT_VERSION ;;
+    *) echo "build.sh: unknown tool $tool" >&2; return 2 ;;
+  esac
+  if [ ! -x "$out" ]; then
+    log "building $tool (cold: minutes; cached afterwards in $TOOLS_CACHE)"
+    local tmp=$out.tmp.$$
+    case $tool in
+      etcd)
+        dir=$(etcd_module)
+        (cd "$dir" && go build -trimpath -ldflags '-s -w' -o "$tmp" go.etcd.io/etcd/server/v3) ;;
+      kube-*|kubectl)
+        dir=$(k8s_module)
+        # Without the -X flags the binaries call themselves v0.0.0-master.
+        ldf="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
+        ldf+=" -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean"
+        ldf+=" -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
+        (cd "$dir" && go build -trimpath -ldflags "$ldf" -o "$tmp" "k8s.io/kubernetes/cmd/$tool") ;;
+      kwok) go_install "$tmp" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "-s -w" ;;
+      helm)
+        ldf="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+        ldf+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$MINOR"
+        ldf+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$MINOR"
+        go_install "$tmp" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "$ldf" ;;
+      controller-gen) go_install "$tmp" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" "-s -w" ;;
+      golangci-lint) go_install "$tmp" "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION" "-s -w" ;;
+    esac
+    mv -f "$tmp" "$out"
+  fi
+  echo "$out"
+}
+
+# go_install <out> <pkg@version> <ldflags>: `go install` into a private GOBIN, then move.
+go_install() {
+  local out=$1 pkg=$2 ldf=$3 gobin
+  gobin=$(mktemp -d)
+  GOBIN=$gobin GOFLAGS= go install -trimpath -ldflags "$ldf" "$pkg"
+  mv -f "$gobin"/* "$out"
+  rmdir "$gobin"
+}
+
+mkdir -p "$TOOLS_CACHE"
+for t in "${TOOLS[@]}"; do
+  src=$(build "$t")
+  ln -sf "$src" "$BIN_DIR/$t"
+done
+
+# kwok refuses to start without stage definitions; render its "fast" stages once.
+if [[ " ${TOOLS[*]} " == *" kwok "* && ! -s $BIN_DIR/kwok-stages.yaml ]]; then
+  kw=$(GOFLAGS= go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  "$(build kubectl)" kustomize "$kw/kustomize/stage/fast" > "$BIN_DIR/kwok-stages.yaml"
+fi
+log "tools ready in $BIN_DIR"

@@ -1,0 +1,99 @@
+package builder
+
+import (
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// AutoscalerContainerName is the name of the Ray autoscaler sidecar in the head Pod.
+const AutoscalerContainerName = "autoscaler"
+
+// autoscalerCommand runs the KubeRay flavour of the Ray autoscaler against this cluster.
+const autoscalerCommand = "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
+
+// autoscalingEnabled reports whether the in-tree Ray autoscaler runs as a head sidecar.
+func autoscalingEnabled(rc *rayv1.RayCluster) bool {
+	return rc.Spec.EnableInTreeAutoscaling != nil && *rc.Spec.EnableInTreeAutoscaling
+}
+
+// autoscalerV2 reports whether autoscaler v2 was asked for explicitly. KubeRay does not infer it
+// from the Ray version, so neither does this.
+func autoscalerV2(rc *rayv1.RayCluster) bool {
+	o := rc.Spec.AutoscalerOptions
+	return o != nil && o.Version != nil && *o.Version == rayv1.AutoscalerVersionV2
+}
+
+func fixedResources(cpu, memory string) corev1.ResourceRequirements {
+	list := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse(memory),
+	}
+	return corev1.ResourceRequirements{Limits: list, Requests: list.DeepCopy()}
+}
+
+// autoscalerContainer builds the autoscaler sidecar: the Ray image (it ships the autoscaler),
+// pointed at this cluster through the Pod's own labels, with the user's autoscalerOptions
+// applied last so they win.
+func autoscalerContainer(rc *rayv1.RayCluster, rayImage string, opts Options) corev1.Container {
+	c := corev1.Container{
+		Name:            AutoscalerContainerName,
+		Image:           rayImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Env: []corev1.EnvVar{
+			fieldEnv(envRayClusterName, labelPath(labels.Cluster)),
+			fieldEnv(envRayClusterNamespace, "metadata.namespace"),
+			fieldEnv("RAY_HEAD_POD_NAME", "metadata.name"),
+			{Name: "KUBERAY_CRD_VER", Value: "v1"},
+		},
+		Command:   opts.shellCommand(),
+		Args:      []string{autoscalerCommand},
+		Resources: fixedResources("500m", "512Mi"),
+	}
+	if authEnabled(rc) {
+		setAuthEnv(&c, rc)
+	}
+	applyAutoscalerOptions(&c, rc.Spec.AutoscalerOptions)
+	return c
+}
+
+// applyAutoscalerOptions merges spec.autoscalerOptions into the sidecar: resources, image, pull
+// policy and security context replace the defaults; env, envFrom and volume mounts are appended.
+func applyAutoscalerOptions(c *corev1.Container, o *rayv1.AutoscalerOptions) {
+	if o == nil {
+		return
+	}
+	o = o.DeepCopy()
+	if o.Resources != nil {
+		c.Resources = *o.Resources
+	}
+	if o.Image != nil {
+		c.Image = *o.Image
+	}
+	if o.ImagePullPolicy != nil {
+		c.ImagePullPolicy = *o.ImagePullPolicy
+	}
+	c.Env = append(c.Env, o.Env...)
+	c.EnvFrom = append(c.EnvFrom, o.EnvFrom...)
+	c.VolumeMounts = append(c.VolumeMounts, o.VolumeMounts...)
+	if o.SecurityContext != nil {
+		c.SecurityContext = o.SecurityContext
+	}
+}
+
+// addAutoscaler turns the head template into an autoscaling one: the monitor process is disabled
+// (the sidecar replaces it), the Pod runs as the autoscaler ServiceAccount, and v2 additionally
+// enables the v2 protocol in Ray and stops the kubelet from restarting Ray in place (the
+// autoscaler replaces failed Pods itself).
+func addAutoscaler(tmpl *corev1.PodTemplateSpec, rc *rayv1.RayCluster, params map[string]string, opts Options) {
+	params[paramNoMonitor] = "true"
+	tmpl.Spec.ServiceAccountName = AutoscalerServiceAccountName(rc)
+	tmpl.Spec.Containers = append(tmpl.Spec.Containers, autoscalerContainer(rc, tmpl.Spec.Containers[0].Image, opts))
+	if autoscalerV2(rc) {
+		c := &tmpl.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: envAutoscalerV2, Value: "true"})
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
+}

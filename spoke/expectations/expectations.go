@@ -1,0 +1,147 @@
+// Package expectations remembers the Pod creations and deletions a reconciler has asked for
+// until the informer cache has seen them, so a reconcile that runs before the cache catches up
+// does not create or delete the same Pods twice.
+package expectations
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// HeadGroup is the group key used for the head Pod.
+const HeadGroup = ""
+
+// Timeout bounds how long an unobserved creation blocks its group: a Pod that was created and
+// deleted again before the cache saw it would otherwise block the group forever.
+const Timeout = 30 * time.Second
+
+// Action is what was asked of the API server.
+type Action int
+
+const (
+	// Create means the Pod should appear in the cache.
+	Create Action = iota
+	// Delete means the Pod should disappear from the cache.
+	Delete
+)
+
+type groupKey struct {
+	namespace, cluster, group string
+}
+
+type pending struct {
+	action Action
+	since  time.Time
+}
+
+// Scale records expected Pod changes per RayCluster group. It is safe for concurrent use by
+// reconciles of different clusters.
+type Scale struct {
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	items map[groupKey]map[string]pending
+}
+
+// NewScale returns an empty expectation store using clk for timeouts.
+func NewScale(clk clock.PassiveClock) *Scale {
+	return &Scale{clock: clk, items: map[groupKey]map[string]pending{}}
+}
+
+// Expect records that the Pod named podName of the given group was created or deleted.
+func (s *Scale) Expect(namespace, cluster, group, podName string, action Action) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := groupKey{namespace, cluster, group}
+	if s.items[k] == nil {
+		s.items[k] = map[string]pending{}
+	}
+	s.items[k][podName] = pending{action: action, since: s.clock.Now()}
+}
+
+// Satisfied reports whether every recorded change of the group is visible through reader (the
+// cache). Observed changes are forgotten; the rest stay until seen or timed out.
+func (s *Scale) Satisfied(ctx context.Context, reader client.Reader, namespace, cluster, group string) (bool, error) {
+	k := groupKey{namespace, cluster, group}
+	s.mu.Lock()
+	names := make(map[string]pending, len(s.items[k]))
+	for n, p := range s.items[k] {
+		names[n] = p
+	}
+	s.mu.Unlock()
+
+	satisfied := true
+	for name, p := range names {
+		seen, err := s.observed(ctx, reader, namespace, name, p)
+		if err != nil {
+			return false, err
+		}
+		if !seen {
+			satisfied = false
+			continue
+		}
+		s.forget(k, name, p)
+	}
+	return satisfied, nil
+}
+
+func (s *Scale) observed(ctx context.Context, reader client.Reader, namespace, name string, p pending) (bool, error) {
+	var pod corev1.Pod
+	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pod)
+	switch {
+	case err == nil:
+		if p.action == Create {
+			return true, nil
+		}
+		// A Pod being deleted is gone as far as scaling is concerned: it must not be counted,
+		// and waiting for its grace period would stall the group.
+		return pod.DeletionTimestamp != nil, nil
+	case apierrors.IsNotFound(err):
+		if p.action == Delete {
+			return true, nil
+		}
+		return s.clock.Since(p.since) >= Timeout, nil
+	default:
+		return false, err
+	}
+}
+
+// forget drops one expectation unless it was replaced meanwhile.
+func (s *Scale) forget(k groupKey, name string, p pending) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.items[k][name]; ok && cur == p {
+		delete(s.items[k], name)
+		if len(s.items[k]) == 0 {
+			delete(s.items, k)
+		}
+	}
+}
+
+// Forget drops every expectation of a RayCluster (deleted, or all its Pods deleted at once).
+func (s *Scale) Forget(namespace, cluster string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.items {
+		if k.namespace == namespace && k.cluster == cluster {
+			delete(s.items, k)
+		}
+	}
+}
+
+// Len is the number of pending expectations, for tests and metrics.
+func (s *Scale) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, m := range s.items {
+		n += len(m)
+	}
+	return n
+}

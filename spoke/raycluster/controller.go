@@ -1,0 +1,168 @@
+// Package raycluster reconciles KubeRay RayClusters on a member cluster: Pods, Services and the
+// supporting objects, with KubeRay v1.6.2's semantics.
+package raycluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/spoke/builder"
+	"github.com/rayfleet/rayfleet/spoke/expectations"
+	"github.com/rayfleet/rayfleet/spoke/metrics"
+)
+
+// Requeue delays.
+const (
+	// requeueSoon follows every change and error: KubeRay's DefaultRequeueDuration, short
+	// enough that multi-step operations (suspend, upgrade) finish promptly.
+	requeueSoon = 2 * time.Second
+	// requeueHeadTermination waits for a GCS FT head Pod to go before cleaning Redis; head
+	// Pods take far longer than requeueSoon to terminate.
+	requeueHeadTermination = 10 * time.Second
+)
+
+// podClusterIndex indexes Pods by their ray.io/cluster label (namespaced), so a reconcile lists
+// its own Pods without scanning every Pod of the namespace.
+const podClusterIndex = "rayfleet.io/pod-cluster"
+
+// fieldManager is the field manager of every write the spoke makes.
+const fieldManager = "rayfleet-spoke"
+
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+
+// Reconciler reconciles RayClusters. Build it with NewReconciler.
+type Reconciler struct {
+	client       client.Client
+	apiReader    client.Reader
+	recorder     record.EventRecorder
+	clock        clock.Clock
+	expectations *expectations.Scale
+	metrics      *metrics.RayClusterMetrics
+	build        builder.Options
+	opts         Options
+}
+
+// NewReconciler returns a reconciler wired to the manager's client, cache and event recorder.
+func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	m := opts.Metrics
+	if m == nil {
+		m = metrics.NewRayClusterMetrics(nil)
+	}
+	return &Reconciler{
+		client:       mgr.GetClient(),
+		apiReader:    mgr.GetAPIReader(),
+		recorder:     mgr.GetEventRecorderFor("raycluster-controller"),
+		clock:        clk,
+		expectations: expectations.NewScale(clk),
+		metrics:      m,
+		build:        opts.Build,
+		opts:         opts,
+	}
+}
+
+// SetupWithManager registers the Pod index, the reconciler and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podClusterIndex,
+		func(o client.Object) []string {
+			if name, ok := o.GetLabels()[labels.Cluster]; ok {
+				return []string{name}
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("index Pods by %s: %w", labels.Cluster, err)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("raycluster").
+		// Status-only updates (our own writes) need no reconcile; spec, labels and
+		// annotations (suspend, managedBy, GCS FT) do.
+		For(&rayv1.RayCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+		))).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})
+	if r.opts.GCSFTRedisCleanup {
+		b = b.Owns(&batchv1.Job{})
+	}
+	return b.Complete(r)
+}
+
+// Reconcile drives one RayCluster towards its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	var rc rayv1.RayCluster
+	if err := r.client.Get(ctx, req.NamespacedName, &rc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.Forget(req.Namespace, req.Name)
+			r.metrics.Forget(req.Name, req.Namespace)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get RayCluster %s: %w", req.NamespacedName, err)
+	}
+	if rc.Spec.ManagedBy != nil && *rc.Spec.ManagedBy != "" && *rc.Spec.ManagedBy != labels.ControllerName {
+		log.V(1).Info("Skipping RayCluster managed by another controller", "managedBy", *rc.Spec.ManagedBy)
+		return ctrl.Result{}, nil
+	}
+	setDefaults(&rc)
+
+	if res, stop := r.validate(ctx, &rc); stop {
+		return res, nil
+	}
+	if r.gcsFTCleanupEnabled(&rc) {
+		if res, stop, err := r.reconcileGCSFTFinalizer(ctx, &rc); stop {
+			return res, err
+		}
+	}
+	if !rc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	s := newScope(&rc)
+	reconcileErr := r.reconcileChain(ctx, s)
+	return r.finish(ctx, s, reconcileErr)
+}
+
+// setDefaults fills what KubeRay's pod building expects to be non-nil.
+func setDefaults(rc *rayv1.RayCluster) {
+	if rc.Spec.HeadGroupSpec.RayStartParams == nil {
+		rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{}
+	}
+	for i := range rc.Spec.WorkerGroupSpecs {
+		if rc.Spec.WorkerGroupSpecs[i].RayStartParams == nil {
+			rc.Spec.WorkerGroupSpecs[i].RayStartParams = map[string]string{}
+		}
+	}
+}

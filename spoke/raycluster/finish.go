@@ -1,0 +1,75 @@
+package raycluster
+
+import (
+	"context"
+	"fmt"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/spoke/raycluster/status"
+)
+
+// finish computes the status from a fresh view of the Pods, writes it once if it changed and
+// picks the requeue.
+func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if err := r.listPods(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	rc := s.cluster
+	next, err := status.Compute(rc, status.Observed{
+		Pods:         s.pods,
+		HeadService:  s.headService,
+		ReconcileErr: reconcileErr,
+	}, metav1.NewTime(r.clock.Now()))
+	if err != nil {
+		// The head cannot be told apart (two heads, no head Service yet): a status written
+		// now would be wrong, so none is written until the next pass.
+		log.Info("Status not computed; retrying", "error", err.Error(), "reconcileError", fmt.Sprint(reconcileErr))
+		return ctrl.Result{RequeueAfter: requeueSoon}, nil
+	}
+
+	changed := status.Changed(&s.original.Status, &next)
+	if changed {
+		if err := r.writeStatus(ctx, s, next); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	switch {
+	case reconcileErr != nil:
+		log.Info("Reconcile incomplete; retrying", "error", reconcileErr.Error())
+		return ctrl.Result{RequeueAfter: requeueSoon}, nil
+	case changed:
+		// Steps such as suspension continue from the status just written, which our own watch
+		// filters out.
+		return ctrl.Result{RequeueAfter: requeueSoon}, nil
+	default:
+		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+	}
+}
+
+// writeStatus patches the status subresource. A merge patch carries no resourceVersion, so a
+// reconcile never fails on a conflict; the status is ours alone to write.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, next rayv1.RayClusterStatus) error {
+	rc := s.cluster
+	updated := s.original.DeepCopy()
+	updated.Status = next
+	if err := r.client.Status().Patch(ctx, updated, client.MergeFrom(s.original), client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("write status of RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
+	}
+	r.recordMetrics(s.original, updated)
+	return nil
+}
+
+func (r *Reconciler) recordMetrics(before, after *rayv1.RayCluster) {
+	if status.BecameProvisioned(&before.Status, &after.Status) {
+		r.metrics.ObserveProvisioned(after, r.clock.Since(after.CreationTimestamp.Time))
+	}
+}

@@ -1,0 +1,119 @@
+package raycluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rayfleet/rayfleet/shared/demand"
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/spoke/builder"
+)
+
+// reconcileMultiHostGroup treats each replica of a multi-host group (numOfHosts Pods sharing a
+// replica name) as one unit: it is created whole, and deleted whole when any host is missing,
+// broken or asked to go.
+func (r *Reconciler) reconcileMultiHostGroup(ctx context.Context, s *scope, g *rayv1.WorkerGroupSpec, pods []corev1.Pod) error {
+	rc := s.cluster
+	hosts := int(g.NumOfHosts)
+	groups, unnamed := replicaGroups(pods)
+
+	// Pods outside any replica and incomplete replicas cannot serve a multi-host workload.
+	doomed := append([]corev1.Pod(nil), unnamed...)
+	for _, name := range sortedKeys(groups) {
+		if len(groups[name]) < hosts || anyBroken(groups[name]) || anyRequested(groups[name], g) {
+			doomed = append(doomed, groups[name]...)
+			delete(groups, name)
+		}
+	}
+	if len(doomed) > 0 {
+		if err := r.deletePods(ctx, rc, g.GroupName, doomed, "its multi-host replica is incomplete, unhealthy or asked to go"); err != nil {
+			return err
+		}
+		if len(g.ScaleStrategy.WorkersToDelete) > 0 {
+			if err := r.clearWorkersToDelete(ctx, rc, g); err != nil {
+				return err
+			}
+		}
+		// Replacements are created once the deletions are observed.
+		return fmt.Errorf("deleted %d Pods of incomplete or unhealthy replicas of group %s", len(doomed), g.GroupName)
+	}
+	if len(g.ScaleStrategy.WorkersToDelete) > 0 {
+		if err := r.clearWorkersToDelete(ctx, rc, g); err != nil {
+			return err
+		}
+	}
+
+	desired := int(demand.WorkerGroupReplicas(g))
+	if desired%hosts != 0 {
+		return fmt.Errorf("group %s wants %d Pods, not a multiple of numOfHosts %d", g.GroupName, desired, hosts)
+	}
+	diff := desired/hosts - len(groups)
+	switch {
+	case diff > 0:
+		var first []corev1.Pod
+		for _, name := range sortedKeys(groups) {
+			first = append(first, groups[name][0])
+		}
+		for _, idx := range freeIndices(first, diff) {
+			name := builder.ReplicaGroupName(g.GroupName)
+			for host := 0; host < hosts; host++ {
+				if err := r.createWorker(ctx, rc, g, builder.Replica{Name: name, Index: idx, HostIndex: host}); err != nil {
+					return err
+				}
+			}
+		}
+	case diff < 0 && scaleDownAllowed(rc, r.opts.RandomPodDelete):
+		return r.deletePods(ctx, rc, g.GroupName, highestReplicas(groups, -diff), "the group is scaled down")
+	}
+	return nil
+}
+
+func anyBroken(pods []corev1.Pod) bool {
+	for i := range pods {
+		if del, _ := shouldDeletePod(&pods[i], rayv1.WorkerNode); del {
+			return true
+		}
+	}
+	return false
+}
+
+func anyRequested(pods []corev1.Pod, g *rayv1.WorkerGroupSpec) bool {
+	for i := range pods {
+		for _, name := range g.ScaleStrategy.WorkersToDelete {
+			if pods[i].Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// highestReplicas returns the Pods of the n replicas with the highest indices, so the indices
+// in use stay dense from zero.
+func highestReplicas(groups map[string][]corev1.Pod, n int) []corev1.Pod {
+	names := sortedKeys(groups)
+	index := func(name string) int {
+		i, err := strconv.Atoi(groups[name][0].Labels[labels.WorkerReplicaIndex])
+		if err != nil {
+			return -1
+		}
+		return i
+	}
+	// Simple selection: n is small (replicas of one group).
+	var out []corev1.Pod
+	for ; n > 0 && len(names) > 0; n-- {
+		best := 0
+		for i := range names {
+			if index(names[i]) > index(names[best]) {
+				best = i
+			}
+		}
+		out = append(out, groups[names[best]]...)
+		names = append(names[:best], names[best+1:]...)
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+package raycluster
+
+import (
+	"os"
+	"strconv"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/rayfleet/rayfleet/spoke/builder"
+	"github.com/rayfleet/rayfleet/spoke/metrics"
+)
+
+// Environment variables KubeRay's operator reads; the spoke honours the same names so a
+// KubeRay Deployment's env can be carried over unchanged.
+const (
+	envEnableGCSFTRedisCleanup = "ENABLE_GCS_FT_REDIS_CLEANUP"
+	envEnableRandomPodDelete   = "ENABLE_RANDOM_POD_DELETE"
+	envDefaultRequeueSeconds   = "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV"
+)
+
+// defaultRequeueSeconds is KubeRay's periodic resync of a healthy RayCluster.
+const defaultRequeueSeconds = 300
+
+// defaultConcurrentReconciles replaces KubeRay's single worker, the reason it needs ~20 s per
+// cluster when 200 arrive at once; reconciles of different clusters share nothing.
+const defaultConcurrentReconciles = 16
+
+// Options tune the RayCluster reconciler. Start from OptionsFromEnv.
+type Options struct {
+	// GCSFTRedisCleanup runs the Redis cleanup Job before a GCS FT cluster is deleted.
+	GCSFTRedisCleanup bool
+	// RandomPodDelete lets autoscaled groups scale down by deleting arbitrary workers.
+	RandomPodDelete bool
+	// ResyncPeriod is how often a settled cluster is reconciled again.
+	ResyncPeriod time.Duration
+	// MaxConcurrentReconciles bounds parallel reconciles.
+	MaxConcurrentReconciles int
+	// Build holds what changes the objects built for a cluster.
+	Build builder.Options
+	// Clock is the time source; nil means the real clock.
+	Clock clock.Clock
+	// Metrics receives the KubeRay metrics; nil means an unregistered set.
+	Metrics *metrics.RayClusterMetrics
+}
+
+// OptionsFromEnv reads the KubeRay environment variables through getenv (os.Getenv in
+// production, a map lookup in tests).
+func OptionsFromEnv(getenv func(string) string) Options {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	o := Options{
+		GCSFTRedisCleanup:       getenv(envEnableGCSFTRedisCleanup) != "false",
+		RandomPodDelete:         getenv(envEnableRandomPodDelete) == "true",
+		ResyncPeriod:            defaultRequeueSeconds * time.Second,
+		MaxConcurrentReconciles: defaultConcurrentReconciles,
+		Build:                   builder.OptionsFromEnv(getenv),
+	}
+	if s, err := strconv.Atoi(getenv(envDefaultRequeueSeconds)); err == nil && s > 0 {
+		o.ResyncPeriod = time.Duration(s) * time.Second
+	}
+	return o
+}

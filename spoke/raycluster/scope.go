@@ -1,0 +1,55 @@
+package raycluster
+
+import (
+	"context"
+	"fmt"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// scope is what one reconcile of one RayCluster read and decided, shared by its phases.
+type scope struct {
+	// cluster is the defaulted RayCluster the phases work on.
+	cluster *rayv1.RayCluster
+	// original is the cluster as read, the base of the status patch.
+	original *rayv1.RayCluster
+	// headService is the head Service found or created by this reconcile (nil if neither).
+	headService *corev1.Service
+	// pods is the cluster's Pods as last listed from the cache.
+	pods []corev1.Pod
+}
+
+func newScope(rc *rayv1.RayCluster) *scope {
+	return &scope{cluster: rc, original: rc.DeepCopy()}
+}
+
+// listPods refreshes s.pods from the cache through the cluster index.
+func (r *Reconciler) listPods(ctx context.Context, s *scope) error {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(s.cluster.Namespace),
+		client.MatchingFields{podClusterIndex: s.cluster.Name}); err != nil {
+		return fmt.Errorf("list Pods of RayCluster %s/%s: %w", s.cluster.Namespace, s.cluster.Name, err)
+	}
+	s.pods = pods.Items
+	return nil
+}
+
+// podsOf returns the listed Pods with the given node type and, for workers, group.
+func podsOf(pods []corev1.Pod, nodeType rayv1.RayNodeType, group string) []corev1.Pod {
+	var out []corev1.Pod
+	for i := range pods {
+		l := pods[i].Labels
+		if l[labels.NodeType] != string(nodeType) {
+			continue
+		}
+		if nodeType == rayv1.WorkerNode && l[labels.Group] != group {
+			continue
+		}
+		out = append(out, pods[i])
+	}
+	return out
+}
