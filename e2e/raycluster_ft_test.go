@@ -89,4 +89,3 @@ func rayPodsOfType(g gomega.Gomega, key types.NamespacedName, t rayv1.RayNodeTyp
 		client.MatchingLabels{labels.Cluster: key.Name, labels.NodeType: string(t)})).To(gomega.Succeed())
 	return list.Items
 }
-

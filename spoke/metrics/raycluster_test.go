@@ -63,10 +63,10 @@ func newMetrics(t *testing.T, funcs *interceptor.Funcs, clusters ...*rayv1.RayCl
 	for _, rc := range clusters {
 		b = b.WithObjects(rc)
 	}
-	var reader client.Reader = b.Build()
 	if funcs != nil {
-		reader = interceptor.NewClient(b.Build(), *funcs)
+		b = b.WithInterceptorFuncs(*funcs)
 	}
+	reader := b.Build()
 	reg := prometheus.NewPedanticRegistry()
 	m, err := NewRayClusterMetrics(reg, reader)
 	if err != nil {

@@ -14,9 +14,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -74,17 +75,13 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	m := opts.Metrics
-	if m == nil {
-		m = metrics.NewRayClusterMetrics(nil)
-	}
 	return &Reconciler{
 		client:       mgr.GetClient(),
 		apiReader:    mgr.GetAPIReader(),
 		recorder:     mgr.GetEventRecorderFor("raycluster-controller"),
 		clock:        clk,
 		expectations: expectations.NewScale(clk),
-		metrics:      m,
+		metrics:      opts.Metrics,
 		build:        opts.Build,
 		opts:         opts,
 	}
@@ -102,11 +99,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index Pods by %s: %w", labels.Cluster, err)
 	}
+	if r.metrics == nil {
+		reg := r.opts.MetricsRegisterer
+		if reg == nil {
+			reg = ctrlmetrics.Registry
+		}
+		if r.metrics, err = metrics.NewRayClusterMetrics(reg, mgr.GetClient()); err != nil {
+			return fmt.Errorf("register RayCluster metrics: %w", err)
+		}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("raycluster").
 		// Status-only updates (our own writes) need no reconcile; spec, labels and
 		// annotations (suspend, managedBy, GCS FT) do.
-		For(&rayv1.RayCluster{}, builder.WithPredicates(predicate.Or(
+		For(&rayv1.RayCluster{}, ctrlbuilder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
 	"github.com/rayfleet/rayfleet/spoke/builder"
@@ -40,8 +41,11 @@ type Options struct {
 	Build builder.Options
 	// Clock is the time source; nil means the real clock.
 	Clock clock.Clock
-	// Metrics receives the KubeRay metrics; nil means an unregistered set.
+	// Metrics receives the KubeRay metrics; nil means a set registered on MetricsRegisterer.
 	Metrics *metrics.RayClusterMetrics
+	// MetricsRegisterer is where a default metrics set is registered; nil means
+	// controller-runtime's registry, served on --metrics-bind-address.
+	MetricsRegisterer prometheus.Registerer
 }
 
 // OptionsFromEnv reads the KubeRay environment variables through getenv (os.Getenv in

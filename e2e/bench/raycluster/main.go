@@ -1,0 +1,222 @@
+// Command raycluster benchmarks the spoke's RayCluster reconciler on a real member control plane
+// (etcd, kube-apiserver, kube-scheduler and kwok on loopback): it creates many RayClusters at
+// once and reports how fast they all become ready, how many API writes the spoke made per
+// cluster (counted exactly from the API server's audit log, by the spoke's own client
+// certificate), and the spoke's peak memory and CPU time.
+//
+//	go run ./e2e/bench/raycluster -clusters 200 -workers 3 -nodes 4 -spoke-args "--max-concurrent-reconciles=8"
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/e2e/localcluster"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
+)
+
+// spokeUser is the identity of the spoke's client certificate; the audit policy records its
+// writes only.
+const spokeUser = "rayfleet-spoke"
+
+// benchNamespace holds the benchmark's RayClusters.
+const benchNamespace = "bench"
+
+// settlePoll is how often the audit log is checked for quiet after all clusters are ready.
+const settlePoll = 250 * time.Millisecond
+
+// config is the command line.
+type config struct {
+	clusters, workers, nodes, parallel int
+	spokeBin, spokeArgs                string
+	timeout, settle                    time.Duration
+	keep                               bool
+}
+
+func main() {
+	cfg := parseFlags()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags() config {
+	var c config
+	flag.IntVar(&c.clusters, "clusters", 200, "RayClusters to create at once")
+	flag.IntVar(&c.workers, "workers", 3, "workers in each cluster's one worker group")
+	flag.IntVar(&c.nodes, "nodes", 4, "fake kwok Nodes")
+	flag.IntVar(&c.parallel, "parallel", 0, "concurrent creates (default: all clusters at once)")
+	flag.StringVar(&c.spokeBin, "spoke", defaultSpokeBinary(), "spoke binary")
+	flag.StringVar(&c.spokeArgs, "spoke-args", "", "extra spoke flags, space separated (e.g. --max-concurrent-reconciles=8)")
+	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up when not all clusters are ready by then")
+	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after all are ready, count writes until the spoke is quiet this long")
+	flag.BoolVar(&c.keep, "keep", false, "keep the control plane's state dir (logs, audit log)")
+	flag.Parse()
+	if c.parallel <= 0 {
+		c.parallel = c.clusters
+	}
+	return c
+}
+
+// defaultSpokeBinary is $RAYFLEET_BIN/spoke, default bin/spoke in the repository.
+func defaultSpokeBinary() string {
+	dir := os.Getenv("RAYFLEET_BIN")
+	if dir == "" {
+		root, err := localcluster.RepoRoot()
+		if err != nil {
+			return filepath.Join("bin", "spoke")
+		}
+		dir = filepath.Join(root, "bin")
+	}
+	return filepath.Join(dir, "spoke")
+}
+
+func run(ctx context.Context, cfg config) error {
+	crdDir, err := localcluster.SpokeCRDDir("")
+	if err != nil {
+		return err
+	}
+	podsPerNode := (cfg.clusters*(cfg.workers+1))/cfg.nodes + 1
+	cluster, err := localcluster.Start(ctx, localcluster.Options{
+		Scheduler: true,
+		Nodes: localcluster.FakeNodes(cfg.nodes, localcluster.NodeSpec{
+			CPU: "100000", Memory: "100Ti", Pods: max(250, 2*podsPerNode),
+		}),
+		CRDDirs:     []string{crdDir},
+		AuditPolicy: auditPolicy(spokeUser),
+		KeepState:   cfg.keep,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the member control plane: %w", err)
+	}
+	defer cluster.Stop()
+	if cfg.keep {
+		fmt.Fprintln(os.Stderr, "bench: state and logs in", cluster.Dir)
+	}
+	kubeconfig, _, err := cluster.UserKubeconfig(spokeUser)
+	if err != nil {
+		return err
+	}
+	spoke, err := cluster.StartManager(ctx, "spoke", cfg.spokeBin, kubeconfig, strings.Fields(cfg.spokeArgs), nil)
+	if err != nil {
+		return err
+	}
+	if err := cluster.CreateNamespace(ctx, benchNamespace); err != nil {
+		return err
+	}
+	res, err := measure(ctx, cfg, cluster, spoke)
+	if err != nil {
+		cluster.DumpLogs(os.Stderr, 60)
+		return err
+	}
+	printReport(os.Stdout, cfg, res)
+	return nil
+}
+
+// result is everything the report shows.
+type result struct {
+	total     time.Duration
+	latencies []time.Duration
+	writes    writeCounts
+	usage     localcluster.Usage
+	reconcile map[string]float64
+}
+
+func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spoke *localcluster.Manager) (result, error) {
+	var res result
+	tracker := newReadyTracker(cfg.clusters)
+	if err := tracker.watch(ctx, cluster.Config, benchNamespace); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	if err := createClusters(ctx, cfg, cluster.Client, tracker); err != nil {
+		return res, err
+	}
+	select {
+	case <-tracker.allDone:
+	case <-spoke.Done():
+		return res, errors.New("the spoke exited before all clusters were ready")
+	case <-time.After(cfg.timeout - time.Since(start)):
+		return res, fmt.Errorf("only %d of %d RayClusters ready after %v", tracker.readyCount(), cfg.clusters, cfg.timeout)
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	var readyAt time.Time
+	res.latencies, readyAt = tracker.latencies()
+	res.total = readyAt.Sub(start)
+	if err := waitQuiet(ctx, cluster.AuditLogPath(), cfg.settle); err != nil {
+		return res, err
+	}
+	var err error
+	if res.usage, err = spoke.Usage(); err != nil {
+		return res, err
+	}
+	if res.reconcile, err = reconcileTotals(ctx, spoke.MetricsURL); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: reading the spoke's metrics:", err)
+	}
+	res.writes, err = countWrites(cluster.AuditLogPath(), spokeUser, readyAt)
+	return res, err
+}
+
+// createClusters creates the RayClusters with cfg.parallel concurrent creates, recording each
+// one's creation time just before its request is sent.
+func createClusters(ctx context.Context, cfg config, c client.Client, tracker *readyTracker) error {
+	sem := make(chan struct{}, cfg.parallel)
+	errs := make([]error, cfg.clusters)
+	var wg sync.WaitGroup
+	for i := range cfg.clusters {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			name := fmt.Sprintf("rc-%04d", i)
+			rc := raybuilder.MakeRayCluster(name, benchNamespace).
+				WorkerGroup("workers", int32(cfg.workers), 0, int32(cfg.workers)).Obj()
+			tracker.markCreated(name, time.Now())
+			if err := c.Create(ctx, rc); err != nil {
+				errs[i] = fmt.Errorf("creating RayCluster %s: %w", name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// waitQuiet waits until the audit log has not grown for quiet (the spoke has stopped writing),
+// bounded by a minute in case it never settles.
+func waitQuiet(ctx context.Context, path string, quiet time.Duration) error {
+	deadline := time.Now().Add(time.Minute)
+	lastSize, lastChange := int64(-1), time.Now()
+	ticker := time.NewTicker(settlePoll)
+	defer ticker.Stop()
+	for {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("watching audit log: %w", err)
+		}
+		if fi.Size() != lastSize {
+			lastSize, lastChange = fi.Size(), time.Now()
+		}
+		if time.Since(lastChange) >= quiet || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
