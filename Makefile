@@ -34,8 +34,9 @@ ifeq ($(RACE),1)
 TEST_FLAGS ?= -race
 endif
 
-# What the e2e tests and the benchmark read to find the binaries and tools.
-E2E_ENV := RAYFLEET_BIN_DIR=$(BIN) RAYFLEET_TOOLS_DIR=$(TOOLS_BIN) KUBEBUILDER_ASSETS=$(TOOLS_BIN)
+# What the e2e tests and the benchmark read to find our binaries (bin/) and the Kubernetes
+# tools (bin/k8s); both default to those paths in the repository anyway.
+E2E_ENV := RAYFLEET_BIN=$(BIN) RAYFLEET_K8S_BIN=$(TOOLS_BIN) KUBEBUILDER_ASSETS=$(TOOLS_BIN)
 
 .PHONY: help
 help: ## Show the targets.
@@ -84,12 +85,12 @@ test: tools ## Run the unit and integration tests (integration tests use the env
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) go test $(TEST_FLAGS) ./...
 
 .PHONY: e2e
-e2e: build tools ## Run the end-to-end tests against a local fleet.
+e2e: build tools ## Run the end-to-end tests against local control planes.
 	$(E2E_ENV) go test -tags e2e -count=1 -timeout 30m ./e2e/...
 
 .PHONY: bench
-bench: build tools ## Run the RayCluster benchmark against a local fleet.
-	$(E2E_ENV) go run ./e2e/bench/raycluster
+bench: build tools ## Run the RayCluster benchmark against a local control plane (BENCH_ARGS=...).
+	$(E2E_ENV) go run ./e2e/bench/raycluster $(BENCH_ARGS)
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).

@@ -168,11 +168,7 @@ func TestLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// KubeRay's names are kept even where promlint would prefer otherwise; only report
-	// problems other than naming conventions.
 	for _, p := range problems {
-		if !strings.Contains(p.Text, "should") {
-			t.Errorf("%s: %s", p.Metric, p.Text)
-		}
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }

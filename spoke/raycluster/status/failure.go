@@ -8,15 +8,15 @@ type ReplicaFailureReason string
 
 // The Pod operations whose failure KubeRay surfaces as a ReplicaFailure condition.
 const (
-	// FailedDeleteAllPods: deleting every Pod (suspend, Recreate upgrade) failed.
+	// FailedDeleteAllPods means deleting every Pod (suspend, Recreate upgrade) failed.
 	FailedDeleteAllPods ReplicaFailureReason = "FailedDeleteAllPods"
-	// FailedDeleteHeadPod: deleting an unhealthy head Pod failed.
+	// FailedDeleteHeadPod means deleting an unhealthy head Pod failed.
 	FailedDeleteHeadPod ReplicaFailureReason = "FailedDeleteHeadPod"
-	// FailedCreateHeadPod: creating the head Pod failed.
+	// FailedCreateHeadPod means creating the head Pod failed.
 	FailedCreateHeadPod ReplicaFailureReason = "FailedCreateHeadPod"
-	// FailedDeleteWorkerPod: deleting a worker Pod (scale down, unhealthy, suspended group) failed.
+	// FailedDeleteWorkerPod means deleting a worker Pod (scale down, unhealthy, suspended group) failed.
 	FailedDeleteWorkerPod ReplicaFailureReason = "FailedDeleteWorkerPod"
-	// FailedCreateWorkerPod: creating a worker Pod failed.
+	// FailedCreateWorkerPod means creating a worker Pod failed.
 	FailedCreateWorkerPod ReplicaFailureReason = "FailedCreateWorkerPod"
 )
 

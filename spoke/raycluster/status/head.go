@@ -14,11 +14,11 @@ import (
 // Errors that stop Compute. KubeRay writes no status at all in these cases and retries, because
 // head info cannot be told without guessing; the reconciler should do the same.
 var (
-	// ErrMultipleHeadPods: more than one Pod carries the head node-type label.
+	// ErrMultipleHeadPods means more than one Pod carries the head node-type label.
 	ErrMultipleHeadPods = errors.New("found multiple head Pods")
-	// ErrHeadServiceNotFound: the head Service is not (yet) observed.
+	// ErrHeadServiceNotFound means the head Service is not (yet) observed.
 	ErrHeadServiceNotFound = errors.New("head Service not found")
-	// ErrHeadServiceNoIP: the head Service has no cluster IP (not even "None").
+	// ErrHeadServiceNoIP means the head Service has no cluster IP (not even "None").
 	ErrHeadServiceNoIP = errors.New("head Service has no cluster IP")
 )
 

@@ -75,7 +75,7 @@ func expectCondition(t *testing.T, st *rayv1.RayClusterStatus, typ rayv1.RayClus
 	}
 }
 
-// withCondition is a status holding the given condition types set True or False.
+// withConditions is a status holding the given condition types set True or False.
 func withConditions(conds map[rayv1.RayClusterConditionType]bool) rayv1.RayClusterStatus {
 	var st rayv1.RayClusterStatus
 	for typ, on := range conds {
