@@ -14,8 +14,8 @@ const AutoscalerContainerName = "autoscaler"
 // autoscalerCommand runs the KubeRay flavour of the Ray autoscaler against this cluster.
 const autoscalerCommand = "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
 
-// autoscalingEnabled reports whether the in-tree Ray autoscaler runs as a head sidecar.
-func autoscalingEnabled(rc *rayv1.RayCluster) bool {
+// AutoscalingEnabled reports whether the in-tree Ray autoscaler runs as a head sidecar.
+func AutoscalingEnabled(rc *rayv1.RayCluster) bool {
 	return rc.Spec.EnableInTreeAutoscaling != nil && *rc.Spec.EnableInTreeAutoscaling
 }
 

@@ -154,9 +154,9 @@ func setInitContainerEnv(c *corev1.Container, fqdn string) {
 		corev1.EnvVar{Name: envRayIP, Value: shortHost(fqdn)})
 }
 
-// gcsFaultToleranceEnabled reports whether GCS FT is on: gcsFaultToleranceOptions, or the legacy
+// GCSFaultToleranceEnabled reports whether GCS FT is on: gcsFaultToleranceOptions, or the legacy
 // ray.io/ft-enabled annotation.
-func gcsFaultToleranceEnabled(rc *rayv1.RayCluster) bool {
+func GCSFaultToleranceEnabled(rc *rayv1.RayCluster) bool {
 	return strings.EqualFold(rc.Annotations[labels.FTEnabled], "true") || rc.Spec.GcsFaultToleranceOptions != nil
 }
 
@@ -177,7 +177,7 @@ func externalStorageNamespace(rc *rayv1.RayCluster) string {
 // credentials as env (credentials referenced from rayStartParams as $REDIS_* so secrets never
 // appear in the command line), the storage namespace, and a longer GCS reconnect window on workers.
 func configureGCSFaultTolerance(tmpl *corev1.PodTemplateSpec, rc *rayv1.RayCluster, nodeType rayv1.RayNodeType, headParams map[string]string) {
-	enabled := gcsFaultToleranceEnabled(rc)
+	enabled := GCSFaultToleranceEnabled(rc)
 	if nodeType == rayv1.HeadNode {
 		tmpl.Annotations[labels.FTEnabled] = strconv.FormatBool(enabled)
 	}

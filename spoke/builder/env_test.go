@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/google/go-cmp/cmp"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -155,8 +155,8 @@ func TestGCSFaultTolerance(t *testing.T) {
 			wantWorkerRetry: "600",
 		},
 		{
-			name:          "storage namespace annotation",
-			cluster:       newCluster("rc").Annotation(labels.FTEnabled, "true").Annotation(labels.ExternalStorageNamespace, "from-annotation").Obj(),
+			name:            "storage namespace annotation",
+			cluster:         newCluster("rc").Annotation(labels.FTEnabled, "true").Annotation(labels.ExternalStorageNamespace, "from-annotation").Obj(),
 			wantFT:          "true",
 			wantStorageNS:   "from-annotation",
 			wantWorkerRetry: "600",

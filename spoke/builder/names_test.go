@@ -37,14 +37,14 @@ func TestObjectNames(t *testing.T) {
 		h.HeadService = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "my-head"}}
 	}).Obj()
 	for got, want := range map[string]string{
-		must(HeadServiceName(rc)):     "rc-head-svc",
-		must(HeadServiceName(custom)): "my-head",
-		ServeServiceName(rc):          "rc-serve-svc",
-		HeadlessServiceName(rc):       "rc-headless",
-		IngressName(rc):               "rc-head-ingress",
-		RedisCleanupJobName(rc):       "rc-redis-cleanup",
-		AuthSecretName(rc):            "rc",
-		AutoscalerRoleName(rc):        "rc",
+		must(HeadServiceName(rc)):          "rc-head-svc",
+		must(HeadServiceName(custom)):      "my-head",
+		ServeServiceName(rc):               "rc-serve-svc",
+		HeadlessServiceName(rc):            "rc-headless",
+		IngressName(rc):                    "rc-head-ingress",
+		RedisCleanupJobName(rc):            "rc-redis-cleanup",
+		AuthSecretName(rc):                 "rc",
+		AutoscalerRoleName(rc):             "rc",
 		headFQDN(custom, DefaultOptions()): "my-head.ns.svc.cluster.local",
 	} {
 		if got != want {

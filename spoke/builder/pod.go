@@ -73,7 +73,7 @@ func buildHeadPod(rc *rayv1.RayCluster, opts Options) (*corev1.Pod, error) {
 	port, fqdn := headPort(rc), headFQDN(rc, opts)
 	completeParams(params, rayv1.HeadNode, port, fqdn)
 	markOverwrite(tmpl, rc)
-	if autoscalingEnabled(rc) {
+	if AutoscalingEnabled(rc) {
 		addAutoscaler(tmpl, rc, params, opts)
 	}
 	configureGCSFaultTolerance(tmpl, rc, rayv1.HeadNode, params)
@@ -121,7 +121,7 @@ func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, replica Repli
 	markOverwrite(tmpl, rc)
 	configureGCSFaultTolerance(tmpl, rc, rayv1.WorkerNode, params)
 	ensureMetricsPort(&tmpl.Spec.Containers[0])
-	if autoscalingEnabled(rc) && autoscalerV2(rc) {
+	if AutoscalingEnabled(rc) && autoscalerV2(rc) {
 		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
 	if authEnabled(rc) {
@@ -159,7 +159,7 @@ func finishPod(rc *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, p podContext)
 	if _, ok := p.params[paramPlasmaDirectory]; !ok {
 		addEmptyDir(pod, 0, sharedMemoryVolume, sharedMemoryMountPath, corev1.StorageMediumMemory)
 	}
-	if p.nodeType == rayv1.HeadNode && autoscalingEnabled(rc) {
+	if p.nodeType == rayv1.HeadNode && AutoscalingEnabled(rc) {
 		// The autoscaler writes event logs that the head's dashboard reads.
 		addEmptyDir(pod, 0, rayLogsVolume, rayLogsMountPath, corev1.StorageMediumDefault)
 		if i := containerIndex(pod, AutoscalerContainerName); i >= 0 {

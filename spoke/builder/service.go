@@ -207,6 +207,12 @@ func HeadlessService(rc *rayv1.RayCluster) *corev1.Service {
 	return svc
 }
 
+// ServeServiceEnabled reports whether a standalone RayCluster asks for its serve Service
+// (annotation ray.io/enable-serve-service, exactly "true").
+func ServeServiceEnabled(rc *rayv1.RayCluster) bool {
+	return rc.Annotations[labels.EnableServeService] == labels.True
+}
+
 // NeedsHeadlessService reports whether any worker group is multi-host.
 func NeedsHeadlessService(rc *rayv1.RayCluster) bool {
 	for _, g := range rc.Spec.WorkerGroupSpecs {

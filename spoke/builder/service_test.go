@@ -3,8 +3,8 @@ package builder
 import (
 	"testing"
 
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/google/go-cmp/cmp"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -198,5 +198,17 @@ func TestHeadlessService(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, HeadlessService(rc)); diff != "" {
 		t.Errorf("headless Service (-want +got):\n%s", diff)
+	}
+}
+
+func TestServeServiceEnabled(t *testing.T) {
+	for value, want := range map[string]bool{"true": true, "True": false, "false": false, "": false} {
+		rc := newCluster("rc").Obj()
+		if value != "" {
+			rc.Annotations = map[string]string{labels.EnableServeService: value}
+		}
+		if got := ServeServiceEnabled(rc); got != want {
+			t.Errorf("ServeServiceEnabled(%q) = %v, want %v", value, got, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ package expectations
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 // HeadGroup is the group key used for the head Pod.
 const HeadGroup = ""
 
-// Timeout bounds how long an unobserved creation blocks its group: a Pod that was created and
-// deleted again before the cache saw it would otherwise block the group forever.
+// Timeout bounds how long an unobserved creation blocks its group when the API server cannot
+// be asked (see Satisfied).
 const Timeout = 30 * time.Second
 
 // Action is what was asked of the API server.
@@ -65,9 +66,11 @@ func (s *Scale) Expect(namespace, cluster, group, podName string, action Action)
 	s.items[k][podName] = pending{action: action, since: s.clock.Now()}
 }
 
-// Satisfied reports whether every recorded change of the group is visible through reader (the
-// cache). Observed changes are forgotten; the rest stay until seen or timed out.
-func (s *Scale) Satisfied(ctx context.Context, reader client.Reader, namespace, cluster, group string) (bool, error) {
+// Satisfied reports whether every recorded change of the group is visible through cache.
+// Observed changes are forgotten; the rest stay until seen or timed out. A created Pod the
+// cache does not have is looked up in api (uncached): when the API server does not have it
+// either, it was deleted before the cache saw it, and waiting longer would only stall the group.
+func (s *Scale) Satisfied(ctx context.Context, cache, api client.Reader, namespace, cluster, group string) (bool, error) {
 	k := groupKey{namespace, cluster, group}
 	s.mu.Lock()
 	names := make(map[string]pending, len(s.items[k]))
@@ -78,7 +81,7 @@ func (s *Scale) Satisfied(ctx context.Context, reader client.Reader, namespace, 
 
 	satisfied := true
 	for name, p := range names {
-		seen, err := s.observed(ctx, reader, namespace, name, p)
+		seen, err := s.observed(ctx, cache, api, namespace, name, p)
 		if err != nil {
 			return false, err
 		}
@@ -91,9 +94,10 @@ func (s *Scale) Satisfied(ctx context.Context, reader client.Reader, namespace, 
 	return satisfied, nil
 }
 
-func (s *Scale) observed(ctx context.Context, reader client.Reader, namespace, name string, p pending) (bool, error) {
+func (s *Scale) observed(ctx context.Context, cache, api client.Reader, namespace, name string, p pending) (bool, error) {
 	var pod corev1.Pod
-	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pod)
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	err := cache.Get(ctx, key, &pod)
 	switch {
 	case err == nil:
 		if p.action == Create {
@@ -103,10 +107,20 @@ func (s *Scale) observed(ctx context.Context, reader client.Reader, namespace, n
 		// and waiting for its grace period would stall the group.
 		return pod.DeletionTimestamp != nil, nil
 	case apierrors.IsNotFound(err):
-		if p.action == Delete {
+		if p.action == Delete || s.clock.Since(p.since) >= Timeout {
 			return true, nil
 		}
-		return s.clock.Since(p.since) >= Timeout, nil
+		if api == nil {
+			return false, nil
+		}
+		err := api.Get(ctx, key, &corev1.Pod{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("get Pod %s: %w", key, err)
+		}
+		return false, nil
 	default:
 		return false, err
 	}

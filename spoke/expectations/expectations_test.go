@@ -45,7 +45,7 @@ func TestSatisfied(t *testing.T) {
 			s := NewScale(clk)
 			s.Expect("ns", "rc", "g", "p", tt.action)
 			clk.Step(tt.elapsed)
-			got, err := s.Satisfied(context.Background(), c, "ns", "rc", "g")
+			got, err := s.Satisfied(context.Background(), c, nil, "ns", "rc", "g")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,11 +71,11 @@ func TestGroupsAreIndependentAndForgetClearsCluster(t *testing.T) {
 	s.Expect("ns", "rc", "g", "w", Create)
 	s.Expect("ns", "other", "g", "w2", Create)
 
-	ok, err := s.Satisfied(context.Background(), c, "ns", "rc", "unrelated")
+	ok, err := s.Satisfied(context.Background(), c, nil, "ns", "rc", "unrelated")
 	if err != nil || !ok {
 		t.Fatalf("a group without expectations must be satisfied, got %v, %v", ok, err)
 	}
-	ok, _ = s.Satisfied(context.Background(), c, "ns", "rc", "g")
+	ok, _ = s.Satisfied(context.Background(), c, nil, "ns", "rc", "g")
 	if ok {
 		t.Fatal("group g waits for its Pod")
 	}
@@ -83,8 +83,31 @@ func TestGroupsAreIndependentAndForgetClearsCluster(t *testing.T) {
 	if s.Len() != 1 {
 		t.Fatalf("Forget must only drop rc's expectations, %d left", s.Len())
 	}
-	ok, _ = s.Satisfied(context.Background(), c, "ns", "rc", "g")
+	ok, _ = s.Satisfied(context.Background(), c, nil, "ns", "rc", "g")
 	if !ok {
 		t.Fatal("forgotten expectations must not block")
+	}
+}
+
+func TestCreatedPodDeletedBeforeTheCacheSawIt(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	cache := fake.NewClientBuilder().Build()
+	tests := []struct {
+		name string
+		api  client.Reader
+		want bool
+	}{
+		{"API server lacks it too: deleted", fake.NewClientBuilder().Build(), true},
+		{"API server has it: the cache lags", fake.NewClientBuilder().WithObjects(pod("p", false)).Build(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewScale(clk)
+			s.Expect("ns", "rc", "g", "p", Create)
+			got, err := s.Satisfied(context.Background(), cache, tt.api, "ns", "rc", "g")
+			if err != nil || got != tt.want {
+				t.Fatalf("Satisfied = %v, %v; want %v", got, err, tt.want)
+			}
+		})
 	}
 }

@@ -47,7 +47,7 @@ func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
 	if recreate {
 		return r.deleteAllPods(ctx, s, "a spec change with upgradeStrategy Recreate")
 	}
-	if err := r.reconcileHead(ctx, s, hash); err != nil {
+	if err := r.reconcileHead(ctx, s); err != nil {
 		return err
 	}
 	for i := range rc.Spec.WorkerGroupSpecs {
@@ -118,9 +118,9 @@ func (r *Reconciler) needsRecreate(ctx context.Context, s *scope, hash string) (
 	return recorded != "" && recorded != hash, nil
 }
 
-func (r *Reconciler) reconcileHead(ctx context.Context, s *scope, hash string) error {
+func (r *Reconciler) reconcileHead(ctx context.Context, s *scope) error {
 	rc := s.cluster
-	ok, err := r.expectations.Satisfied(ctx, r.client, rc.Namespace, rc.Name, expectations.HeadGroup)
+	ok, err := r.expectations.Satisfied(ctx, r.client, r.apiReader, rc.Namespace, rc.Name, expectations.HeadGroup)
 	if err != nil || !ok {
 		return err
 	}
@@ -140,7 +140,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, s *scope, hash string) e
 		ctrl.LoggerFrom(ctx).Info("Head Pod missing; not recreated because of " + labels.DisableProvisionedHeadRestart)
 		return nil
 	}
-	return r.createHead(ctx, rc, hash)
+	return r.createHead(ctx, rc)
 }
 
 func (r *Reconciler) replaceBrokenHead(ctx context.Context, rc *rayv1.RayCluster, head *corev1.Pod) error {
@@ -160,16 +160,11 @@ func (r *Reconciler) replaceBrokenHead(ctx context.Context, rc *rayv1.RayCluster
 	return errors.New(why)
 }
 
-func (r *Reconciler) createHead(ctx context.Context, rc *rayv1.RayCluster, hash string) error {
+func (r *Reconciler) createHead(ctx context.Context, rc *rayv1.RayCluster) error {
 	pod, err := builder.HeadPod(rc, r.build)
 	if err != nil {
 		return status.ReplicaFailure(status.FailedCreateHeadPod, fmt.Errorf("build head Pod: %w", err))
 	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[labels.UpgradeStrategyRecreateHash] = hash
-	pod.Annotations[labels.KubeRayVersion] = r.build.KubeRayVersion
 	if err := r.client.Create(ctx, pod, client.FieldOwner(fieldManager)); err != nil {
 		r.recorder.Eventf(rc, corev1.EventTypeWarning, reasonFailedToCreateHeadPod,
 			"Failed to create head Pod %s/%s: %v", rc.Namespace, podName(pod), err)

@@ -2,8 +2,6 @@ package raycluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -19,9 +17,6 @@ import (
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/spoke/builder"
 )
-
-// authTokenBytes is the entropy of a generated Ray auth token.
-const authTokenBytes = 32
 
 // step is one link of the reconcile chain; the chain stops at the first error.
 type step struct {
@@ -93,7 +88,7 @@ func (r *Reconciler) reconcileAutoscalerServiceAccount(ctx context.Context, s *s
 	if err != nil || found {
 		return err
 	}
-	if rc.Spec.HeadGroupSpec.Template.Spec.ServiceAccountName == sa.Name {
+	if builder.UserProvidesServiceAccount(rc) {
 		// A ServiceAccount the user named is the user's to create: creating it would hand the
 		// head Pod permissions the user did not choose.
 		msg := fmt.Sprintf("ServiceAccount %s named by the head Pod template does not exist; create it "+
@@ -145,10 +140,7 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) reconcileAuthSecret(ctx context.Context, s *scope) error {
-	opts := s.cluster.Spec.AuthOptions
-	// Kubernetes token auth needs no shared secret, and a user-named Secret is the user's.
-	if !rayspec.TokenAuth(&s.cluster.Spec) || rayspec.K8sTokenAuth(opts) ||
-		(opts.SecretName != nil && *opts.SecretName != "") {
+	if !builder.NeedsAuthSecret(s.cluster) {
 		return nil
 	}
 	key := types.NamespacedName{Namespace: s.cluster.Namespace, Name: builder.AuthSecretName(s.cluster)}
@@ -156,12 +148,11 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, s *scope) error {
 	if err != nil || found {
 		return err
 	}
-	raw := make([]byte, authTokenBytes)
-	if _, err := rand.Read(raw); err != nil {
-		return fmt.Errorf("generate auth token: %w", err)
+	token, err := builder.NewAuthToken()
+	if err != nil {
+		return err
 	}
-	secret := builder.AuthSecret(s.cluster, base64.StdEncoding.EncodeToString(raw))
-	return r.create(ctx, s.cluster, secret, "secret", reasonCreatedSecret, reasonFailedToCreateSecret)
+	return r.create(ctx, s.cluster, builder.AuthSecret(s.cluster, token), "secret", reasonCreatedSecret, reasonFailedToCreateSecret)
 }
 
 func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
@@ -216,7 +207,7 @@ func (r *Reconciler) reconcileHeadlessService(ctx context.Context, s *scope) err
 
 func (r *Reconciler) reconcileServeService(ctx context.Context, s *scope) error {
 	rc := s.cluster
-	if rc.Annotations[labels.EnableServeService] != labels.True {
+	if !builder.ServeServiceEnabled(rc) {
 		return nil
 	}
 	svc, err := builder.ServeService(rc)

@@ -21,7 +21,7 @@ import (
 // reconcileWorkerGroup brings one worker group to its desired size.
 func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, g *rayv1.WorkerGroupSpec) error {
 	rc := s.cluster
-	ok, err := r.expectations.Satisfied(ctx, r.client, rc.Namespace, rc.Name, g.GroupName)
+	ok, err := r.expectations.Satisfied(ctx, r.client, r.apiReader, rc.Namespace, rc.Name, g.GroupName)
 	if err != nil || !ok {
 		return err
 	}
