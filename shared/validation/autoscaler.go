@@ -7,21 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // envAutoscalerV2 is the head environment variable that selected autoscaler v2 before
 // spec.autoscalerOptions.version existed.
 const envAutoscalerV2 = "RAY_enable_autoscaler_v2"
-
-func autoscalingEnabled(spec *rayv1.RayClusterSpec) bool {
-	return ptr.Deref(spec.EnableInTreeAutoscaling, false)
-}
-
-// autoscalerV2Selected reports whether spec.autoscalerOptions.version asks for v2. Like KubeRay,
-// it does not look at enableInTreeAutoscaling.
-func autoscalerV2Selected(spec *rayv1.RayClusterSpec) bool {
-	return spec.AutoscalerOptions != nil && ptr.Deref(spec.AutoscalerOptions.Version, "") == rayv1.AutoscalerVersionV2
-}
 
 // v2EnvOn reports whether the head's legacy env var turns autoscaler v2 on.
 func v2EnvOn(spec *rayv1.RayClusterSpec) (string, bool) {
@@ -38,7 +30,7 @@ func workerIdleTimeout(spec *rayv1.RayClusterSpec, g *rayv1.WorkerGroupSpec, pat
 	if timeout < 0 {
 		return field.Invalid(path.Child("idleTimeoutSeconds"), timeout, desc+": must not be negative")
 	}
-	if _, on := v2EnvOn(spec); autoscalerV2Selected(spec) || on {
+	if _, on := v2EnvOn(spec); rayspec.AutoscalerV2(spec) || on {
 		return nil
 	}
 	return field.Invalid(path.Child("idleTimeoutSeconds"), timeout, desc+
@@ -47,7 +39,7 @@ func workerIdleTimeout(spec *rayv1.RayClusterSpec, g *rayv1.WorkerGroupSpec, pat
 
 // autoscaler checks the settings that only make sense with (or without) the in-tree autoscaler.
 func autoscaler(spec *rayv1.RayClusterSpec, _ map[string]string) error {
-	if !autoscalingEnabled(spec) {
+	if !rayspec.Autoscaling(spec) {
 		if v, on := v2EnvOn(spec); on {
 			return field.Invalid(headEnvPath(envAutoscalerV2), v,
 				"autoscaler v2 needs spec.enableInTreeAutoscaling: true")
@@ -77,7 +69,7 @@ func autoscalerEnabled(spec *rayv1.RayClusterSpec) error {
 				"must not be set together with spec.autoscalerOptions.version; use the version field only")
 		}
 	}
-	if !autoscalerV2Selected(spec) {
+	if !rayspec.AutoscalerV2(spec) {
 		return nil
 	}
 	// Autoscaler v2 replaces failed nodes itself; a kubelet restart would hide the failure from it.

@@ -1,12 +1,11 @@
 package validation
 
 import (
-	"strings"
-
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // Environment variables of the head's Ray container that configure Redis for GCS fault tolerance.
@@ -15,12 +14,6 @@ const (
 	envRedisPassword = "REDIS_PASSWORD"
 	envRedisUsername = "REDIS_USERNAME"
 )
-
-// gcsFTEnabled reports whether the cluster runs with GCS fault tolerance, either the current way
-// (spec.gcsFaultToleranceOptions) or the legacy way (annotation ray.io/ft-enabled: "true").
-func gcsFTEnabled(spec *rayv1.RayClusterSpec, annotations map[string]string) bool {
-	return spec.GcsFaultToleranceOptions != nil || strings.EqualFold(annotations[labels.FTEnabled], labels.True)
-}
 
 // gcsFaultTolerance keeps the two ways of configuring GCS fault tolerance apart: with
 // gcsFaultToleranceOptions the operator wires Redis itself, so the legacy knobs would silently
@@ -34,7 +27,7 @@ func gcsFaultTolerance(spec *rayv1.RayClusterSpec, annotations map[string]string
 	}
 	env := headEnv(spec)
 	address, hasAddress := envVar(env, envRedisAddress)
-	if !gcsFTEnabled(spec, annotations) && hasAddress {
+	if !rayspec.GCSFaultTolerance(spec, annotations) && hasAddress {
 		return field.Invalid(headEnvPath(envRedisAddress), address.Value,
 			"setting it implicitly enables GCS fault tolerance, but spec.gcsFaultToleranceOptions is not set; "+
 				"set gcsFaultToleranceOptions to enable GCS fault tolerance")

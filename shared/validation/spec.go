@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // Field paths the rules report against.
@@ -65,7 +67,7 @@ func headGroup(spec *rayv1.RayClusterSpec, _ map[string]string) error {
 }
 
 func workerGroups(spec *rayv1.RayClusterSpec, _ map[string]string) error {
-	autoscaling := autoscalingEnabled(spec)
+	autoscaling := rayspec.Autoscaling(spec)
 	firstIndex := map[string]int{}
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]

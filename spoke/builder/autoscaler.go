@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // AutoscalerContainerName is the name of the Ray autoscaler sidecar in the head Pod.
@@ -13,18 +14,6 @@ const AutoscalerContainerName = "autoscaler"
 
 // autoscalerCommand runs the KubeRay flavour of the Ray autoscaler against this cluster.
 const autoscalerCommand = "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
-
-// AutoscalingEnabled reports whether the in-tree Ray autoscaler runs as a head sidecar.
-func AutoscalingEnabled(rc *rayv1.RayCluster) bool {
-	return rc.Spec.EnableInTreeAutoscaling != nil && *rc.Spec.EnableInTreeAutoscaling
-}
-
-// autoscalerV2 reports whether autoscaler v2 was asked for explicitly. KubeRay does not infer it
-// from the Ray version, so neither does this.
-func autoscalerV2(rc *rayv1.RayCluster) bool {
-	o := rc.Spec.AutoscalerOptions
-	return o != nil && o.Version != nil && *o.Version == rayv1.AutoscalerVersionV2
-}
 
 func fixedResources(cpu, memory string) corev1.ResourceRequirements {
 	list := corev1.ResourceList{
@@ -52,7 +41,7 @@ func autoscalerContainer(rc *rayv1.RayCluster, rayImage string, opts Options) co
 		Args:      []string{autoscalerCommand},
 		Resources: fixedResources("500m", "512Mi"),
 	}
-	if authEnabled(rc) {
+	if rayspec.TokenAuth(&rc.Spec) {
 		setAuthEnv(&c, rc)
 	}
 	applyAutoscalerOptions(&c, rc.Spec.AutoscalerOptions)
@@ -91,7 +80,7 @@ func addAutoscaler(tmpl *corev1.PodTemplateSpec, rc *rayv1.RayCluster, params ma
 	params[paramNoMonitor] = "true"
 	tmpl.Spec.ServiceAccountName = AutoscalerServiceAccountName(rc)
 	tmpl.Spec.Containers = append(tmpl.Spec.Containers, autoscalerContainer(rc, tmpl.Spec.Containers[0].Image, opts))
-	if autoscalerV2(rc) {
+	if rayspec.AutoscalerV2(&rc.Spec) {
 		c := &tmpl.Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: envAutoscalerV2, Value: "true"})
 		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever

@@ -3,12 +3,12 @@ package builder
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // Environment variables set on Ray containers.
@@ -154,12 +154,6 @@ func setInitContainerEnv(c *corev1.Container, fqdn string) {
 		corev1.EnvVar{Name: envRayIP, Value: shortHost(fqdn)})
 }
 
-// GCSFaultToleranceEnabled reports whether GCS FT is on: gcsFaultToleranceOptions, or the legacy
-// ray.io/ft-enabled annotation.
-func GCSFaultToleranceEnabled(rc *rayv1.RayCluster) bool {
-	return strings.EqualFold(rc.Annotations[labels.FTEnabled], "true") || rc.Spec.GcsFaultToleranceOptions != nil
-}
-
 // externalStorageNamespace is the Redis namespace the head's GCS stores its state under: the
 // cluster UID unless the annotation or gcsFaultToleranceOptions names one.
 func externalStorageNamespace(rc *rayv1.RayCluster) string {
@@ -177,7 +171,7 @@ func externalStorageNamespace(rc *rayv1.RayCluster) string {
 // credentials as env (credentials referenced from rayStartParams as $REDIS_* so secrets never
 // appear in the command line), the storage namespace, and a longer GCS reconnect window on workers.
 func configureGCSFaultTolerance(tmpl *corev1.PodTemplateSpec, rc *rayv1.RayCluster, nodeType rayv1.RayNodeType, headParams map[string]string) {
-	enabled := GCSFaultToleranceEnabled(rc)
+	enabled := rayspec.GCSFaultTolerance(&rc.Spec, rc.Annotations)
 	if nodeType == rayv1.HeadNode {
 		tmpl.Annotations[labels.FTEnabled] = strconv.FormatBool(enabled)
 	}
@@ -213,22 +207,11 @@ func configureGCSFaultTolerance(tmpl *corev1.PodTemplateSpec, rc *rayv1.RayClust
 	}
 }
 
-// authEnabled reports whether Ray token authentication is on.
-func authEnabled(rc *rayv1.RayCluster) bool {
-	return rc.Spec.AuthOptions != nil && rc.Spec.AuthOptions.Mode == rayv1.AuthModeToken
-}
-
-// k8sAuthEnabled reports whether Ray delegates token checks to the Kubernetes API server.
-func k8sAuthEnabled(rc *rayv1.RayCluster) bool {
-	ao := rc.Spec.AuthOptions
-	return ao != nil && ao.EnableK8sTokenAuth != nil && *ao.EnableK8sTokenAuth
-}
-
 // setAuthEnv gives a container the token-auth mode and its credential: the projected
 // ServiceAccount token for Kubernetes auth, else the token from the auth Secret.
 func setAuthEnv(c *corev1.Container, rc *rayv1.RayCluster) {
 	addEnvIfMissing(c, envAuthMode, string(rayv1.AuthModeToken))
-	if k8sAuthEnabled(rc) {
+	if rayspec.K8sTokenAuth(rc.Spec.AuthOptions) {
 		addEnvIfMissing(c, envK8sTokenAuth, "true")
 		for _, m := range c.VolumeMounts {
 			if m.Name == rayTokenVolumeName {
@@ -256,7 +239,7 @@ func setAuthEnv(c *corev1.Container, rc *rayv1.RayCluster) {
 // Kubernetes auth is used.
 func configureTokenAuth(spec *corev1.PodSpec, rc *rayv1.RayCluster) {
 	setAuthEnv(&spec.Containers[0], rc)
-	if k8sAuthEnabled(rc) && !hasVolume(spec, rayTokenVolumeName) {
+	if rayspec.K8sTokenAuth(rc.Spec.AuthOptions) && !hasVolume(spec, rayTokenVolumeName) {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{
 			Name: rayTokenVolumeName,
 			VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // Volumes KubeRay adds to Ray Pods.
@@ -73,12 +74,12 @@ func buildHeadPod(rc *rayv1.RayCluster, opts Options) (*corev1.Pod, error) {
 	port, fqdn := headPort(rc), headFQDN(rc, opts)
 	completeParams(params, rayv1.HeadNode, port, fqdn)
 	markOverwrite(tmpl, rc)
-	if AutoscalingEnabled(rc) {
+	if rayspec.Autoscaling(&rc.Spec) {
 		addAutoscaler(tmpl, rc, params, opts)
 	}
 	configureGCSFaultTolerance(tmpl, rc, rayv1.HeadNode, params)
 	ensureMetricsPort(&tmpl.Spec.Containers[0])
-	if authEnabled(rc) {
+	if rayspec.TokenAuth(&rc.Spec) {
 		configureTokenAuth(&tmpl.Spec, rc)
 	}
 	tmpl.Spec.Containers = append(tmpl.Spec.Containers, copyContainers(opts.HeadSidecars)...)
@@ -121,10 +122,10 @@ func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, replica Repli
 	markOverwrite(tmpl, rc)
 	configureGCSFaultTolerance(tmpl, rc, rayv1.WorkerNode, params)
 	ensureMetricsPort(&tmpl.Spec.Containers[0])
-	if AutoscalingEnabled(rc) && autoscalerV2(rc) {
+	if rayspec.Autoscaling(&rc.Spec) && rayspec.AutoscalerV2(&rc.Spec) {
 		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
-	if authEnabled(rc) {
+	if rayspec.TokenAuth(&rc.Spec) {
 		configureTokenAuth(&tmpl.Spec, rc)
 	}
 	tmpl.Spec.Containers = append(tmpl.Spec.Containers, copyContainers(opts.WorkerSidecars)...)
@@ -159,7 +160,7 @@ func finishPod(rc *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, p podContext)
 	if _, ok := p.params[paramPlasmaDirectory]; !ok {
 		addEmptyDir(pod, 0, sharedMemoryVolume, sharedMemoryMountPath, corev1.StorageMediumMemory)
 	}
-	if p.nodeType == rayv1.HeadNode && AutoscalingEnabled(rc) {
+	if p.nodeType == rayv1.HeadNode && rayspec.Autoscaling(&rc.Spec) {
 		// The autoscaler writes event logs that the head's dashboard reads.
 		addEmptyDir(pod, 0, rayLogsVolume, rayLogsMountPath, corev1.StorageMediumDefault)
 		if i := containerIndex(pod, AutoscalerContainerName); i >= 0 {

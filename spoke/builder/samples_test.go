@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // samplesDir is KubeRay's config/samples: $KUBERAY/config/samples when KUBERAY is set, else the
@@ -198,7 +199,7 @@ func buildAll(t *testing.T, rc *rayv1.RayCluster, opts Options) {
 	if AutoscalerServiceAccount(rc).Name == "" || AutoscalerRole(rc).Name == "" || AutoscalerRoleBinding(rc).RoleRef.Name == "" {
 		t.Errorf("autoscaler RBAC without names")
 	}
-	if GCSFaultToleranceEnabled(rc) {
+	if rayspec.GCSFaultTolerance(&rc.Spec, rc.Annotations) {
 		job, err := RedisCleanupJob(rc, opts)
 		if err != nil {
 			t.Fatalf("RedisCleanupJob: %v", err)

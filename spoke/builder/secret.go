@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // authTokenBytes is the entropy of a generated Ray auth token.
@@ -19,7 +20,7 @@ const authTokenBytes = 32
 // name their own Secret.
 func NeedsAuthSecret(rc *rayv1.RayCluster) bool {
 	ao := rc.Spec.AuthOptions
-	if ao == nil || ao.Mode == rayv1.AuthModeDisabled || k8sAuthEnabled(rc) {
+	if ao == nil || ao.Mode == rayv1.AuthModeDisabled || rayspec.K8sTokenAuth(rc.Spec.AuthOptions) {
 		return false
 	}
 	return ao.SecretName == nil || *ao.SecretName == ""

@@ -212,13 +212,3 @@ func HeadlessService(rc *rayv1.RayCluster) *corev1.Service {
 func ServeServiceEnabled(rc *rayv1.RayCluster) bool {
 	return rc.Annotations[labels.EnableServeService] == labels.True
 }
-
-// NeedsHeadlessService reports whether any worker group is multi-host.
-func NeedsHeadlessService(rc *rayv1.RayCluster) bool {
-	for _, g := range rc.Spec.WorkerGroupSpecs {
-		if g.NumOfHosts > 1 {
-			return true
-		}
-	}
-	return false
-}

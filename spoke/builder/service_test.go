@@ -181,13 +181,7 @@ func TestServeService(t *testing.T) {
 
 func TestHeadlessService(t *testing.T) {
 	rc := newCluster("rc").Obj()
-	if NeedsHeadlessService(rc) {
-		t.Errorf("NeedsHeadlessService is true for single-host groups")
-	}
 	rc.Spec.WorkerGroupSpecs[0].NumOfHosts = 2
-	if !NeedsHeadlessService(rc) {
-		t.Errorf("NeedsHeadlessService is false for a multi-host group")
-	}
 	want := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "rc-headless", Namespace: "ns", Labels: map[string]string{labels.HeadlessWorkerService: "rc"},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind("RayCluster"))}},

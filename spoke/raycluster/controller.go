@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/expectations"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
@@ -138,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("get RayCluster %s: %w", req.NamespacedName, err)
 	}
-	if rc.Spec.ManagedBy != nil && *rc.Spec.ManagedBy != "" && *rc.Spec.ManagedBy != labels.ControllerName {
+	if rayspec.ManagedByOther(rc.Spec.ManagedBy) {
 		log.V(1).Info("Skipping RayCluster managed by another controller", "managedBy", *rc.Spec.ManagedBy)
 		return ctrl.Result{}, nil
 	}
