@@ -7,6 +7,8 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // Name limits KubeRay applies. Object names are cut to leave room for the "-worker-" suffix plus
@@ -147,4 +149,15 @@ func headFQDN(rc *rayv1.RayCluster, opts Options) string {
 func shortHost(fqdn string) string {
 	host, _, _ := strings.Cut(fqdn, ".")
 	return host
+}
+
+// HeadServiceLabels are the labels that find a cluster's head Service among the namespace's
+// Services (the RayService's own head Service carries no ray.io/cluster label, so it is not
+// mistaken for one).
+func HeadServiceLabels(rc *rayv1.RayCluster) map[string]string {
+	return map[string]string{
+		labels.Cluster:    rc.Name,
+		labels.NodeType:   string(rayv1.HeadNode),
+		labels.Identifier: identifier(rc.Name, rayv1.HeadNode),
+	}
 }

@@ -158,9 +158,8 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, s *scope) error {
 func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
 	rc := s.cluster
 	var svcs corev1.ServiceList
-	if err := r.client.List(ctx, &svcs, client.InNamespace(rc.Namespace), client.MatchingLabels{
-		labels.Cluster: rc.Name, labels.NodeType: string(rayv1.HeadNode),
-	}); err != nil {
+	if err := r.client.List(ctx, &svcs, client.InNamespace(rc.Namespace),
+		client.MatchingLabels(builder.HeadServiceLabels(rc))); err != nil {
 		return fmt.Errorf("list head Services: %w", err)
 	}
 	switch len(svcs.Items) {
