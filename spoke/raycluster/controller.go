@@ -44,19 +44,18 @@ const podClusterIndex = "rayfleet.io/pod-cluster"
 // fieldManager is the field manager of every write the spoke makes.
 const fieldManager = "rayfleet-spoke"
 
-// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
+// Least privilege: objects the spoke only creates are read with get, never listed or watched.
+//
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=core,resources=pods/resize,verbs=patch
+// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=core,resources=secrets;serviceaccounts,verbs=get;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;create
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
 
 // Reconciler reconciles RayClusters. Build it with NewReconciler.
 type Reconciler struct {
