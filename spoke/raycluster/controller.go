@@ -11,7 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
@@ -61,7 +61,7 @@ const fieldManager = "rayfleet-spoke"
 type Reconciler struct {
 	client       client.Client
 	apiReader    client.Reader
-	recorder     record.EventRecorder
+	recorder     events.EventRecorder
 	clock        clock.Clock
 	expectations *expectations.Scale
 	metrics      *metrics.RayClusterMetrics
@@ -78,7 +78,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 	return &Reconciler{
 		client:       mgr.GetClient(),
 		apiReader:    mgr.GetAPIReader(),
-		recorder:     mgr.GetEventRecorderFor("raycluster-controller"),
+		recorder:     mgr.GetEventRecorder("raycluster-controller"),
 		clock:        clk,
 		expectations: expectations.NewScale(clk),
 		metrics:      opts.Metrics,

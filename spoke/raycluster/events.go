@@ -1,5 +1,11 @@
 package raycluster
 
+import (
+	"strings"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+)
+
 // Event reasons. They are KubeRay's, so alerts and dashboards built on KubeRay's events keep
 // matching.
 const (
@@ -38,3 +44,22 @@ const (
 	reasonCreatedRoleBinding              = "CreatedRoleBinding"
 	reasonFailedToCreateRoleBinding       = "FailedToCreateRoleBinding"
 )
+
+// eventf records an event about rc. The action (what the spoke did) is read off KubeRay's
+// reason names, so the call sites keep KubeRay's reasons and nothing else.
+func (r *Reconciler) eventf(rc *rayv1.RayCluster, eventType, reason, format string, args ...any) {
+	r.recorder.Eventf(rc, nil, eventType, reason, actionOf(reason), format, args...)
+}
+
+func actionOf(reason string) string {
+	switch {
+	case strings.Contains(reason, "Create"):
+		return "Create"
+	case strings.Contains(reason, "Delete"):
+		return "Delete"
+	case strings.HasPrefix(reason, "Invalid"):
+		return "Validate"
+	default:
+		return "Reconcile"
+	}
+}

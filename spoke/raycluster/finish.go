@@ -36,8 +36,11 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (
 	changed := status.Changed(&s.original.Status, &next)
 	if changed {
 		if err := r.writeStatus(ctx, s, next); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return ctrl.Result{Requeue: true}, nil
+			if apierrors.IsNotFound(err) {
+				return ctrl.Result{}, nil // deleted meanwhile
+			}
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: requeueSoon}, nil
 			}
 			return ctrl.Result{}, err
 		}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +29,7 @@ import (
 
 var errAPI = errors.New("the API server is unavailable")
 
-func newTestReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*Reconciler, client.Client, *record.FakeRecorder) {
+func newTestReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*Reconciler, client.Client, *events.FakeRecorder) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -45,7 +45,7 @@ func newTestReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Obj
 		}).Build()
 	c := interceptor.NewClient(base, funcs)
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	rec := record.NewFakeRecorder(100)
+	rec := events.NewFakeRecorder(100)
 	opts := OptionsFromEnv(func(string) string { return "" })
 	return &Reconciler{
 		client: c, apiReader: c, recorder: rec, clock: clk,
@@ -53,7 +53,7 @@ func newTestReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Obj
 	}, base, rec
 }
 
-func events(rec *record.FakeRecorder) string {
+func drainEvents(rec *events.FakeRecorder) string {
 	var out []string
 	for {
 		select {
@@ -129,7 +129,7 @@ func TestReconcileRecordsReplicaFailures(t *testing.T) {
 			if cond == nil || cond.Reason != string(tt.wantReason) || cond.Status != metav1.ConditionTrue {
 				t.Fatalf("ReplicaFailure condition = %+v, want reason %s", cond, tt.wantReason)
 			}
-			if ev := events(rec); !strings.Contains(ev, "Warning "+tt.wantEvent) {
+			if ev := drainEvents(rec); !strings.Contains(ev, "Warning "+tt.wantEvent) {
 				t.Fatalf("events %q lack a %s warning", ev, tt.wantEvent)
 			}
 		})

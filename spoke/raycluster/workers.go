@@ -135,12 +135,12 @@ func (r *Reconciler) createWorker(ctx context.Context, rc *rayv1.RayCluster, g *
 		return status.ReplicaFailure(status.FailedCreateWorkerPod, fmt.Errorf("build worker Pod of group %s: %w", g.GroupName, err))
 	}
 	if err := r.client.Create(ctx, pod, client.FieldOwner(fieldManager)); err != nil {
-		r.recorder.Eventf(rc, corev1.EventTypeWarning, reasonFailedToCreateWorkerPod,
+		r.eventf(rc, corev1.EventTypeWarning, reasonFailedToCreateWorkerPod,
 			"Failed to create worker Pod of group %s for RayCluster %s/%s: %v", g.GroupName, rc.Namespace, rc.Name, err)
 		return status.ReplicaFailure(status.FailedCreateWorkerPod, fmt.Errorf("create worker Pod of group %s: %w", g.GroupName, err))
 	}
 	r.expectations.Expect(rc.Namespace, rc.Name, g.GroupName, pod.Name, expectations.Create)
-	r.recorder.Eventf(rc, corev1.EventTypeNormal, reasonCreatedWorkerPod, "Created worker Pod %s/%s", pod.Namespace, pod.Name)
+	r.eventf(rc, corev1.EventTypeNormal, reasonCreatedWorkerPod, "Created worker Pod %s/%s", pod.Namespace, pod.Name)
 	return nil
 }
 
@@ -152,12 +152,12 @@ func (r *Reconciler) deletePods(ctx context.Context, rc *rayv1.RayCluster, group
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			r.recorder.Eventf(rc, corev1.EventTypeWarning, reasonFailedToDeleteWorkerPod,
+			r.eventf(rc, corev1.EventTypeWarning, reasonFailedToDeleteWorkerPod,
 				"Failed deleting worker Pod %s/%s: %v", pod.Namespace, pod.Name, err)
 			return status.ReplicaFailure(status.FailedDeleteWorkerPod, fmt.Errorf("delete worker Pod %s: %w", pod.Name, err))
 		}
 		r.expectations.Expect(rc.Namespace, rc.Name, group, pod.Name, expectations.Delete)
-		r.recorder.Eventf(rc, corev1.EventTypeNormal, reasonDeletedWorkerPod, "Deleted worker Pod %s/%s because %s",
+		r.eventf(rc, corev1.EventTypeNormal, reasonDeletedWorkerPod, "Deleted worker Pod %s/%s because %s",
 			pod.Namespace, pod.Name, why)
 	}
 	return nil
