@@ -23,7 +23,7 @@ import (
 const (
 	envRedisAddress    = "RAY_REDIS_ADDRESS"
 	envStorageNS       = "RAY_external_storage_namespace"
-	envGCSReconnect    = "RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S"
+	envGCSReconnect    = "RAY_gcs_rpc_server_reconnect_timeout_s"
 	redisCleanupNode   = "redis-cleanup"
 	redisCleanupSuffix = "-redis-cleanup"
 )

@@ -158,6 +158,11 @@ func TestRayClusterWorkersToDelete(t *testing.T) {
 	})
 	expectReady(t, key, 2)
 	g.Expect(uids(rayPods(g, key, "g"))).To(gomega.Equal(survivors), "only the named Pod is removed")
+	// The spoke empties the list once the Pods are gone. (KubeRay v1.6.2 itself never writes the
+	// spec and leaves that to the autoscaler; clearing it is a deliberate RayFleet choice.)
+	eventually(t, func(g gomega.Gomega) {
+		g.Expect(getRayCluster(g, key).Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete).To(gomega.BeEmpty())
+	})
 }
 
 func TestRayClusterSuspendAndResume(t *testing.T) {

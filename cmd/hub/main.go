@@ -76,6 +76,9 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
 	bindFlags(fs, &f)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return fmt.Errorf("parsing flags: %w", err)
 	}
 	logger := zap.New(zap.UseFlagOptions(&f.zap))
@@ -90,22 +93,13 @@ func run(args []string) error {
 	restCfg.Burst = f.burst
 	restCfg.UserAgent = "rayfleet-hub/" + version
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("adding client-go types to the scheme: %w", err)
+	scheme, err := newScheme()
+	if err != nil {
+		return err
 	}
-	if err := rayv1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("adding ray.io/v1 to the scheme: %w", err)
-	}
-	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
-	if strings.TrimSpace(f.watchNamespaces) != "" {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range strings.Split(f.watchNamespaces, ",") {
-			if ns = strings.TrimSpace(ns); ns == "" {
-				return errors.New("--watch-namespace has an empty entry: " + f.watchNamespaces)
-			}
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
+	cacheOpts, err := cacheOptions(f.watchNamespaces)
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -133,4 +127,33 @@ func run(args []string) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// newScheme knows the built-in kinds and KubeRay's ray.io/v1; the fleet API joins it later.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("adding client-go types to the scheme: %w", err)
+	}
+	if err := rayv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("adding ray.io/v1 to the scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// cacheOptions restricts the cache to --watch-namespace and drops managedFields, which nothing
+// in the hub reads.
+func cacheOptions(watchNamespaces string) (cache.Options, error) {
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	if strings.TrimSpace(watchNamespaces) == "" {
+		return opts, nil
+	}
+	opts.DefaultNamespaces = map[string]cache.Config{}
+	for _, ns := range strings.Split(watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns == "" {
+			return cache.Options{}, errors.New("--watch-namespace has an empty entry: " + watchNamespaces)
+		}
+		opts.DefaultNamespaces[ns] = cache.Config{}
+	}
+	return opts, nil
 }

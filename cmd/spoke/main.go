@@ -34,7 +34,7 @@ import (
 // markers live here (`make manifests` reads ./cmd/spoke as well as ./spoke).
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -102,6 +102,9 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("spoke", flag.ContinueOnError)
 	bindFlags(fs, &f, &rcOpts)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return fmt.Errorf("parsing flags: %w", err)
 	}
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -94,6 +96,33 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("waiting for kwok to make Node %s Ready: %w", spec.Name, err)
 		}
+		if err := c.untaintNotReady(ctx, spec.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// untaintNotReady removes the node.kubernetes.io/not-ready taint that the TaintNodesByCondition
+// admission plugin puts on every new Node. The KCM's node lifecycle controller removes it once
+// the Node is Ready; without a KCM nobody would, and the scheduler would bind nothing.
+func (c *Cluster) untaintNotReady(ctx context.Context, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return err
+		}
+		kept := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
+			return t.Key == corev1.TaintNodeNotReady
+		})
+		if len(kept) == len(node.Spec.Taints) {
+			return nil
+		}
+		node.Spec.Taints = kept
+		return c.Client.Update(ctx, node)
+	})
+	if err != nil {
+		return fmt.Errorf("removing the not-ready taint of Node %s: %w", name, err)
 	}
 	return nil
 }

@@ -20,7 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rayfleet/rayfleet/e2e/localcluster"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
@@ -46,6 +48,8 @@ type config struct {
 
 func main() {
 	cfg := parseFlags()
+	// The RayCluster informer logs through controller-runtime; the report is all that matters.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg); err != nil {

@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -59,7 +60,7 @@ func TestStartInstallsRayCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parsing KubeConfig: %v", err)
 	}
-	if restCfg.Host != env.Config.Host {
+	if strings.TrimSuffix(restCfg.Host, "/") != strings.TrimSuffix(env.Config.Host, "/") {
 		t.Errorf("KubeConfig host = %q, want %q", restCfg.Host, env.Config.Host)
 	}
 }
