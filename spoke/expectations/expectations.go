@@ -149,6 +149,18 @@ func (s *Scale) Forget(namespace, cluster string) {
 	}
 }
 
+// Pending reports whether any change to the cluster's Pods is still unobserved.
+func (s *Scale) Pending(namespace, cluster string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, m := range s.items {
+		if k.namespace == namespace && k.cluster == cluster && len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Len is the number of pending expectations, for tests and metrics.
 func (s *Scale) Len() int {
 	s.mu.Lock()

@@ -79,7 +79,13 @@ func TestGroupsAreIndependentAndForgetClearsCluster(t *testing.T) {
 	if ok {
 		t.Fatal("group g waits for its Pod")
 	}
+	if !s.Pending("ns", "rc") || s.Pending("ns", "nobody") {
+		t.Fatal("Pending must report rc's unobserved changes only")
+	}
 	s.Forget("ns", "rc")
+	if s.Pending("ns", "rc") {
+		t.Fatal("nothing is pending after Forget")
+	}
 	if s.Len() != 1 {
 		t.Fatalf("Forget must only drop rc's expectations, %d left", s.Len())
 	}

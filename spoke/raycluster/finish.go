@@ -34,6 +34,12 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (
 	}
 
 	changed := status.Changed(&s.original.Status, &next)
+	if changed && reconcileErr == nil && r.expectations.Pending(rc.Namespace, rc.Name) {
+		// Pods this reconcile created or deleted are not in the cache yet, so the status just
+		// computed is already out of date; their watch events bring the next reconcile, which
+		// writes the status once, from what it then sees.
+		return ctrl.Result{RequeueAfter: requeueSoon}, nil
+	}
 	if changed {
 		if err := r.writeStatus(ctx, s, next); err != nil {
 			if apierrors.IsNotFound(err) {
