@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +46,18 @@ type suite struct {
 
 var env suite
 
+// defaultParallel replaces go test's default -parallel (GOMAXPROCS, 2 on a small machine):
+// the tests mostly wait on the control plane, so running them all at once is what makes the
+// suite quick.
+const defaultParallel = "32"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", defaultParallel)
+	}
 	os.Exit(runSuite(m))
 }
 
@@ -70,7 +82,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: starting the member control plane:", err)
 		return 1
 	}
-	defer cluster.Stop()
+	defer func() {
+		begin := time.Now()
+		cluster.Stop()
+		fmt.Fprintf(os.Stderr, "e2e: stopped in %v\n", time.Since(begin).Round(time.Millisecond))
+	}()
 	kubeconfig, _, err := cluster.UserKubeconfig(spokeUser)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

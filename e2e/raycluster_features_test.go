@@ -154,3 +154,27 @@ func TestRayClusterReplicaFailureCondition(t *testing.T) {
 		g.Expect(meta.FindStatusCondition(rc.Status.Conditions, string(rayv1.RayClusterReplicaFailure))).To(gomega.BeNil())
 	})
 }
+
+// The ray.io/enable-serve-service annotation asks for a Serve Service on a standalone cluster:
+// <name>-serve-svc over every Pod of the cluster, with the serve port only.
+func TestRayClusterServeService(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	key := createRayCluster(t, raybuilder.MakeRayCluster("serve", ns).WorkerGroup("g", 1, 0, 5).
+		Annotation(labels.EnableServeService, labels.True).Obj())
+	expectReady(t, key, 1)
+
+	g := gomega.NewWithT(t)
+	svc := &corev1.Service{}
+	g.Expect(env.k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "serve-serve-svc"}, svc)).To(gomega.Succeed())
+	g.Expect(svc.Spec.Selector).To(gomega.Equal(map[string]string{labels.Cluster: "serve"}))
+	g.Expect(svc.Spec.Ports).To(gomega.HaveLen(1))
+	g.Expect(svc.Spec.Ports[0].Name).To(gomega.Equal("serve"))
+	g.Expect(svc.Spec.Ports[0].Port).To(gomega.Equal(int32(8000)))
+	g.Expect(svc.Labels).To(gomega.And(
+		gomega.HaveKeyWithValue(labels.OriginatedFromCRName, "serve"),
+		gomega.HaveKeyWithValue(labels.OriginatedFromCRD, "RayCluster"),
+		gomega.HaveKeyWithValue(labels.Serve, "serve-serve"),
+	))
+	expectControlledBy(g, svc.OwnerReferences, getRayCluster(g, key))
+}

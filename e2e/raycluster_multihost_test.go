@@ -9,6 +9,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
@@ -92,4 +93,37 @@ func TestRayClusterMultiHostGroup(t *testing.T) {
 		expectReplicaGroups(g, now, 2)
 	})
 	expectReady(t, key, 4)
+
+	// Naming one host in workersToDelete (with replicas lowered, as the autoscaler does) takes
+	// its whole replica away.
+	groups = replicaGroups(g, key, "tpu")
+	var doomed string
+	for name := range groups {
+		doomed = name
+		break
+	}
+	var doomedPod string
+	for _, p := range rayPods(g, key, "tpu") {
+		if p.UID == groups[doomed].hosts["0"] {
+			doomedPod = p.Name
+		}
+	}
+	updateRayCluster(t, key, func(rc *rayv1.RayCluster) {
+		rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To(int32(1))
+		rc.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{doomedPod}
+	})
+	eventually(t, func(g gomega.Gomega) {
+		now := replicaGroups(g, key, "tpu")
+		g.Expect(now).To(gomega.HaveLen(1))
+		g.Expect(now).NotTo(gomega.HaveKey(doomed), "replica %s removed as a whole", doomed)
+		for name, rg := range now {
+			g.Expect(rg).To(gomega.Equal(groups[name]), "the other replica is untouched")
+		}
+	})
+	expectReady(t, key, 2)
+
+	// Scaling back up adds a whole replica of two hosts.
+	updateRayCluster(t, key, func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To(int32(2)) })
+	expectReady(t, key, 4)
+	eventually(t, func(g gomega.Gomega) { expectReplicaGroups(g, replicaGroups(g, key, "tpu"), 2) })
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
@@ -54,13 +55,15 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; defaults to the Pod's namespace in-cluster.")
 	fs.Float64Var(&f.qps, "kube-api-qps", 100,
-		"Queries per second the hub may send to the hub's Kubernetes API server.")
+		"Queries per second the hub may send to the hub's Kubernetes API server; negative turns client-side throttling off.")
 	fs.IntVar(&f.burst, "kube-api-burst", 200,
 		"Burst of queries the hub may send to the hub's Kubernetes API server.")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 16,
 		"How many objects of one kind are reconciled in parallel.")
 	fs.StringVar(&f.watchNamespaces, "watch-namespace", "",
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	// ISO 8601 timestamps, as KubeRay logs them, unless --zap-time-encoding says otherwise.
+	f.zap.TimeEncoder = zapcore.ISO8601TimeEncoder
 	f.zap.BindFlags(fs)
 }
 

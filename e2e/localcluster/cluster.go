@@ -236,6 +236,14 @@ func (c *Cluster) logTails(lines int) string {
 	return out
 }
 
+// Components returns the control-plane processes (etcd, kube-apiserver, then the optional
+// scheduler, KCM and kwok), e.g. to read their resource usage.
+func (c *Cluster) Components() []*Process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.DeleteFunc(slices.Concat([]*Process{c.etcd, c.api}, c.system), func(p *Process) bool { return p == nil })
+}
+
 // AuditLogPath is where the API server writes audit events when Options.AuditPolicy is set.
 func (c *Cluster) AuditLogPath() string { return filepath.Join(c.Dir, "audit.log") }
 

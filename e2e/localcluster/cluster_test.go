@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,8 +36,10 @@ func TestStartAndStop(t *testing.T) {
 		t.Fatalf("kubeconfig: %v", err)
 	}
 	pids := []int{c.etcd.PID(), c.api.PID()}
+	begin := time.Now()
 	c.Stop()
 	stopped = true
+	t.Logf("stopped in %v", time.Since(begin))
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, 0); err == nil {
 			t.Errorf("pid %d still alive after Stop", pid)

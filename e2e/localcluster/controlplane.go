@@ -44,10 +44,10 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, c.etcd, http.DefaultClient, clientURL+"/health"); err != nil {
+	if err = waitHTTP(ctx, c.etcd, http.DefaultClient, clientURL+"/health"); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
-	if err := c.startAPIServer(clientURL, apiPort); err != nil {
+	if err = c.startAPIServer(clientURL, apiPort); err != nil {
 		return err
 	}
 	c.host = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
@@ -58,7 +58,7 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building API server client: %w", err)
 	}
-	if err := waitHTTP(ctx, c.api, httpClient, c.host+"/readyz"); err != nil {
+	if err = waitHTTP(ctx, c.api, httpClient, c.host+"/readyz"); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
 	if c.Client, err = client.New(c.Config, client.Options{Scheme: Scheme}); err != nil {
@@ -194,8 +194,11 @@ func (c *Cluster) UserKubeconfig(user string, groups ...string) (string, *rest.C
 func waitHTTP(ctx context.Context, p *Process, hc *http.Client, url string) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, startTimeout, true, func(ctx context.Context) (bool, error) {
-		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("%s exited: %v", p.Name, err)
+		if exited, exitErr := p.Exited(); exited {
+			if exitErr != nil {
+				return false, fmt.Errorf("%s exited: %w", p.Name, exitErr)
+			}
+			return false, fmt.Errorf("%s exited", p.Name)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -211,7 +214,7 @@ func waitHTTP(ctx context.Context, p *Process, hc *http.Client, url string) erro
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil && last != nil {
-		return fmt.Errorf("%w (last: %v)", err, last)
+		return fmt.Errorf("%w (last: %w)", err, last)
 	}
 	return err
 }

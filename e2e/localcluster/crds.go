@@ -49,7 +49,7 @@ func SpokeCRDDir(binDir string) (string, error) {
 	if binDir == "" {
 		binDir = DefaultBinDir()
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err = os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", fmt.Errorf("creating CRD cache: %w", err)
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "gen-")

@@ -134,9 +134,9 @@ func ReadUsage(pid int) (Usage, error) {
 	}
 	for line := range strings.SplitSeq(string(status), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return u, fmt.Errorf("parsing VmHWM %q of pid %d: %w", rest, pid, err)
+			kb, parseErr := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if parseErr != nil {
+				return u, fmt.Errorf("parsing VmHWM %q of pid %d: %w", rest, pid, parseErr)
 			}
 			u.PeakRSSBytes = kb * 1024
 		}

@@ -147,17 +147,6 @@ func envValue(c *corev1.Container, name string) string {
 	return e.Value
 }
 
-// countEnv counts how often the variable is set on c.
-func countEnv(c *corev1.Container, name string) int {
-	n := 0
-	for _, e := range c.Env {
-		if e.Name == name {
-			n++
-		}
-	}
-	return n
-}
-
 func mustHead(t testing.TB, rc *rayv1.RayCluster, opts Options) *corev1.Pod {
 	t.Helper()
 	pod, err := HeadPod(rc, opts)

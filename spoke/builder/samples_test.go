@@ -173,9 +173,9 @@ func buildAll(t *testing.T, rc *rayv1.RayCluster, opts Options) {
 		if g.NumOfHosts > 1 {
 			replica = Replica{Name: ReplicaGroupName(g.GroupName), Index: 1, HostIndex: 1}
 		}
-		pod, err := WorkerPod(rc, g, replica, opts)
-		if err != nil {
-			t.Fatalf("WorkerPod %s: %v", g.GroupName, err)
+		pod, werr := WorkerPod(rc, g, replica, opts)
+		if werr != nil {
+			t.Fatalf("WorkerPod %s: %v", g.GroupName, werr)
 		}
 		checkPod(t, rc, pod)
 	}

@@ -113,12 +113,11 @@ func (s *Scale) observed(ctx context.Context, cache, api client.Reader, namespac
 		if api == nil {
 			return false, nil
 		}
-		err := api.Get(ctx, key, &corev1.Pod{})
-		if apierrors.IsNotFound(err) {
+		switch apiErr := api.Get(ctx, key, &corev1.Pod{}); {
+		case apierrors.IsNotFound(apiErr):
 			return true, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("get Pod %s: %w", key, err)
+		case apiErr != nil:
+			return false, fmt.Errorf("get Pod %s: %w", key, apiErr)
 		}
 		return false, nil
 	default:

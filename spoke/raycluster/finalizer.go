@@ -39,7 +39,7 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, rc *rayv1.RayC
 		if controllerutil.ContainsFinalizer(rc, labels.GCSFTRedisCleanupFinalizer) {
 			return ctrl.Result{}, false, nil
 		}
-		if err := r.patchFinalizer(ctx, rc, true); err != nil {
+		if err = r.patchFinalizer(ctx, rc, true); err != nil {
 			return ctrl.Result{}, true, err
 		}
 		// The Pods are created once the finalizer is in place, so a cluster is never running

@@ -34,7 +34,14 @@ func (r *Reconciler) listPods(ctx context.Context, s *scope) error {
 		client.MatchingFields{podClusterIndex: s.cluster.Name}); err != nil {
 		return fmt.Errorf("list Pods of RayCluster %s/%s: %w", s.cluster.Namespace, s.cluster.Name, err)
 	}
-	s.pods = pods.Items
+	// The GCS FT Redis cleanup Job's Pod carries ray.io/cluster too; it is not a Ray node.
+	s.pods = s.pods[:0]
+	for i := range pods.Items {
+		switch rayv1.RayNodeType(pods.Items[i].Labels[labels.NodeType]) {
+		case rayv1.HeadNode, rayv1.WorkerNode:
+			s.pods = append(s.pods, pods.Items[i])
+		}
+	}
 	return nil
 }
 

@@ -40,7 +40,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, g *rayv
 		}
 	}
 	if len(broken) > 0 {
-		if err := r.deletePods(ctx, rc, g.GroupName, broken, "it is unhealthy"); err != nil {
+		if err = r.deletePods(ctx, rc, g.GroupName, broken, "it is unhealthy"); err != nil {
 			return err
 		}
 		// Replacements are created once the deletions are observed.

@@ -9,18 +9,19 @@ import (
 	"time"
 )
 
-// auditPolicy records, at Metadata level, every write made by user and nothing else: the
-// benchmark counts exactly the spoke's writes without slowing down anyone else's requests.
-func auditPolicy(user string) string {
+// auditPolicy records every write made by user and nothing else, at level (Metadata is enough
+// to count; Request adds the bodies, for finding out why a write was made): the benchmark
+// counts exactly the spoke's writes without slowing down anyone else's requests.
+func auditPolicy(user, level string) string {
 	return fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
-- level: Metadata
+- level: %s
   users: [%q]
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
-`, user)
+`, level, user)
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the benchmark reads.
@@ -55,12 +56,14 @@ type writeCounts struct {
 	Status int
 	// Conflicts counts 409 answers; Failed counts any other non-2xx answer.
 	Conflicts, Failed int
+	// Failures tallies the non-2xx answers by "resource verb code".
+	Failures map[string]int
 }
 
 // countWrites reads the JSON-lines audit log at path and tallies user's completed writes;
 // readyAt splits them into before and after all clusters were ready.
 func countWrites(path, user string, readyAt time.Time) (writeCounts, error) {
-	wc := writeCounts{ByKey: map[writeKey]int{}}
+	wc := writeCounts{ByKey: map[writeKey]int{}, Failures: map[string]int{}}
 	f, err := os.Open(path)
 	if err != nil {
 		return wc, fmt.Errorf("opening audit log: %w", err)
@@ -89,7 +92,11 @@ func countWrites(path, user string, readyAt time.Time) (writeCounts, error) {
 			wc.BeforeReady++
 		}
 		if ev.ResponseStatus != nil {
-			switch code := ev.ResponseStatus.Code; {
+			code := ev.ResponseStatus.Code
+			if code >= 300 {
+				wc.Failures[fmt.Sprintf("%s %s %d", resource, ev.Verb, code)]++
+			}
+			switch {
 			case code == 409:
 				wc.Conflicts++
 			case code >= 300:

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -44,6 +45,7 @@ type config struct {
 	spokeBin, spokeArgs                string
 	timeout, settle                    time.Duration
 	keep                               bool
+	auditLevel                         string
 }
 
 func main() {
@@ -69,6 +71,7 @@ func parseFlags() config {
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up when not all clusters are ready by then")
 	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after all are ready, count writes until the spoke is quiet this long")
 	flag.BoolVar(&c.keep, "keep", false, "keep the control plane's state dir (logs, audit log)")
+	flag.StringVar(&c.auditLevel, "audit-level", "Metadata", "audit level of the spoke's writes: Metadata, or Request to keep their bodies")
 	flag.Parse()
 	if c.parallel <= 0 {
 		c.parallel = c.clusters
@@ -101,7 +104,7 @@ func run(ctx context.Context, cfg config) error {
 			CPU: "100000", Memory: "100Ti", Pods: max(250, 2*podsPerNode),
 		}),
 		CRDDirs:     []string{crdDir},
-		AuditPolicy: auditPolicy(spokeUser),
+		AuditPolicy: auditPolicy(spokeUser, cfg.auditLevel),
 		KeepState:   cfg.keep,
 	})
 	if err != nil {
@@ -119,7 +122,7 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.CreateNamespace(ctx, benchNamespace); err != nil {
+	if err = cluster.CreateNamespace(ctx, benchNamespace); err != nil {
 		return err
 	}
 	res, err := measure(ctx, cfg, cluster, spoke)
@@ -128,7 +131,34 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	printReport(os.Stdout, cfg, res)
+	if n := res.writes.ByKey[writeKey{Resource: "pods", Verb: "delete"}]; n > 0 {
+		// Nothing in this benchmark asks for a Pod to go: a deletion means the spoke created
+		// one Pod too many and then corrected itself. Show why while the log still exists.
+		fmt.Fprintf(os.Stderr, "bench: the spoke deleted %d Pods; its log about them:\n", n)
+		printMatching(os.Stderr, spoke.LogPath, []string{"Delet", "delet"}, 40)
+	}
 	return nil
+}
+
+// printMatching writes up to limit lines of the file at path that contain any of words.
+func printMatching(w io.Writer, path string, words []string, limit int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(w, "bench:", err)
+		return
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if limit == 0 {
+			return
+		}
+		for _, word := range words {
+			if strings.Contains(line, word) {
+				fmt.Fprintln(w, line)
+				limit--
+				break
+			}
+		}
+	}
 }
 
 // result is everything the report shows.
@@ -138,6 +168,14 @@ type result struct {
 	writes    writeCounts
 	usage     localcluster.Usage
 	reconcile map[string]float64
+	// controlPlane is the CPU time of each control-plane component, for context: on a small
+	// machine they compete with the spoke for the same cores.
+	controlPlane []componentCPU
+}
+
+type componentCPU struct {
+	name string
+	cpu  time.Duration
 }
 
 func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spoke *localcluster.Manager) (result, error) {
@@ -168,6 +206,11 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 	var err error
 	if res.usage, err = spoke.Usage(); err != nil {
 		return res, err
+	}
+	for _, p := range cluster.Components() {
+		if u, usageErr := p.Usage(); usageErr == nil {
+			res.controlPlane = append(res.controlPlane, componentCPU{p.Name, u.CPU})
+		}
 	}
 	if res.reconcile, err = reconcileTotals(ctx, spoke.MetricsURL); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: reading the spoke's metrics:", err)

@@ -26,6 +26,11 @@ func printReport(out io.Writer, cfg config, r result) {
 		round(percentile(r.latencies, 0.99)), round(percentile(r.latencies, 1)))
 	fmt.Fprintf(w, "spoke peak RSS (VmHWM)\t%.1f MiB\n", float64(r.usage.PeakRSSBytes)/(1<<20))
 	fmt.Fprintf(w, "spoke CPU (user+system)\t%.2f s\n", r.usage.CPU.Seconds())
+	cp := make([]string, 0, len(r.controlPlane))
+	for _, c := range r.controlPlane {
+		cp = append(cp, fmt.Sprintf("%s %.1f s", c.name, c.cpu.Seconds()))
+	}
+	fmt.Fprintf(w, "control plane CPU (whole run)\t%s\n", strings.Join(cp, ", "))
 	if len(r.reconcile) > 0 {
 		fmt.Fprintf(w, "raycluster reconciles by result\t%s\n", formatTotals(r.reconcile, n))
 	}
@@ -39,6 +44,14 @@ func printReport(out io.Writer, cfg config, r result) {
 	fmt.Fprintf(w, "status writes\t%s\n", per(r.writes.Status))
 	fmt.Fprintf(w, "409 conflicts\t%s\n", per(r.writes.Conflicts))
 	fmt.Fprintf(w, "other failed writes (non-2xx)\t%s\n", per(r.writes.Failed))
+	failures := make([]string, 0, len(r.writes.Failures))
+	for k := range r.writes.Failures {
+		failures = append(failures, k)
+	}
+	sort.Strings(failures)
+	for _, k := range failures {
+		fmt.Fprintf(w, "  failed: %s\t%d\n", k, r.writes.Failures[k])
+	}
 	_ = w.Flush()
 }
 

@@ -31,10 +31,14 @@ const (
 	HeadContainerName = "ray-head"
 	// WorkerContainerName is the name of every worker group's Ray container.
 	WorkerContainerName = "ray-worker"
-	// DefaultHeadCPU and DefaultHeadMemory are the head container's requests and limits.
-	DefaultHeadCPU, DefaultHeadMemory = "1", "2Gi"
-	// DefaultWorkerCPU and DefaultWorkerMemory are a new worker group's requests and limits.
-	DefaultWorkerCPU, DefaultWorkerMemory = "1", "1Gi"
+	// DefaultHeadCPU is the head container's CPU request and limit.
+	DefaultHeadCPU = "1"
+	// DefaultHeadMemory is the head container's memory request and limit.
+	DefaultHeadMemory = "2Gi"
+	// DefaultWorkerCPU is a new worker group's CPU request and limit.
+	DefaultWorkerCPU = "1"
+	// DefaultWorkerMemory is a new worker group's memory request and limit.
+	DefaultWorkerMemory = "1Gi"
 )
 
 // RayClusterWrapper wraps a RayCluster under construction.
