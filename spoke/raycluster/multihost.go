@@ -21,30 +21,36 @@ func (r *Reconciler) reconcileMultiHostGroup(ctx context.Context, s *scope, g *r
 	hosts := int(g.NumOfHosts)
 	groups, unnamed := replicaGroups(pods)
 
-	// Pods outside any replica and incomplete replicas cannot serve a multi-host workload.
-	doomed := append([]corev1.Pod(nil), unnamed...)
+	// Pods outside any replica, incomplete and unhealthy replicas cannot serve a multi-host
+	// workload; replicas the autoscaler named go whole too.
+	broken := append([]corev1.Pod(nil), unnamed...)
+	var requested []corev1.Pod
 	for _, name := range sortedKeys(groups) {
-		if len(groups[name]) < hosts || anyBroken(groups[name]) || anyRequested(groups[name], g) {
-			doomed = append(doomed, groups[name]...)
-			delete(groups, name)
+		switch {
+		case len(groups[name]) < hosts || anyBroken(groups[name]):
+			broken = append(broken, groups[name]...)
+		case anyRequested(groups[name], g):
+			requested = append(requested, groups[name]...)
+		default:
+			continue
 		}
+		delete(groups, name)
 	}
-	if len(doomed) > 0 {
-		if err := r.deletePods(ctx, rc, g.GroupName, doomed, "its multi-host replica is incomplete, unhealthy or asked to go"); err != nil {
-			return err
-		}
-		if len(g.ScaleStrategy.WorkersToDelete) > 0 {
-			if err := r.clearWorkersToDelete(ctx, rc, g); err != nil {
-				return err
-			}
-		}
-		// Replacements are created once the deletions are observed.
-		return fmt.Errorf("deleted %d Pods of incomplete or unhealthy replicas of group %s", len(doomed), g.GroupName)
+	if err := r.deletePods(ctx, rc, g.GroupName, broken, "its multi-host replica is incomplete or unhealthy"); err != nil {
+		return err
+	}
+	if err := r.deletePods(ctx, rc, g.GroupName, requested, "its multi-host replica is listed in scaleStrategy.workersToDelete"); err != nil {
+		return err
 	}
 	if len(g.ScaleStrategy.WorkersToDelete) > 0 {
 		if err := r.clearWorkersToDelete(ctx, rc, g); err != nil {
 			return err
 		}
+	}
+	if n := len(broken) + len(requested); n > 0 {
+		// Replacements are created once the deletions are observed.
+		return fmt.Errorf("deleted %d Pods of replicas of group %s (%d incomplete or unhealthy, %d requested)",
+			n, g.GroupName, len(broken), len(requested))
 	}
 
 	desired := int(demand.WorkerGroupReplicas(g))

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/spoke/expectations"
 )
 
 // scope is what one reconcile of one RayCluster read and decided, shared by its phases.
@@ -21,6 +22,27 @@ type scope struct {
 	headService *corev1.Service
 	// pods is the cluster's Pods as last listed from the cache.
 	pods []corev1.Pod
+	// settled holds, per group (expectations.HeadGroup for the head), whether every Pod change
+	// asked for earlier has been observed; only settled groups are scaled.
+	settled map[string]bool
+}
+
+// checkExpectations fills s.settled for the head and every worker group.
+func (r *Reconciler) checkExpectations(ctx context.Context, s *scope) error {
+	rc := s.cluster
+	s.settled = make(map[string]bool, len(rc.Spec.WorkerGroupSpecs)+1)
+	groups := []string{expectations.HeadGroup}
+	for i := range rc.Spec.WorkerGroupSpecs {
+		groups = append(groups, rc.Spec.WorkerGroupSpecs[i].GroupName)
+	}
+	for _, g := range groups {
+		ok, err := r.expectations.Satisfied(ctx, r.client, r.apiReader, rc.Namespace, rc.Name, g)
+		if err != nil {
+			return fmt.Errorf("check Pod expectations of group %q: %w", g, err)
+		}
+		s.settled[g] = ok
+	}
+	return nil
 }
 
 func newScope(rc *rayv1.RayCluster) *scope {

@@ -21,9 +21,8 @@ import (
 // reconcileWorkerGroup brings one worker group to its desired size.
 func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, g *rayv1.WorkerGroupSpec) error {
 	rc := s.cluster
-	ok, err := r.expectations.Satisfied(ctx, r.client, r.apiReader, rc.Namespace, rc.Name, g.GroupName)
-	if err != nil || !ok {
-		return err
+	if !s.settled[g.GroupName] {
+		return nil
 	}
 	pods := activePods(podsOf(s.pods, rayv1.WorkerNode, g.GroupName))
 	if g.Suspend != nil && *g.Suspend {
@@ -40,14 +39,14 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, g *rayv
 		}
 	}
 	if len(broken) > 0 {
-		if err = r.deletePods(ctx, rc, g.GroupName, broken, "it is unhealthy"); err != nil {
+		if err := r.deletePods(ctx, rc, g.GroupName, broken, "it is unhealthy"); err != nil {
 			return err
 		}
 		// Replacements are created once the deletions are observed.
 		return fmt.Errorf("deleted %d unhealthy worker Pods of group %s", len(broken), g.GroupName)
 	}
 
-	pods, err = r.deleteRequestedWorkers(ctx, s, g, pods)
+	pods, err := r.deleteRequestedWorkers(ctx, s, g, pods)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -133,32 +132,11 @@ func run(ctx context.Context, cfg config) error {
 	printReport(os.Stdout, cfg, res)
 	if n := res.writes.ByKey[writeKey{Resource: "pods", Verb: "delete"}]; n > 0 {
 		// Nothing in this benchmark asks for a Pod to go: a deletion means the spoke created
-		// one Pod too many and then corrected itself. Show why while the log still exists.
-		fmt.Fprintf(os.Stderr, "bench: the spoke deleted %d Pods; its log about them:\n", n)
-		printMatching(os.Stderr, spoke.LogPath, []string{"Delet", "delet"}, 40)
+		// that many Pods too many and then scaled the group back down.
+		fmt.Fprintf(os.Stderr, "bench: WARNING: the spoke deleted %d Pods nobody asked it to delete "+
+			"(rerun with -keep -audit-level Request to see which clusters)\n", n)
 	}
 	return nil
-}
-
-// printMatching writes up to limit lines of the file at path that contain any of words.
-func printMatching(w io.Writer, path string, words []string, limit int) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		fmt.Fprintln(w, "bench:", err)
-		return
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if limit == 0 {
-			return
-		}
-		for _, word := range words {
-			if strings.Contains(line, word) {
-				fmt.Fprintln(w, line)
-				limit--
-				break
-			}
-		}
-	}
 }
 
 // result is everything the report shows.
