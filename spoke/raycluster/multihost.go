@@ -64,14 +64,14 @@ func (r *Reconciler) reconcileMultiHostGroup(ctx context.Context, s *scope, g *r
 		for _, name := range sortedKeys(groups) {
 			first = append(first, groups[name][0])
 		}
+		var replicas []builder.Replica
 		for _, idx := range freeIndices(first, diff) {
 			name := builder.ReplicaGroupName(g.GroupName)
-			for host := 0; host < hosts; host++ {
-				if err := r.createWorker(ctx, rc, g, builder.Replica{Name: name, Index: idx, HostIndex: host}); err != nil {
-					return err
-				}
+			for host := range hosts {
+				replicas = append(replicas, builder.Replica{Name: name, Index: idx, HostIndex: host})
 			}
 		}
+		return r.createInBatches(ctx, rc, g, replicas)
 	case diff < 0 && scaleDownAllowed(rc, r.opts.RandomPodDelete):
 		return r.deletePods(ctx, rc, g.GroupName, highestReplicas(groups, -diff), "the group is scaled down")
 	}

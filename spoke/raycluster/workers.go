@@ -3,7 +3,11 @@ package raycluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -120,27 +124,68 @@ func (r *Reconciler) clearWorkersToDelete(ctx context.Context, rc *rayv1.RayClus
 
 // createWorkers creates one single-host worker per replica index.
 func (r *Reconciler) createWorkers(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, indices []int) error {
-	for _, idx := range indices {
-		if err := r.createWorker(ctx, rc, g, builder.Replica{Index: idx}); err != nil {
-			return err
+	replicas := make([]builder.Replica, len(indices))
+	for i, idx := range indices {
+		replicas[i] = builder.Replica{Index: idx}
+	}
+	return r.createInBatches(ctx, rc, g, replicas)
+}
+
+// Batches of Pod creations: a group's Pods are created concurrently, each batch twice the
+// last, so a large group costs a few round trips instead of one per Pod, while a group that
+// cannot be created (a quota, an admission webhook) fails after a small batch, as a ReplicaSet
+// does.
+const (
+	firstCreateBatch = 4
+	maxCreateBatch   = 64
+)
+
+// createInBatches creates the group's Pods for replicas and stops at the first batch with an
+// error; Pods not attempted are created by a later reconcile. Each batch leaves one event
+// naming its Pods: concurrent events about one object would collide in the events API, and one
+// event per batch says the same with fewer writes.
+func (r *Reconciler) createInBatches(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, replicas []builder.Replica) error {
+	for batch := firstCreateBatch; len(replicas) > 0; batch = min(2*batch, maxCreateBatch) {
+		n := min(batch, len(replicas))
+		names := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { names[i], errs[i] = r.createWorker(ctx, rc, g, replicas[i]) })
 		}
+		wg.Wait()
+		if created := slices.DeleteFunc(names, func(s string) bool { return s == "" }); len(created) > 0 {
+			r.eventf(rc, corev1.EventTypeNormal, reasonCreatedWorkerPod, "Created worker %s %s/%s",
+				plural(len(created), "Pod", "Pods"), rc.Namespace, strings.Join(created, ", "))
+		}
+		if err := errors.Join(errs...); err != nil {
+			r.eventf(rc, corev1.EventTypeWarning, reasonFailedToCreateWorkerPod,
+				"Failed to create worker Pods of group %s for RayCluster %s/%s: %v", g.GroupName, rc.Namespace, rc.Name, err)
+			return status.ReplicaFailure(status.FailedCreateWorkerPod, err)
+		}
+		replicas = replicas[n:]
 	}
 	return nil
 }
 
-func (r *Reconciler) createWorker(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, replica builder.Replica) error {
+// createWorker creates one worker Pod and returns its name.
+func (r *Reconciler) createWorker(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, replica builder.Replica) (string, error) {
 	pod, err := builder.WorkerPod(rc, g, replica, r.build)
 	if err != nil {
-		return status.ReplicaFailure(status.FailedCreateWorkerPod, fmt.Errorf("build worker Pod of group %s: %w", g.GroupName, err))
+		return "", fmt.Errorf("build worker Pod of group %s: %w", g.GroupName, err)
 	}
 	if err := r.client.Create(ctx, pod, client.FieldOwner(fieldManager)); err != nil {
-		r.eventf(rc, corev1.EventTypeWarning, reasonFailedToCreateWorkerPod,
-			"Failed to create worker Pod of group %s for RayCluster %s/%s: %v", g.GroupName, rc.Namespace, rc.Name, err)
-		return status.ReplicaFailure(status.FailedCreateWorkerPod, fmt.Errorf("create worker Pod of group %s: %w", g.GroupName, err))
+		return "", fmt.Errorf("create worker Pod of group %s: %w", g.GroupName, err)
 	}
 	r.expectations.Expect(rc.Namespace, rc.Name, g.GroupName, pod.Name, expectations.Create)
-	r.eventf(rc, corev1.EventTypeNormal, reasonCreatedWorkerPod, "Created worker Pod %s/%s", pod.Namespace, pod.Name)
-	return nil
+	return pod.Name, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // deletePods deletes worker Pods of one group, recording an expectation and an event for each.

@@ -143,12 +143,16 @@ func run(ctx context.Context, cfg config) error {
 type result struct {
 	total     time.Duration
 	latencies []time.Duration
+	stages    [numStages][]time.Duration
 	writes    writeCounts
 	usage     localcluster.Usage
 	reconcile map[string]float64
 	// controlPlane is the CPU time of each control-plane component, for context: on a small
 	// machine they compete with the spoke for the same cores.
 	controlPlane []componentCPU
+	// requests are the API server's busiest verb/resource pairs, of requestsTotal.
+	requests      []requestCount
+	requestsTotal float64
 }
 
 type componentCPU struct {
@@ -177,6 +181,7 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 	}
 	var readyAt time.Time
 	res.latencies, readyAt = tracker.latencies()
+	res.stages = tracker.stages()
 	res.total = readyAt.Sub(start)
 	if err := waitQuiet(ctx, cluster.AuditLogPath(), cfg.settle); err != nil {
 		return res, err
@@ -189,6 +194,9 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 		if u, usageErr := p.Usage(); usageErr == nil {
 			res.controlPlane = append(res.controlPlane, componentCPU{p.Name, u.CPU})
 		}
+	}
+	if res.requests, res.requestsTotal, err = apiserverRequests(ctx, cluster.Config, 8); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
 	if res.reconcile, err = reconcileTotals(ctx, spoke.MetricsURL); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: reading the spoke's metrics:", err)

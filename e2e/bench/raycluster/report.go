@@ -24,6 +24,9 @@ func printReport(out io.Writer, cfg config, r result) {
 	fmt.Fprintf(w, "per-cluster create->ready p50 / p90 / p99 / max\t%v / %v / %v / %v\n",
 		round(percentile(r.latencies, 0.50)), round(percentile(r.latencies, 0.90)),
 		round(percentile(r.latencies, 0.99)), round(percentile(r.latencies, 1)))
+	for st, d := range r.stages {
+		fmt.Fprintf(w, "  create->%s p50 / p99\t%v / %v\n", stageNames[st], round(percentile(d, 0.50)), round(percentile(d, 0.99)))
+	}
 	fmt.Fprintf(w, "spoke peak RSS (VmHWM)\t%.1f MiB\n", float64(r.usage.PeakRSSBytes)/(1<<20))
 	fmt.Fprintf(w, "spoke CPU (user+system)\t%.2f s\n", r.usage.CPU.Seconds())
 	cp := make([]string, 0, len(r.controlPlane))
@@ -31,6 +34,13 @@ func printReport(out io.Writer, cfg config, r result) {
 		cp = append(cp, fmt.Sprintf("%s %.1f s", c.name, c.cpu.Seconds()))
 	}
 	fmt.Fprintf(w, "control plane CPU (whole run)\t%s\n", strings.Join(cp, ", "))
+	if len(r.requests) > 0 {
+		parts := make([]string, 0, len(r.requests))
+		for _, q := range r.requests {
+			parts = append(parts, fmt.Sprintf("%s %s %.0f", q.verb, q.resource, q.n))
+		}
+		fmt.Fprintf(w, "API server requests (all clients)\t%.0f; busiest: %s\n", r.requestsTotal, strings.Join(parts, ", "))
+	}
 	if len(r.reconcile) > 0 {
 		fmt.Fprintf(w, "raycluster reconciles by result\t%s\n", formatTotals(r.reconcile, n))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,6 +22,7 @@ type readyTracker struct {
 	mu      sync.Mutex
 	created map[string]time.Time
 	ready   map[string]time.Time
+	pods    *podStages
 	allDone chan struct{}
 }
 
@@ -29,6 +31,7 @@ func newReadyTracker(want int) *readyTracker {
 		want:    want,
 		created: map[string]time.Time{},
 		ready:   map[string]time.Time{},
+		pods:    newPodStages(),
 		allDone: make(chan struct{}),
 	}
 }
@@ -57,6 +60,21 @@ func (t *readyTracker) watch(ctx context.Context, cfg *rest.Config, ns string) e
 		UpdateFunc: func(_, obj any) { observe(obj) },
 	}); err != nil {
 		return fmt.Errorf("watching RayClusters: %w", err)
+	}
+	podInf, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("getting Pod informer: %w", err)
+	}
+	observePod := func(obj any) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			t.pods.observe(pod, time.Now())
+		}
+	}
+	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observePod,
+		UpdateFunc: func(_, obj any) { observePod(obj) },
+	}); err != nil {
+		return fmt.Errorf("watching Pods: %w", err)
 	}
 	go func() { _ = c.Start(ctx) }()
 	if !c.WaitForCacheSync(ctx) {
@@ -100,8 +118,23 @@ func (t *readyTracker) latencies() ([]time.Duration, time.Time) {
 			last = r
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	sortDurations(out)
 	return out, last
+}
+
+// stages returns the per-stage durations since creation (see podStages).
+func (t *readyTracker) stages() [numStages][]time.Duration {
+	t.mu.Lock()
+	created := make(map[string]time.Time, len(t.created))
+	for k, v := range t.created {
+		created[k] = v
+	}
+	t.mu.Unlock()
+	return t.pods.sinceCreation(created)
+}
+
+func sortDurations(d []time.Duration) {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 }
 
 func (t *readyTracker) readyCount() int {
