@@ -126,7 +126,7 @@ func TestFlags(t *testing.T) {
 			name: "defaults",
 			want: flags{
 				metricsAddr: ":8080", probeAddr: ":8081", leaderElectionID: defaultLeaderElectionID,
-				qps: 100, burst: 200,
+				qps: defaultQPS, burst: defaultBurst,
 			},
 			wantWorkers: 16,
 		},

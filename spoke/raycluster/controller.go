@@ -64,6 +64,7 @@ type Reconciler struct {
 	recorder     events.EventRecorder
 	clock        clock.Clock
 	expectations *expectations.Scale
+	statuses     *statusMemo
 	metrics      *metrics.RayClusterMetrics
 	build        builder.Options
 	opts         Options
@@ -81,6 +82,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		recorder:     mgr.GetEventRecorder("raycluster-controller"),
 		clock:        clk,
 		expectations: expectations.NewScale(clk),
+		statuses:     newStatusMemo(),
 		metrics:      opts.Metrics,
 		build:        opts.Build,
 		opts:         opts,
@@ -133,6 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &rc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.Namespace, req.Name)
+			r.statuses.forget(req.NamespacedName)
 			r.metrics.Forget(req.Name, req.Namespace)
 			return ctrl.Result{}, nil
 		}
@@ -142,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("Skipping RayCluster managed by another controller", "managedBy", *rc.Spec.ManagedBy)
 		return ctrl.Result{}, nil
 	}
+	r.statuses.apply(&rc)
 	setDefaults(&rc)
 
 	if res, stop := r.validate(ctx, &rc); stop {

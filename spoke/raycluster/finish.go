@@ -38,6 +38,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (
 		// Pods this reconcile created or deleted are not in the cache yet, so the status just
 		// computed is already out of date; their watch events bring the next reconcile, which
 		// writes the status once, from what it then sees.
+		log.V(1).Info("Status write deferred until this reconcile's Pod changes are observed")
 		return ctrl.Result{RequeueAfter: requeueSoon}, nil
 	}
 	if changed {
@@ -73,7 +74,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, next rayv1.RayCl
 	if err := r.client.Status().Patch(ctx, updated, client.MergeFrom(s.original), client.FieldOwner(fieldManager)); err != nil {
 		return fmt.Errorf("write status of RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
 	}
+	r.statuses.remember(updated)
 	r.recordMetrics(s.original, updated)
+	ctrl.LoggerFrom(ctx).V(1).Info("Status written", "state", next.State, "readyWorkers", next.ReadyWorkerReplicas)
 	return nil
 }
 

@@ -49,7 +49,7 @@ func newTestReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Obj
 	opts := OptionsFromEnv(func(string) string { return "" })
 	return &Reconciler{
 		client: c, apiReader: c, recorder: rec, clock: clk,
-		expectations: expectations.NewScale(clk), build: opts.Build, opts: opts,
+		expectations: expectations.NewScale(clk), statuses: newStatusMemo(), build: opts.Build, opts: opts,
 	}, base, rec
 }
 

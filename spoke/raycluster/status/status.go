@@ -104,10 +104,11 @@ func recordStateTransition(st *rayv1.RayClusterStatus, prev rayv1.ClusterState, 
 }
 
 // Changed reports whether next differs from prev in anything a reader can observe, that is in
-// anything but lastUpdateTime and observedGeneration (which alone never justify a write, as in
-// KubeRay). Unlike KubeRay it also compares desired resources and state transition times, and it
-// compares semantically: quantities by value, times by instant, nil and empty maps alike, so a
-// status read back from the API server does not look changed.
+// anything but lastUpdateTime (which alone never justifies a write, as in KubeRay). A new
+// observedGeneration does count, unlike in KubeRay: tools that wait for a spec change to be
+// seen (kubectl wait, GitOps health checks) compare it with metadata.generation, so each new
+// generation costs one write. It compares semantically: quantities by value, times by instant,
+// nil and empty maps alike, so a status read back from the API server does not look changed.
 func Changed(prev, next *rayv1.RayClusterStatus) bool {
 	return !equality.Semantic.DeepEqual(observable(prev), observable(next))
 }
@@ -119,7 +120,6 @@ func observable(st *rayv1.RayClusterStatus) *rayv1.RayClusterStatus {
 	}
 	c := st.DeepCopy()
 	c.LastUpdateTime = nil
-	c.ObservedGeneration = 0
 	return c
 }
 

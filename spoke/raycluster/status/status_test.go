@@ -255,7 +255,7 @@ func TestChanged(t *testing.T) {
 		{name: "identical", edit: func(*rayv1.RayClusterStatus) {}, want: false},
 		{name: "lastUpdateTime only", edit: func(s *rayv1.RayClusterStatus) { s.LastUpdateTime = &metav1.Time{Time: t1.Add(time.Hour)} }, want: false},
 		{name: "lastUpdateTime removed", edit: func(s *rayv1.RayClusterStatus) { s.LastUpdateTime = nil }, want: false},
-		{name: "observedGeneration only", edit: func(s *rayv1.RayClusterStatus) { s.ObservedGeneration = 99 }, want: false},
+		{name: "observedGeneration only", edit: func(s *rayv1.RayClusterStatus) { s.ObservedGeneration = 99 }, want: true},
 		{name: "same quantity spelt differently", edit: func(s *rayv1.RayClusterStatus) { s.DesiredCPU = resource.MustParse("2000m") }, want: false},
 		{name: "same instant in another zone", edit: func(s *rayv1.RayClusterStatus) {
 			s.Conditions[0].LastTransitionTime = metav1.NewTime(s.Conditions[0].LastTransitionTime.In(time.FixedZone("x", 3600)))
