@@ -5,16 +5,15 @@
 package main
 
 import (
+	"github.com/rayfleet/rayfleet/shared/scheme"
+
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -96,7 +95,7 @@ func run(args []string) error {
 	restCfg.Burst = f.burst
 	restCfg.UserAgent = "rayfleet-hub/" + version
 
-	scheme, err := newScheme()
+	sch, err := scheme.New()
 	if err != nil {
 		return err
 	}
@@ -105,7 +104,7 @@ func run(args []string) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme:                        sch,
 		Cache:                         cacheOpts,
 		Controller:                    ctrlconfig.Controller{MaxConcurrentReconciles: f.maxConcurrentReconciles},
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
@@ -130,18 +129,6 @@ func run(args []string) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
-}
-
-// newScheme knows the built-in kinds and KubeRay's ray.io/v1; the fleet API joins it later.
-func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("adding client-go types to the scheme: %w", err)
-	}
-	if err := rayv1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("adding ray.io/v1 to the scheme: %w", err)
-	}
-	return scheme, nil
 }
 
 // cacheOptions restricts the cache to --watch-namespace and drops managedFields, which nothing

@@ -10,14 +10,11 @@ import (
 	"os"
 	"strings"
 
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -28,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/scheme"
 	"github.com/rayfleet/rayfleet/spoke/raycluster"
 )
 
@@ -132,12 +130,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := newScheme()
+	sch, err := scheme.New()
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme:                        sch,
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
@@ -166,18 +164,6 @@ func run(args []string) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
-}
-
-// newScheme knows the built-in kinds and KubeRay's ray.io/v1.
-func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("adding client-go types to the scheme: %w", err)
-	}
-	if err := rayv1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("adding ray.io/v1 to the scheme: %w", err)
-	}
-	return scheme, nil
 }
 
 // cacheOptions keeps the informers to what the spoke owns, because on a large member the

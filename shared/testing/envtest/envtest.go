@@ -4,6 +4,8 @@
 package envtest
 
 import (
+	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
+
 	"errors"
 	"fmt"
 	"os"
@@ -13,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -118,7 +118,7 @@ func StartN(t testing.TB, n int, opts ...Option) []*Env {
 
 // start starts one API server; on error it returns the server too when it must be stopped.
 func start(assets string, crdDirs []string) (*Env, *crenvtest.Environment, error) {
-	scheme, err := NewScheme()
+	scheme, err := rfscheme.New()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,18 +140,6 @@ func start(assets string, crdDirs []string) (*Env, *crenvtest.Environment, error
 		return nil, server, fmt.Errorf("creating a client: %w", err)
 	}
 	return &Env{Config: cfg, KubeConfig: server.KubeConfig, Scheme: scheme, Client: c}, server, nil
-}
-
-// NewScheme returns a scheme with the built-in kinds and ray.io/v1.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("adding client-go types to the scheme: %w", err)
-	}
-	if err := rayv1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("adding ray.io/v1 to the scheme: %w", err)
-	}
-	return s, nil
 }
 
 // assetsDirectory finds the envtest binaries: $KUBEBUILDER_ASSETS (what `make test` sets, and
