@@ -5,8 +5,6 @@
 package main
 
 import (
-	"github.com/rayfleet/rayfleet/shared/scheme"
-
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/rayfleet/rayfleet/shared/scheme"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -55,7 +55,7 @@ func (t *readyTracker) watch(ctx context.Context, cfg *rest.Config, ns string) e
 			t.markReady(rc.Name, time.Now())
 		}
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    observe,
 		UpdateFunc: func(_, obj any) { observe(obj) },
 	}); err != nil {
@@ -70,7 +70,7 @@ func (t *readyTracker) watch(ctx context.Context, cfg *rest.Config, ns string) e
 			t.pods.observe(pod, time.Now())
 		}
 	}
-	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err = podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    observePod,
 		UpdateFunc: func(_, obj any) { observePod(obj) },
 	}); err != nil {

@@ -4,8 +4,6 @@
 package envtest
 
 import (
-	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
-
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
 )
 
 // modulePath identifies the repository's go.mod when looking for the repository root.
