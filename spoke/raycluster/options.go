@@ -3,6 +3,7 @@ package raycluster
 import (
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,8 +56,8 @@ func OptionsFromEnv(getenv func(string) string) Options {
 		getenv = os.Getenv
 	}
 	o := Options{
-		GCSFTRedisCleanup:       getenv(envEnableGCSFTRedisCleanup) != "false",
-		RandomPodDelete:         getenv(envEnableRandomPodDelete) == "true",
+		GCSFTRedisCleanup:       !strings.EqualFold(getenv(envEnableGCSFTRedisCleanup), "false"),
+		RandomPodDelete:         strings.EqualFold(getenv(envEnableRandomPodDelete), "true"),
 		ResyncPeriod:            defaultRequeueSeconds * time.Second,
 		MaxConcurrentReconciles: defaultConcurrentReconciles,
 		Build:                   builder.OptionsFromEnv(getenv),
