@@ -19,6 +19,9 @@ const (
 	envEnableGCSFTRedisCleanup = "ENABLE_GCS_FT_REDIS_CLEANUP"
 	envEnableRandomPodDelete   = "ENABLE_RANDOM_POD_DELETE"
 	envDefaultRequeueSeconds   = "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV"
+	// envDefaultRequeueSecondsShort is the name KubeRay's docs use; both are honoured, the
+	// operator's own name first.
+	envDefaultRequeueSecondsShort = "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS"
 )
 
 // defaultRequeueSeconds is KubeRay's periodic resync of a healthy RayCluster.
@@ -62,8 +65,11 @@ func OptionsFromEnv(getenv func(string) string) Options {
 		MaxConcurrentReconciles: defaultConcurrentReconciles,
 		Build:                   builder.OptionsFromEnv(getenv),
 	}
-	if s, err := strconv.Atoi(getenv(envDefaultRequeueSeconds)); err == nil && s > 0 {
-		o.ResyncPeriod = time.Duration(s) * time.Second
+	for _, name := range []string{envDefaultRequeueSeconds, envDefaultRequeueSecondsShort} {
+		if s, err := strconv.Atoi(getenv(name)); err == nil && s > 0 {
+			o.ResyncPeriod = time.Duration(s) * time.Second
+			break
+		}
 	}
 	return o
 }

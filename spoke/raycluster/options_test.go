@@ -17,6 +17,7 @@ func TestOptionsFromEnv(t *testing.T) {
 		{"KubeRay's switches, any case", map[string]string{
 			envEnableGCSFTRedisCleanup: "FALSE", envEnableRandomPodDelete: "True", envDefaultRequeueSeconds: "60",
 		}, false, true, time.Minute},
+		{"the documented name works too", map[string]string{envDefaultRequeueSecondsShort: "30"}, true, false, 30 * time.Second},
 		{"bad requeue keeps the default", map[string]string{envDefaultRequeueSeconds: "soon"}, true, false, 300 * time.Second},
 		{"non-positive requeue keeps the default", map[string]string{envDefaultRequeueSeconds: "0"}, true, false, 300 * time.Second},
 	}
