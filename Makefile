@@ -23,8 +23,12 @@ CRD_OPTIONS := crd:maxDescLen=0,generateEmbeddedObjectMeta=true,allowDangerousTy
 SPOKE_CRDS := charts/rayfleet-spoke/crds
 HUB_CRDS   := charts/rayfleet-hub/crds
 SPOKE_RBAC := charts/rayfleet-spoke/generated
+# Gateway API's CRDs (standard channel, the go.mod version) for the tests of incremental
+# RayService upgrades; the charts do not ship them: a cluster's Gateway implementation does.
+GATEWAY_CRDS      := config/crd/gateway-api
+GATEWAY_CRD_KINDS := gatewayclasses gateways httproutes referencegrants
 # Where `make generate manifests` writes; `make verify` fails when regenerating changes them.
-VERIFY_PATHS := $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC) shared
+VERIFY_PATHS := $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC) $(GATEWAY_CRDS) shared
 
 # The reconcilers run many workers over shared caches, so the tests run with the race detector.
 # It costs one instrumented build of the dependencies (about 8 minutes cold on 2 cores, cached
@@ -65,7 +69,7 @@ generate: controller-gen ## Generate deep-copy methods for the API types under s
 	$(CONTROLLER_GEN) object paths=./shared/...
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the ray.io CRDs into the charts and the spoke's RBAC.
+manifests: controller-gen ## Generate the ray.io CRDs into the charts and the spoke's RBAC; copy Gateway API's CRDs.
 	@# The output directories hold generated files only; emptying them first means a file that
 	@# is no longer generated disappears (and `make verify` notices).
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
@@ -73,6 +77,10 @@ manifests: controller-gen ## Generate the ray.io CRDs into the charts and the sp
 	rm -rf $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC); mkdir -p $(SPOKE_CRDS) $(HUB_CRDS); \
 	cp "$$tmp/ray.io_rayclusters.yaml" "$$tmp/ray.io_rayservices.yaml" $(SPOKE_CRDS)/; \
 	cp "$$tmp/ray.io_rayservices.yaml" $(HUB_CRDS)/
+	@# Copied from the module cache; install gives the copies a normal mode (the cache is read-only).
+	src=$$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard; \
+	rm -rf $(GATEWAY_CRDS); mkdir -p $(GATEWAY_CRDS); \
+	for k in $(GATEWAY_CRD_KINDS); do install -m 0644 "$$src/gateway.networking.k8s.io_$$k.yaml" $(GATEWAY_CRDS)/; done
 	@# The spoke's ClusterRole comes from the +kubebuilder:rbac markers of the reconcilers and
 	@# of cmd/spoke (leader election, events).
 	$(CONTROLLER_GEN) rbac:roleName=rayfleet-spoke paths="{./spoke/...,./cmd/spoke/...}" \
@@ -90,9 +98,14 @@ test: tools ## Run the unit and integration tests (integration tests use the env
 e2e: build tools ## Run the end-to-end tests against local control planes.
 	$(E2E_ENV) go test -tags e2e -count=1 -timeout 30m ./e2e/...
 
-.PHONY: bench
-bench: build tools ## Run the RayCluster benchmark against a local control plane (BENCH_ARGS=...).
+.PHONY: bench bench-raycluster bench-rayservice
+bench: bench-raycluster bench-rayservice ## Run the RayCluster and RayService benchmarks against local control planes.
+
+bench-raycluster: build tools ## Run the RayCluster benchmark (BENCH_ARGS=...).
 	$(E2E_ENV) go run ./e2e/bench/raycluster $(BENCH_ARGS)
+
+bench-rayservice: build tools ## Run the RayService benchmark (RAYSERVICE_BENCH_ARGS=...).
+	$(E2E_ENV) go run ./e2e/bench/rayservice $(RAYSERVICE_BENCH_ARGS)
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).

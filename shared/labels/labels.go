@@ -63,6 +63,13 @@ const (
 	GangSchedulingEnabled = "ray.io/gang-scheduling-enabled"
 )
 
+// Annotations RayFleet adds of its own.
+const (
+	// DeleteAfter is the time (RFC 3339) after which a RayService's dangling RayCluster is
+	// deleted; kept on the RayCluster so a restarted spoke neither deletes early nor forgets.
+	DeleteAfter = "rayfleet.io/delete-after"
+)
+
 // Values used with the keys above.
 const (
 	// HeadGroupValue is the ray.io/group value of the head Pod.
@@ -81,6 +88,8 @@ const (
 const (
 	// GCSFTRedisCleanupFinalizer holds a GCS FT RayCluster until its Redis data is cleaned up.
 	GCSFTRedisCleanupFinalizer = "ray.io/gcs-ft-redis-cleanup-finalizer"
+	// RayServiceFinalizer holds a RayService until its RayClusters are deleted.
+	RayServiceFinalizer = "ray.io/rayservice-finalizer"
 )
 
 // ControllerName is the value of spec.managedBy that hands a RayCluster to KubeRay (and so to us).
