@@ -1,0 +1,82 @@
+package dashboard
+
+// The Serve REST models hold the subset of Ray's ServeInstanceDetails (the answer of
+// GET /api/serve/applications/) that a RayService reconciler reads. Field names and JSON keys
+// follow Ray's schema; everything else the dashboard sends (controller and proxy details,
+// deployment configs, replicas) is ignored on decode.
+
+// ServeDetails is the Serve instance of one Ray cluster, as its dashboard reports it.
+type ServeDetails struct {
+	// DeployMode is MULTI_APP on every Ray version that KubeRay v1.6.2 supports.
+	DeployMode string `json:"deploy_mode,omitempty"`
+	// TargetCapacity is the target_capacity of the last declarative config, a percentage; nil
+	// when none was set.
+	TargetCapacity *float64 `json:"target_capacity,omitempty"`
+	// Applications maps application names to their details; empty, never nil, after a
+	// successful ServeDetails call, including when Serve is not running.
+	Applications map[string]ApplicationDetails `json:"applications"`
+}
+
+// ApplicationDetails is one Serve application.
+type ApplicationDetails struct {
+	// Name is the application's name, the key it has in ServeDetails.Applications.
+	Name string `json:"name,omitempty"`
+	// Status is one of the AppStatus constants.
+	Status string `json:"status"`
+	// Message explains the status, typically the error of a failed deployment.
+	Message string `json:"message,omitempty"`
+	// RoutePrefix is the HTTP route of the application's ingress; empty when it has none.
+	RoutePrefix string `json:"route_prefix,omitempty"`
+	// DocsPath is the path of the application's OpenAPI docs, when it serves any.
+	DocsPath string `json:"docs_path,omitempty"`
+	// Deployments maps deployment names to their status.
+	Deployments map[string]DeploymentDetails `json:"deployments"`
+}
+
+// DeploymentDetails is one deployment of a Serve application.
+type DeploymentDetails struct {
+	// Name is the deployment's name, the key it has in ApplicationDetails.Deployments.
+	Name string `json:"name,omitempty"`
+	// Status is one of the DeploymentStatus constants.
+	Status string `json:"status,omitempty"`
+	// Message explains the status.
+	Message string `json:"message,omitempty"`
+}
+
+// DeployModeMultiApp is the deploy_mode of a Serve instance driven by multi-application
+// declarative configs, the only mode KubeRay's serveConfigV2 uses.
+const DeployModeMultiApp = "MULTI_APP"
+
+// Application statuses, Ray's ApplicationStatus values.
+const (
+	// AppStatusNotStarted: the config was accepted and the application is not being built yet.
+	AppStatusNotStarted = "NOT_STARTED"
+	// AppStatusDeploying: the application's deployments are being created or updated.
+	AppStatusDeploying = "DEPLOYING"
+	// AppStatusRunning: every deployment is healthy; the only status a RayService counts as ready.
+	AppStatusRunning = "RUNNING"
+	// AppStatusDeployFailed: the application could not be deployed (import error, failing
+	// constructor, unschedulable replicas); Ray does not retry on its own.
+	AppStatusDeployFailed = "DEPLOY_FAILED"
+	// AppStatusUnhealthy: a deployment of a deployed application failed its health checks.
+	AppStatusUnhealthy = "UNHEALTHY"
+	// AppStatusDeleting: the application is being removed, for example because a newer config
+	// no longer lists it.
+	AppStatusDeleting = "DELETING"
+)
+
+// Deployment statuses, Ray's DeploymentStatus values.
+const (
+	// DeploymentStatusUpdating: replicas are being started or replaced for a new config.
+	DeploymentStatusUpdating = "UPDATING"
+	// DeploymentStatusHealthy: the deployment has its target number of healthy replicas.
+	DeploymentStatusHealthy = "HEALTHY"
+	// DeploymentStatusUnhealthy: replicas fail their health checks or crashed.
+	DeploymentStatusUnhealthy = "UNHEALTHY"
+	// DeploymentStatusDeployFailed: replicas could not be started for the current config.
+	DeploymentStatusDeployFailed = "DEPLOY_FAILED"
+	// DeploymentStatusUpscaling: the autoscaler or a new target capacity adds replicas.
+	DeploymentStatusUpscaling = "UPSCALING"
+	// DeploymentStatusDownscaling: the autoscaler or a new target capacity removes replicas.
+	DeploymentStatusDownscaling = "DOWNSCALING"
+)
