@@ -1,0 +1,69 @@
+package rayservice
+
+import (
+	"strings"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+)
+
+// Event reasons. All but the last group are KubeRay's, so alerts and dashboards built on
+// KubeRay's events keep matching.
+const (
+	reasonInvalidMetadata = "InvalidRayServiceMetadata"
+	reasonInvalidSpec     = "InvalidRayServiceSpec"
+	reasonTimedOut        = "RayServiceInitializingTimeout"
+
+	reasonCreatedCluster        = "CreatedRayCluster"
+	reasonUpdatedCluster        = "UpdatedRayCluster"
+	reasonDeletedCluster        = "DeletedRayCluster"
+	reasonFailedToCreateCluster = "FailedToCreateRayCluster"
+	reasonFailedToUpdateCluster = "FailedToUpdateRayCluster"
+	reasonFailedToDeleteCluster = "FailedToDeleteRayCluster"
+
+	reasonUpdatedHeadPodLabel        = "UpdatedHeadPodServeLabel"
+	reasonFailedToUpdateHeadPodLabel = "FailedToUpdateHeadPodServeLabel"
+
+	reasonUpdatedServeApps        = "UpdatedServeApplications"
+	reasonFailedToUpdateServeApps = "FailedToUpdateServeApplications"
+	reasonUpdatedTargetCapacity   = "UpdatedServeTargetCapacity"
+	reasonFailedToUpdateCapacity  = "FailedToUpdateTargetCapacity"
+
+	reasonCreatedService        = "CreatedService"
+	reasonUpdatedService        = "UpdatedService"
+	reasonFailedToCreateService = "FailedToCreateService"
+	reasonFailedToUpdateService = "FailedToUpdateService"
+
+	reasonCreatedGateway          = "CreatedGateway"
+	reasonUpdatedGateway          = "UpdatedGateway"
+	reasonFailedToCreateGateway   = "FailedToCreateGateway"
+	reasonFailedToUpdateGateway   = "FailedToUpdateGateway"
+	reasonCreatedHTTPRoute        = "CreatedHTTPRoute"
+	reasonUpdatedHTTPRoute        = "UpdatedHTTPRoute"
+	reasonFailedToCreateHTTPRoute = "FailedToCreateHTTPRoute"
+	reasonFailedToUpdateHTTPRoute = "FailedToUpdateHTTPRoute"
+
+	// RayFleet's own: KubeRay has no event for these (it panics on the first and only returns
+	// an error on the second).
+	reasonSelectorMismatch     = "ServiceSelectorMismatch"
+	reasonFailedToGetServeApps = "FailedToGetServeApplicationStatuses"
+)
+
+// eventf records an event about rs; the action is read off the reason, as for RayClusters.
+func (r *Reconciler) eventf(rs *rayv1.RayService, eventType, reason, format string, args ...any) {
+	r.recorder.Eventf(rs, nil, eventType, reason, actionOf(reason), format, args...)
+}
+
+func actionOf(reason string) string {
+	switch {
+	case strings.Contains(reason, "Create"):
+		return "Create"
+	case strings.Contains(reason, "Delete"):
+		return "Delete"
+	case strings.Contains(reason, "Update"):
+		return "Update"
+	case strings.HasPrefix(reason, "Invalid"):
+		return "Validate"
+	default:
+		return "Reconcile"
+	}
+}

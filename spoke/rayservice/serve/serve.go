@@ -1,0 +1,116 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rayfleet/rayfleet/spoke/dashboard"
+)
+
+// DefaultAppName is the name KubeRay gives an application the dashboard reports unnamed.
+const DefaultAppName = "default"
+
+// targetCapacityKey is the Serve config's top-level target_capacity field.
+const targetCapacityKey = "target_capacity"
+
+// Reasons NeedsSubmit gives, for the reconciler's log.
+const (
+	reasonNothingSubmitted = "nothing has been submitted to this cluster"
+	reasonNoApplications   = "the cluster reports no Serve application (its head may have restarted without GCS fault tolerance)"
+	reasonConfigChanged    = "serveConfigV2 differs from the config submitted"
+	reasonUpToDate         = "serveConfigV2 is the config submitted"
+	reasonNoAppsDeclared   = "serveConfigV2 declares no application, so none is expected"
+)
+
+// NeedsSubmit decides whether serveConfigV2 (desired) is submitted to a cluster, as KubeRay
+// does: when nothing was submitted to it (by this process), when it reports no application
+// (the head restarted and lost them), or when the config changed since the last submission.
+// Unlike KubeRay, a config that declares no application is not submitted again and again
+// because the cluster reports none. The reason is for logs.
+func NeedsSubmit(last Submitted, submitted bool, desired string, numApps int) (bool, string) {
+	switch {
+	case !submitted:
+		return true, reasonNothingSubmitted
+	case numApps == 0 && last.Config == desired && !declaresApplications(desired):
+		return false, reasonNoAppsDeclared
+	case numApps == 0:
+		return true, reasonNoApplications
+	case last.Config != desired:
+		return true, reasonConfigChanged
+	default:
+		return false, reasonUpToDate
+	}
+}
+
+// declaresApplications reports whether a Serve config lists at least one application; an
+// unreadable config counts as declaring some, so that it is submitted and the dashboard's
+// answer reported.
+func declaresApplications(serveConfigV2 string) bool {
+	var cfg struct {
+		Applications []any `json:"applications"`
+	}
+	if err := yaml.Unmarshal([]byte(serveConfigV2), &cfg); err != nil {
+		return true
+	}
+	return len(cfg.Applications) > 0
+}
+
+// ConfigJSON turns serveConfigV2 (YAML) into the JSON body of a submission, with
+// target_capacity set when targetCapacity is not nil.
+func ConfigJSON(serveConfigV2 string, targetCapacity *int32) ([]byte, error) {
+	js, err := yaml.YAMLToJSON([]byte(serveConfigV2))
+	if err != nil {
+		return nil, fmt.Errorf("parse serveConfigV2: %w", err)
+	}
+	// Numbers stay as written: float64 would round large integers.
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var cfg map[string]any
+	if err = dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("serveConfigV2 is not a YAML mapping: %w", err)
+	}
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	if targetCapacity != nil {
+		cfg[targetCapacityKey] = *targetCapacity
+	}
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode serveConfigV2 as JSON: %w", err)
+	}
+	return out, nil
+}
+
+// Applications turns the dashboard's Serve details into the RayService's application statuses
+// and tells whether the cluster is ready to take traffic: at least one application, and every
+// one RUNNING. Switching traffic to a cluster with an application still deploying would drop
+// its requests.
+func Applications(details *dashboard.ServeDetails) (map[string]rayv1.AppStatus, bool) {
+	if details == nil || len(details.Applications) == 0 {
+		return map[string]rayv1.AppStatus{}, false
+	}
+	apps := make(map[string]rayv1.AppStatus, len(details.Applications))
+	ready := true
+	for name, app := range details.Applications {
+		if name == "" {
+			name = DefaultAppName
+		}
+		st := rayv1.AppStatus{Status: app.Status, Message: app.Message}
+		if len(app.Deployments) > 0 {
+			st.Deployments = make(map[string]rayv1.ServeDeploymentStatus, len(app.Deployments))
+			for dn, d := range app.Deployments {
+				st.Deployments[dn] = rayv1.ServeDeploymentStatus{Status: d.Status, Message: d.Message}
+			}
+		}
+		if app.Status != dashboard.AppStatusRunning {
+			ready = false
+		}
+		apps[name] = st
+	}
+	return apps, ready
+}

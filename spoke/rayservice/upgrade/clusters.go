@@ -1,0 +1,181 @@
+// Package upgrade holds the RayService reconciler's decisions about its RayClusters, as pure
+// functions of what the reconciler read: whether a new pending cluster is needed, whether a
+// cluster is updated in place and how, and, for NewClusterWithIncrementalUpgrade, how traffic
+// and target_capacity move between the active and the pending cluster, when the pending one is
+// promoted and when an upgrade is rolled back. Nothing here calls the API server or reads a
+// clock; the reconciler executes what these functions decide.
+package upgrade
+
+import (
+	"maps"
+	"strconv"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
+	"github.com/rayfleet/rayfleet/spoke/builder"
+)
+
+// Role says which of a RayService's two clusters a decision is about.
+type Role int
+
+const (
+	// NoCluster means neither cluster.
+	NoCluster Role = iota
+	// Active is the cluster named in status.activeServiceStatus: the one serving.
+	Active
+	// Pending is the cluster named in status.pendingServiceStatus: the one being prepared.
+	Pending
+)
+
+// String names the role for logs and events.
+func (r Role) String() string {
+	switch r {
+	case Active:
+		return "active"
+	case Pending:
+		return "pending"
+	default:
+		return "none"
+	}
+}
+
+// conditionTrue reports whether the RayService condition t is True.
+func conditionTrue(st *rayv1.RayServiceStatuses, t rayv1.RayServiceConditionType) bool {
+	return meta.IsStatusConditionTrue(st.Conditions, string(t))
+}
+
+// UpgradeInProgress reports whether the status says both clusters exist (an upgrade runs).
+func UpgradeInProgress(st *rayv1.RayServiceStatuses) bool {
+	return conditionTrue(st, rayv1.UpgradeInProgress)
+}
+
+// RollbackInProgress reports whether an incremental upgrade is being rolled back.
+func RollbackInProgress(st *rayv1.RayServiceStatuses) bool {
+	return conditionTrue(st, rayv1.RollbackInProgress)
+}
+
+// SpecMatches reports whether rc was built from spec, replicas and the other fields a running
+// cluster may change by itself (autoscaler, Kueue) aside.
+func SpecMatches(spec *rayv1.RayClusterSpec, rc *rayv1.RayCluster) bool {
+	goal, err := builder.HashWithoutReplicas(spec)
+	return err == nil && goal == rc.Annotations[labels.HashWithoutReplicas]
+}
+
+// OnlyGroupsAppended reports whether spec is rc's spec with worker groups appended at the end
+// (or equal to it): the one spec change KubeRay applies to a running cluster. rc records how
+// many groups it was built with in ray.io/num-worker-groups.
+func OnlyGroupsAppended(spec *rayv1.RayClusterSpec, rc *rayv1.RayCluster) bool {
+	built, err := strconv.Atoi(rc.Annotations[labels.NumWorkerGroups])
+	if err != nil || built < 0 || built > len(spec.WorkerGroupSpecs) {
+		return false
+	}
+	prefix := spec.DeepCopy()
+	prefix.WorkerGroupSpecs = prefix.WorkerGroupSpecs[:built]
+	return SpecMatches(prefix, rc)
+}
+
+// ShouldPrepareNewCluster reports whether the RayService needs a new pending cluster: it has
+// none at all, or its goal spec differs from the newest cluster (the pending one, else the
+// active one) in a way that cannot be applied in place and the upgrade strategy allows a new
+// cluster. zeroDowntimeDefault is ENABLE_ZERO_DOWNTIME, used when no strategy is set.
+//
+// pendingServing means the Services already point at the pending cluster (its promotion is
+// under way); no cluster is prepared then, nor while a rollback runs.
+func ShouldPrepareNewCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceStatuses, active, pending *rayv1.RayCluster,
+	pendingServing, zeroDowntimeDefault bool,
+) bool {
+	if pendingServing || RollbackInProgress(st) {
+		return false
+	}
+	newest := pending
+	if newest == nil {
+		newest = active
+	}
+	if newest == nil {
+		return true
+	}
+	goal := &spec.RayClusterSpec
+	if SpecMatches(goal, newest) || OnlyGroupsAppended(goal, newest) {
+		return false
+	}
+	return rayspec.ZeroDowntime(spec, zeroDowntimeDefault)
+}
+
+// ShouldUpdateCluster reports whether rc (playing role) is updated in place from the
+// RayService's spec: its suspension was toggled, worker groups were appended, or, for the
+// active cluster, it was built by another operator version. The active cluster is frozen while
+// an upgrade is in progress: the new spec belongs to the pending cluster then.
+//
+// Any other spec change is not applied in place; ShouldPrepareNewCluster decides whether it
+// gets a new cluster. With upgradeStrategy None it is not applied at all, as in KubeRay.
+func ShouldUpdateCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceStatuses, rc *rayv1.RayCluster, role Role,
+	kubeRayVersion string,
+) bool {
+	if rc == nil {
+		return false
+	}
+	if role == Active {
+		if UpgradeInProgress(st) {
+			return false
+		}
+		if rc.Annotations[labels.KubeRayVersion] != kubeRayVersion {
+			return true
+		}
+	}
+	goal := &spec.RayClusterSpec
+	// A toggled suspension (Kueue admitting or preempting the workload) must reach the
+	// cluster: the hash ignores it, so without this the cluster would stay suspended.
+	if ptr.Deref(goal.Suspend, false) != ptr.Deref(rc.Spec.Suspend, false) {
+		return true
+	}
+	if SpecMatches(goal, rc) {
+		return false
+	}
+	return OnlyGroupsAppended(goal, rc)
+}
+
+// InPlaceUpdate returns current updated towards goal (the cluster built afresh from the
+// RayService): goal's spec, goal's labels and annotations added to current's.
+//
+// Unlike KubeRay (which replaces the spec whole, its own TODO), the worker groups current
+// already has keep their replicas and workersToDelete when the in-tree autoscaler runs: those
+// are the autoscaler's, and resetting them would scale the cluster back to the RayService's
+// initial replicas. Labels and annotations other controllers put on the cluster are kept.
+func InPlaceUpdate(current, goal *rayv1.RayCluster) *rayv1.RayCluster {
+	out := current.DeepCopy()
+	out.Spec = *goal.Spec.DeepCopy()
+	if rayspec.Autoscaling(&goal.Spec) {
+		for i := range out.Spec.WorkerGroupSpecs {
+			if i >= len(current.Spec.WorkerGroupSpecs) {
+				break
+			}
+			have := &current.Spec.WorkerGroupSpecs[i]
+			g := &out.Spec.WorkerGroupSpecs[i]
+			if g.GroupName != have.GroupName {
+				continue
+			}
+			if have.Replicas != nil {
+				g.Replicas = ptr.To(*have.Replicas)
+			}
+			g.ScaleStrategy.WorkersToDelete = append([]string(nil), have.ScaleStrategy.WorkersToDelete...)
+		}
+	}
+	out.Labels = mergeMaps(current.Labels, goal.Labels)
+	out.Annotations = mergeMaps(current.Annotations, goal.Annotations)
+	return out
+}
+
+// mergeMaps returns base with over's entries set; nil when both are empty.
+func mergeMaps(base, over map[string]string) map[string]string {
+	if len(base) == 0 && len(over) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(base)+len(over))
+	maps.Copy(out, base)
+	maps.Copy(out, over)
+	return out
+}

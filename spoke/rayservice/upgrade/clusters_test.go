@@ -1,0 +1,151 @@
+package upgrade
+
+import (
+	"testing"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
+)
+
+const kuberay = labels.KubeRayVersionValue
+
+func TestShouldPrepareNewCluster(t *testing.T) {
+	base := fixture.MakeRayService("svc", "ns")
+	current := fixture.Cluster(base.Obj(), "svc-old")
+	tests := []struct {
+		name            string
+		rs              *rayv1.RayService
+		active, pending *rayv1.RayCluster
+		pendingServing  bool
+		zeroDowntime    bool
+		want            bool
+	}{
+		{"new RayService", base.Obj(), nil, nil, false, true, true},
+		{"new RayService even without zero downtime", base.Obj(), nil, nil, false, false, true},
+		{"spec unchanged", base.Obj(), current, nil, false, true, false},
+		{"replicas changed only", fixture.MakeRayService("svc", "ns").Replicas(0, 4).Obj(), current, nil, false, true, false},
+		{"worker group appended: updated in place", fixture.MakeRayService("svc", "ns").WorkerGroup("big", 2).Obj(), current, nil, false, true, false},
+		{"image changed", fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, nil, false, true, true},
+		{"image changed, ENABLE_ZERO_DOWNTIME=false", fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, nil, false, false, false},
+		{"image changed, NewCluster wins over the env", fixture.MakeRayService("svc", "ns").Image("ray:2").Strategy(rayv1.RayServiceNewCluster).Obj(),
+			current, nil, false, false, true},
+		{"image changed, strategy None", fixture.MakeRayService("svc", "ns").Image("ray:2").Strategy(rayv1.RayServiceUpgradeNone).Obj(),
+			current, nil, false, true, false},
+		{"compared with the pending cluster first", fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(),
+			current, fixture.Cluster(fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), "svc-new"), false, true, false},
+		{"spec changed again during an upgrade", fixture.MakeRayService("svc", "ns").Image("ray:3").Obj(),
+			current, fixture.Cluster(fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), "svc-new"), false, true, true},
+		{"pending cluster already serving", fixture.MakeRayService("svc", "ns").Image("ray:3").Obj(), current, nil, true, true, false},
+		{"rolling back", fixture.MakeRayService("svc", "ns").Image("ray:3").
+			Condition(rayv1.RollbackInProgress, metav1.ConditionTrue, rayv1.TargetClusterChanged).Obj(), current, nil, false, true, false},
+		{"cluster without a hash", base.Obj(), &rayv1.RayCluster{}, nil, false, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ShouldPrepareNewCluster(&tt.rs.Spec, &tt.rs.Status, tt.active, tt.pending, tt.pendingServing, tt.zeroDowntime)
+			if got != tt.want {
+				t.Fatalf("ShouldPrepareNewCluster = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestShouldUpdateCluster(t *testing.T) {
+	base := fixture.MakeRayService("svc", "ns")
+	current := fixture.Cluster(base.Obj(), "svc-a")
+	oldOperator := current.DeepCopy()
+	oldOperator.Annotations[labels.KubeRayVersion] = "v1.4.0"
+	upgrading := fixture.MakeRayService("svc", "ns").WorkerGroup("big", 1).Upgrading().Obj()
+	tests := []struct {
+		name string
+		rs   *rayv1.RayService
+		rc   *rayv1.RayCluster
+		role Role
+		want bool
+	}{
+		{"no cluster", base.Obj(), nil, Active, false},
+		{"unchanged", base.Obj(), current, Active, false},
+		{"replicas changed only", fixture.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Active, false},
+		{"worker group appended", fixture.MakeRayService("svc", "ns").WorkerGroup("big", 1).Obj(), current, Active, true},
+		{"worker group appended to the pending cluster", fixture.MakeRayService("svc", "ns").WorkerGroup("big", 1).Obj(), current, Pending, true},
+		{"worker group inserted first", prependGroup(base.Obj()), current, Active, false},
+		{"image changed", fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, Active, false},
+		{"suspended", fixture.MakeRayService("svc", "ns").Suspend(true).Obj(), current, Active, true},
+		{"resumed", base.Obj(), suspended(current), Pending, true},
+		{"operator version changed", base.Obj(), oldOperator, Active, true},
+		{"operator version changed, pending cluster left alone", base.Obj(), oldOperator, Pending, false},
+		{"active cluster frozen during an upgrade", upgrading, current, Active, false},
+		{"active cluster frozen even for a new operator", fixture.MakeRayService("svc", "ns").Upgrading().Obj(), oldOperator, Active, false},
+		{"pending cluster still updated during an upgrade", upgrading, current, Pending, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ShouldUpdateCluster(&tt.rs.Spec, &tt.rs.Status, tt.rc, tt.role, kuberay); got != tt.want {
+				t.Fatalf("ShouldUpdateCluster = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func prependGroup(rs *rayv1.RayService) *rayv1.RayService {
+	g := *rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].DeepCopy()
+	g.GroupName = "first"
+	rs.Spec.RayClusterSpec.WorkerGroupSpecs = append([]rayv1.WorkerGroupSpec{g}, rs.Spec.RayClusterSpec.WorkerGroupSpecs...)
+	return rs
+}
+
+func suspended(rc *rayv1.RayCluster) *rayv1.RayCluster {
+	rc = rc.DeepCopy()
+	rc.Spec.Suspend = ptr.To(true)
+	return rc
+}
+
+func TestInPlaceUpdate(t *testing.T) {
+	tests := []struct {
+		name         string
+		autoscaling  bool
+		wantReplicas []int32
+		wantDelete   []string
+	}{
+		// KubeRay rebuilds the spec and so resets the autoscaler's replicas and workersToDelete.
+		{"autoscaled groups keep the autoscaler's replicas", true, []int32{7, 2}, []string{"w-1"}},
+		{"without the autoscaler the RayService's replicas apply", false, []int32{1, 2}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := fixture.MakeRayService("svc", "ns")
+			if tt.autoscaling {
+				w.Autoscaling()
+			}
+			current := fixture.Cluster(w.Obj(), "svc-a")
+			current.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](7)
+			current.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"w-1"}
+			current.Annotations["kueue.x-k8s.io/keep"] = "yes"
+
+			rs := w.WorkerGroup("big", 2).Obj()
+			got := InPlaceUpdate(current, fixture.Cluster(rs, "svc-a"))
+
+			if n := len(got.Spec.WorkerGroupSpecs); n != 2 {
+				t.Fatalf("worker groups = %d, want 2", n)
+			}
+			for i, want := range tt.wantReplicas {
+				if r := ptr.Deref(got.Spec.WorkerGroupSpecs[i].Replicas, -1); r != want {
+					t.Errorf("group %d replicas = %d, want %d", i, r, want)
+				}
+			}
+			if del := got.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete; len(del) != len(tt.wantDelete) {
+				t.Errorf("workersToDelete = %v, want %v", del, tt.wantDelete)
+			}
+			if got.Annotations[labels.NumWorkerGroups] != "2" || got.Annotations["kueue.x-k8s.io/keep"] != "yes" {
+				t.Errorf("annotations = %v: want the new group count and the foreign annotation kept", got.Annotations)
+			}
+			if current.Annotations[labels.NumWorkerGroups] != "1" {
+				t.Error("the current cluster was modified")
+			}
+		})
+	}
+}

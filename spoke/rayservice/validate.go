@@ -1,0 +1,131 @@
+package rayservice
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/rayfleet/rayfleet/shared/rayspec"
+	"github.com/rayfleet/rayfleet/shared/validation"
+	"github.com/rayfleet/rayfleet/spoke/rayservice/status"
+)
+
+// errNoGatewayAPI is the validation error of an incremental upgrade on a member without
+// Gateway API: the upgrade could not route any traffic.
+var errNoGatewayAPI = &validation.InvalidRayServiceError{
+	Part: validation.RayServiceSpecPart,
+	Err: field.Invalid(field.NewPath("spec", "upgradeStrategy", "type"), rayv1.RayServiceNewClusterWithIncrementalUpgrade,
+		"needs the Gateway API (gateway.networking.k8s.io/v1 Gateway and HTTPRoute), which is not installed on this "+
+			"cluster; install its CRDs and a Gateway controller, or use NewCluster"),
+}
+
+// validationStep is one of KubeRay's RayService checks, in KubeRay's order.
+type validationStep struct {
+	reason string
+	check  func(rs *rayv1.RayService) error
+}
+
+// validationSteps are KubeRay's two checks, then whether the member can do what the spec asks.
+func (r *Reconciler) validationSteps() []validationStep {
+	return []validationStep{
+		{reasonInvalidMetadata, func(rs *rayv1.RayService) error { return validation.RayServiceMetadata(rs.ObjectMeta) }},
+		{reasonInvalidSpec, r.validSpecs.check},
+		{reasonInvalidSpec, func(rs *rayv1.RayService) error {
+			if rayspec.IncrementalUpgrade(&rs.Spec) && !r.opts.GatewayAPI {
+				return errNoGatewayAPI
+			}
+			return nil
+		}},
+	}
+}
+
+// validate runs the checks; on the first failure it records a Warning event and sets
+// Ready=False/ValidationFailed on the working status, and reports invalid.
+func (r *Reconciler) validate(ctx context.Context, s *scope) (invalid bool) {
+	rs := s.rs
+	for _, step := range r.validationSteps() {
+		err := step.check(rs)
+		if err == nil {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Invalid RayService", "error", err.Error())
+		r.eventf(rs, corev1.EventTypeWarning, step.reason, "%s/%s: %v", rs.Namespace, rs.Name, err)
+		rs.Status.ObservedGeneration = rs.Generation
+		now := metav1.NewTime(r.clock.Now()).Rfc3339Copy()
+		meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{
+			Type:               string(rayv1.RayServiceReady),
+			Status:             metav1.ConditionFalse,
+			Reason:             string(rayv1.RayServiceValidationFailed),
+			Message:            status.Truncate(err.Error()),
+			ObservedGeneration: rs.Generation,
+			LastTransitionTime: now,
+		})
+		rs.Status.ServiceStatus = rayv1.NotRunning
+		return true
+	}
+	return false
+}
+
+// finishInvalid writes the status of an invalid RayService. It is not requeued: only a new
+// spec can make it valid, and a spec change brings a reconcile of its own.
+func (r *Reconciler) finishInvalid(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !status.Changed(&s.original.Status, &s.rs.Status) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.writeStatus(ctx, s, s.rs.Status); err != nil {
+		return r.retry(ctx, "write status", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// specMemo remembers which RayService specs passed validation. A RayService is reconciled
+// every 2 s and its serveConfigV2 may be a megabyte of YAML (about 0.1 s to parse), so a spec
+// is validated once per generation and annotation set, not on every poll.
+type specMemo struct {
+	mu    sync.Mutex
+	valid map[types.UID]specVersion
+}
+
+// specVersion is what a spec's validity depends on: the spec (through the generation) and the
+// annotations copied onto its RayClusters (GCS FT and others are validated with it).
+type specVersion struct {
+	generation  int64
+	annotations string
+}
+
+func newSpecMemo() *specMemo {
+	return &specMemo{valid: map[types.UID]specVersion{}}
+}
+
+// check validates rs's spec unless this version of it passed before.
+func (m *specMemo) check(rs *rayv1.RayService) error {
+	v := specVersion{generation: rs.Generation, annotations: fmt.Sprint(rs.Annotations)} // fmt sorts map keys
+	m.mu.Lock()
+	known, ok := m.valid[rs.UID]
+	m.mu.Unlock()
+	if ok && known == v {
+		return nil
+	}
+	if err := validation.RayServiceSpec(rs); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.valid[rs.UID] = v
+	m.mu.Unlock()
+	return nil
+}
+
+// forget drops a deleted RayService.
+func (m *specMemo) forget(uid types.UID) {
+	m.mu.Lock()
+	delete(m.valid, uid)
+	m.mu.Unlock()
+}
