@@ -1,8 +1,9 @@
 //go:build e2e
 
 // Package e2e runs the spoke agent against a real member control plane on loopback (etcd,
-// kube-apiserver, kube-scheduler, kube-controller-manager, kwok playing four fake Nodes) and
-// checks that RayClusters behave as they do under KubeRay v1.6.2.
+// kube-apiserver, kube-scheduler, kube-controller-manager, kwok playing four fake Nodes, the
+// Gateway API CRDs) and a Ray dashboard stand-in in the test process, and checks that
+// RayClusters and RayServices behave as they do under KubeRay v1.6.2.
 //
 //	go test -tags e2e ./e2e/...              # binaries from bin/k8s and bin/spoke
 //	RAYFLEET_E2E_KEEP=1 go test -tags e2e …  # keep the state dir (logs, audit) afterwards
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/localcluster"
+	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
 )
 
 // Shared Eventually settings. The machine running this is small and shared, so the timeout is
@@ -37,14 +40,28 @@ const (
 // from the test's own in the audit log.
 const spokeUser = "rayfleet-spoke"
 
+// dashboardDeployDelay is how long the stand-in takes to bring a submitted Serve config from
+// NOT_STARTED to RUNNING: long enough that the spoke sees the intermediate states, short enough
+// for a quick suite.
+const dashboardDeployDelay = time.Second
+
 // suite is what TestMain starts for all tests.
 type suite struct {
 	cluster *localcluster.Cluster
 	k8s     client.Client
-	spoke   *localcluster.Manager
+	// dashboard stands in for the Ray dashboard and Serve proxy of every RayCluster; the spoke
+	// reaches it through its address-template flags.
+	dashboard *raydashboard.Server
+
+	// spokeKubeconfig and spokeArgs start the spoke again (restartSpoke).
+	spokeKubeconfig string
+	spokeArgs       []string
+	spokeMu         sync.Mutex
+	spoke           *localcluster.Manager
+	spokeStarts     int
 }
 
-var env suite
+var env = &suite{}
 
 // defaultParallel replaces go test's default -parallel (GOMAXPROCS, 2 on a small machine):
 // the tests mostly wait on the control plane, so running them all at once is what makes the
@@ -65,7 +82,7 @@ func runSuite(m *testing.M) int {
 	ctx := context.Background()
 	start := time.Now()
 	binDir := localcluster.DefaultBinDir()
-	crdDir, err := localcluster.SpokeCRDDir(binDir)
+	dirs, err := crdDirs(binDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: CRDs:", err)
 		return 1
@@ -75,7 +92,7 @@ func runSuite(m *testing.M) int {
 		Scheduler:         true,
 		ControllerManager: true,
 		Nodes:             localcluster.FakeNodes(4, localcluster.NodeSpec{CPU: "64", Memory: "256Gi", GPUs: 8}),
-		CRDDirs:           []string{crdDir},
+		CRDDirs:           dirs,
 		KeepState:         os.Getenv("RAYFLEET_E2E_KEEP") != "",
 	})
 	if err != nil {
@@ -87,23 +104,35 @@ func runSuite(m *testing.M) int {
 		cluster.Stop()
 		fmt.Fprintf(os.Stderr, "e2e: stopped in %v\n", time.Since(begin).Round(time.Millisecond))
 	}()
+	dash := raydashboard.New(raydashboard.Options{DeployDelay: dashboardDeployDelay})
+	dashURL, err := dash.Start("127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the Ray dashboard stand-in:", err)
+		return 1
+	}
+	defer func() { _ = dash.Close() }()
 	kubeconfig, _, err := cluster.UserKubeconfig(spokeUser)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	spoke, err := cluster.StartManager(ctx, "spoke", spokeBinary(), kubeconfig, []string{"--zap-devel"}, nil)
-	if err != nil {
+	env.cluster, env.k8s, env.dashboard = cluster, cluster.Client, dash
+	env.spokeKubeconfig = kubeconfig
+	env.spokeArgs = []string{
+		"--zap-devel",
+		"--dashboard-address-template=" + raydashboard.DashboardTemplate(dashURL),
+		"--serve-proxy-address-template=" + raydashboard.ProxyTemplate(dashURL),
+	}
+	if _, err = env.startSpoke(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the spoke:", err)
 		cluster.DumpLogs(os.Stderr, 100)
 		return 1
 	}
-	env = suite{cluster: cluster, k8s: cluster.Client, spoke: spoke}
-	fmt.Fprintf(os.Stderr, "e2e: member control plane and spoke up in %v (state in %s)\n",
+	fmt.Fprintf(os.Stderr, "e2e: member control plane, dashboard stand-in and spoke up in %v (state in %s)\n",
 		time.Since(start).Round(time.Millisecond), cluster.Dir)
 
 	code := m.Run()
-	if exited, exitErr := spoke.Exited(); exited {
+	if exited, exitErr := env.currentSpoke().Exited(); exited {
 		fmt.Fprintln(os.Stderr, "e2e: the spoke exited during the tests:", exitErr)
 		code = 1
 	}
@@ -111,6 +140,56 @@ func runSuite(m *testing.M) int {
 		cluster.DumpLogs(os.Stderr, 150)
 	}
 	return code
+}
+
+// crdDirs are the CRDs the member gets: ray.io and, so that the spoke sees Gateway API and
+// incremental upgrades can run, gateway.networking.k8s.io.
+func crdDirs(binDir string) ([]string, error) {
+	ray, err := localcluster.SpokeCRDDir(binDir)
+	if err != nil {
+		return nil, err
+	}
+	gateway, err := localcluster.GatewayAPICRDDir()
+	if err != nil {
+		return nil, err
+	}
+	return []string{ray, gateway}, nil
+}
+
+// startSpoke starts bin/spoke with the suite's arguments and makes it the current one; each
+// start logs to a file of its own (spoke.log, spoke-2.log, …).
+func (s *suite) startSpoke(ctx context.Context) (*localcluster.Manager, error) {
+	s.spokeMu.Lock()
+	defer s.spokeMu.Unlock()
+	s.spokeStarts++
+	name := "spoke"
+	if s.spokeStarts > 1 {
+		name = fmt.Sprintf("spoke-%d", s.spokeStarts)
+	}
+	m, err := s.cluster.StartManager(ctx, name, spokeBinary(), s.spokeKubeconfig, s.spokeArgs, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.spoke = m
+	return m, nil
+}
+
+// currentSpoke is the spoke running now.
+func (s *suite) currentSpoke() *localcluster.Manager {
+	s.spokeMu.Lock()
+	defer s.spokeMu.Unlock()
+	return s.spoke
+}
+
+// restartSpoke stops the current spoke (SIGTERM, as a rolling update would) and starts a new
+// one. Only a test that runs alone may call it: see TestRayServiceSurvivesSpokeRestart.
+func (s *suite) restartSpoke(t *testing.T) {
+	t.Helper()
+	old := s.currentSpoke()
+	old.Stop()
+	if _, err := s.startSpoke(t.Context()); err != nil {
+		t.Fatalf("restarting the spoke: %v", err)
+	}
 }
 
 // spokeBinary is $RAYFLEET_BIN/spoke, default bin/spoke in the repository.
@@ -128,7 +207,7 @@ func spokeBinary() string {
 func eventually(t *testing.T, check func(g gomega.Gomega)) {
 	t.Helper()
 	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
-		if exited, err := env.spoke.Exited(); exited {
+		if exited, err := env.currentSpoke().Exited(); exited {
 			gomega.StopTrying(fmt.Sprintf("the spoke exited: %v", err)).Now()
 		}
 		check(g)

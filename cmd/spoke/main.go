@@ -1,20 +1,23 @@
 // Command spoke is RayFleet's agent on a member cluster: a controller-runtime manager running the
-// KubeRay-compatible RayCluster reconciler. The RayService reconciler and the ClusterReport
-// reporter join it with later issues.
+// KubeRay-compatible RayCluster and RayService reconcilers. The ClusterReport reporter joins it
+// with a later issue.
 package main
 
 import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,11 +25,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
+	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/raycluster"
+	"github.com/rayfleet/rayfleet/spoke/rayservice"
 )
 
 // Leader election and events are the manager's own needs, not a reconciler's, so their RBAC
@@ -60,12 +66,21 @@ type flags struct {
 	qps                     float64
 	burst                   int
 	watchNamespaces         string
+	dashboardTemplate       string
+	proxyTemplate           string
 	zap                     zap.Options
 }
 
-// bindFlags registers the spoke's flags on fs. The reconciler options come first from KubeRay's
-// environment variables; --max-concurrent-reconciles then overrides the one they share.
-func bindFlags(fs *flag.FlagSet, f *flags, rc *raycluster.Options) {
+// reconcilerOptions are the options of both reconcilers: KubeRay's environment variables first,
+// then the flags that override them.
+type reconcilerOptions struct {
+	rayCluster raycluster.Options
+	rayService rayservice.Options
+}
+
+// bindFlags registers the spoke's flags on fs. --max-concurrent-reconciles is bound to the
+// RayCluster reconciler's option and copied to the RayService reconciler's by parseArgs.
+func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
 	// controller-runtime's config loader owns --kubeconfig (falling back to $KUBECONFIG, then
 	// in-cluster config, then ~/.kube/config); registering it here keeps it on fs.
 	config.RegisterFlags(fs)
@@ -83,13 +98,44 @@ func bindFlags(fs *flag.FlagSet, f *flags, rc *raycluster.Options) {
 		"Queries per second the spoke may send to the Kubernetes API server; negative turns client-side throttling off.")
 	fs.IntVar(&f.burst, "kube-api-burst", defaultBurst,
 		"Burst of queries the spoke may send to the Kubernetes API server.")
-	fs.IntVar(&rc.MaxConcurrentReconciles, "max-concurrent-reconciles", rc.MaxConcurrentReconciles,
+	fs.IntVar(&opts.rayCluster.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.rayCluster.MaxConcurrentReconciles,
 		"How many objects of one kind are reconciled in parallel.")
 	fs.StringVar(&f.watchNamespaces, "watch-namespace", "",
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	fs.StringVar(&f.dashboardTemplate, "dashboard-address-template", dashboard.DefaultDashboardTemplate,
+		"How the spoke reaches a RayCluster's Ray dashboard: a URL template with {namespace}, {cluster}, "+
+			"{service} (the head Service), {port} and {domain}. The default uses in-cluster DNS; set it when "+
+			"the spoke runs outside the member's network (the local fleet maps it to a loopback stand-in).")
+	fs.StringVar(&f.proxyTemplate, "serve-proxy-address-template", dashboard.DefaultProxyTemplate,
+		"How the spoke reaches the Ray Serve proxy of a head Pod (its health check): a URL template with "+
+			"{namespace}, {cluster}, {pod}, {podIP} and {port}. The default uses the Pod IP; set it when the "+
+			"spoke runs outside the member's network (the local fleet maps it to a loopback stand-in).")
 	// ISO 8601 timestamps, as KubeRay logs them, unless --zap-time-encoding says otherwise.
 	f.zap.TimeEncoder = zapcore.ISO8601TimeEncoder
 	f.zap.BindFlags(fs)
+}
+
+// parseArgs reads the reconcilers' options from getenv, then the command line over them. A
+// nil error with help true means --help was asked for and printed.
+func parseArgs(args []string, getenv func(string) string, out io.Writer) (f flags, opts reconcilerOptions, help bool, err error) {
+	opts.rayCluster = raycluster.OptionsFromEnv(getenv)
+	opts.rayService = rayservice.OptionsFromEnv(getenv)
+	fs := flag.NewFlagSet("spoke", flag.ContinueOnError)
+	fs.SetOutput(out)
+	bindFlags(fs, &f, &opts)
+	if err = fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, opts, true, nil
+		}
+		return f, opts, false, fmt.Errorf("parsing flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return f, opts, false, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	// Both reconcilers build the same RayClusters, and one flag sizes both worker pools.
+	opts.rayService.MaxConcurrentReconciles = opts.rayCluster.MaxConcurrentReconciles
+	opts.rayService.Build = opts.rayCluster.Build
+	return f, opts, false, nil
 }
 
 func main() {
@@ -100,15 +146,9 @@ func main() {
 }
 
 func run(args []string) error {
-	var f flags
-	rcOpts := raycluster.OptionsFromEnv(os.Getenv)
-	fs := flag.NewFlagSet("spoke", flag.ContinueOnError)
-	bindFlags(fs, &f, &rcOpts)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("parsing flags: %w", err)
+	f, opts, help, err := parseArgs(args, os.Getenv, os.Stderr)
+	if err != nil || help {
+		return err
 	}
 
 	// JSON logs unless --zap-devel; client-go's own logs (leader election, reflectors) go
@@ -118,6 +158,10 @@ func run(args []string) error {
 	klog.SetLogger(logger)
 	setupLog := ctrl.Log.WithName("setup")
 
+	// Bad templates are a configuration error: fail before connecting to anything.
+	if err = setDashboardAccess(&opts.rayService, f, ctrlmetrics.Registry); err != nil {
+		return err
+	}
 	restCfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
@@ -126,17 +170,45 @@ func run(args []string) error {
 	restCfg.Burst = f.burst
 	restCfg.UserAgent = "rayfleet-spoke/" + version
 
-	cacheOpts, err := cacheOptions(f.watchNamespaces)
+	if opts.rayService.GatewayAPI, err = detectGatewayAPI(restCfg); err != nil {
+		return err
+	}
+	if !opts.rayService.GatewayAPI {
+		setupLog.Info("Gateway API (" + gatewayGroupVersion + " Gateways and HTTPRoutes) is not served; " +
+			"RayServices asking for NewClusterWithIncrementalUpgrade will fail validation")
+	}
+	mgr, err := newManager(restCfg, f)
 	if err != nil {
 		return err
 	}
+	if err = setupReconcilers(mgr, opts); err != nil {
+		return err
+	}
+
+	setupLog.Info("starting spoke", "version", version, "watchNamespaces", f.watchNamespaces,
+		"maxConcurrentReconciles", opts.rayCluster.MaxConcurrentReconciles,
+		"gatewayAPI", opts.rayService.GatewayAPI,
+		"dashboardAddressTemplate", f.dashboardTemplate, "serveProxyAddressTemplate", f.proxyTemplate)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// newManager creates the controller-runtime manager with the spoke's cache and endpoints.
+func newManager(restCfg *rest.Config, f flags) (ctrl.Manager, error) {
+	cacheOpts, err := cacheOptions(f.watchNamespaces)
+	if err != nil {
+		return nil, err
+	}
 	sch, err := scheme.New()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        sch,
 		Cache:                         cacheOpts,
+		Client:                        clientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,
@@ -145,50 +217,57 @@ func run(args []string) error {
 		LeaderElectionReleaseOnCancel: true, // the process exits right after, so a successor need not wait out the lease
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-
-	if err := raycluster.NewReconciler(mgr, rcOpts).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the RayCluster reconciler: %w", err)
+		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding healthz check: %w", err)
+		return nil, fmt.Errorf("adding healthz check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding readyz check: %w", err)
+		return nil, fmt.Errorf("adding readyz check: %w", err)
 	}
+	return mgr, nil
+}
 
-	setupLog.Info("starting spoke", "version", version, "watchNamespaces", f.watchNamespaces,
-		"maxConcurrentReconciles", rcOpts.MaxConcurrentReconciles)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		return fmt.Errorf("running manager: %w", err)
+// setupReconcilers registers the RayCluster and RayService reconcilers with mgr.
+func setupReconcilers(mgr ctrl.Manager, opts reconcilerOptions) error {
+	if err := raycluster.NewReconciler(mgr, opts.rayCluster).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the RayCluster reconciler: %w", err)
+	}
+	if err := rayservice.NewReconciler(mgr, opts.rayService).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the RayService reconciler: %w", err)
 	}
 	return nil
 }
 
 // cacheOptions keeps the informers to what the spoke owns, because on a large member the
-// unrelated Pods and Secrets would dominate its memory.
+// unrelated Pods, Secrets and EndpointSlices would dominate its memory.
 //
-// Pods, Jobs and Secrets are cached only when they carry ray.io/cluster: KubeRay puts it on
-// every Pod, on the GCS FT Redis cleanup Job and on the auth token Secret it creates, and users
-// cannot override it through the Pod template. (app.kubernetes.io/created-by is no help: it is
-// overridable on Pods and absent from the RayService, serve and headless Services and the auth
-// Secret.) Services have no label common to all that KubeRay creates, so they are cached whole.
-// A reconciler that must read a user's Secret (say spec.authOptions.secretName) reads it with
-// the manager's API reader, not the cached client.
+// Pods and Jobs are cached only when they carry ray.io/cluster: KubeRay puts it on every Pod
+// and on the GCS FT Redis cleanup Job, and users cannot override it through the Pod template.
+// (app.kubernetes.io/created-by is no help: it is overridable on Pods and absent from the
+// RayService, serve and headless Services.) Services have no label common to all that KubeRay
+// creates, so they are cached whole. Secrets are never cached (see clientOptions).
+//
+// EndpointSlices are cached only when they carry ray.io/serve: the RayService reconciler counts
+// the ready endpoints of serve Services only, every serve Service KubeRay (and the spoke) creates
+// is labelled ray.io/serve=<name>-serve, and the EndpointSlice controller copies a Service's
+// labels onto its slices.
 func cacheOptions(watchNamespaces string) (cache.Options, error) {
-	owned, err := k8slabels.NewRequirement(labels.Cluster, selection.Exists, nil)
+	owned, err := existsSelector(labels.Cluster)
 	if err != nil {
-		return cache.Options{}, fmt.Errorf("building the ray.io/cluster selector: %w", err)
+		return cache.Options{}, err
 	}
-	ownedSel := k8slabels.NewSelector().Add(*owned)
+	serve, err := existsSelector(labels.Serve)
+	if err != nil {
+		return cache.Options{}, err
+	}
 	opts := cache.Options{
 		// Nothing in the spoke reads managedFields; they are often half of an object's size.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:    {Label: ownedSel, Transform: raycluster.TrimPod},
-			&batchv1.Job{}:   {Label: ownedSel},
-			&corev1.Secret{}: {Label: ownedSel},
+			&corev1.Pod{}:                {Label: owned, Transform: raycluster.TrimPod},
+			&batchv1.Job{}:               {Label: owned},
+			&discoveryv1.EndpointSlice{}: {Label: serve},
 		},
 	}
 	namespaces, err := parseNamespaces(watchNamespaces)
@@ -202,6 +281,22 @@ func cacheOptions(watchNamespaces string) (cache.Options, error) {
 		}
 	}
 	return opts, nil
+}
+
+// clientOptions makes the manager's client read Secrets from the API server, never through an
+// informer: watching Secrets needs list and watch on every Secret of the member (RBAC cannot
+// narrow them by label), and the spoke only ever gets the few it needs (auth tokens), by name.
+func clientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+}
+
+// existsSelector selects the objects that carry the label key, whatever its value.
+func existsSelector(key string) (k8slabels.Selector, error) {
+	req, err := k8slabels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		return nil, fmt.Errorf("building the %s selector: %w", key, err)
+	}
+	return k8slabels.NewSelector().Add(*req), nil
 }
 
 // parseNamespaces splits --watch-namespace; an empty value means every namespace.

@@ -1,18 +1,18 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/rayfleet/rayfleet/spoke/raycluster"
+	"github.com/rayfleet/rayfleet/spoke/dashboard"
 )
 
 func TestParseNamespaces(t *testing.T) {
@@ -59,33 +59,55 @@ func TestCacheOptionsSelectOwnedObjects(t *testing.T) {
 			selectors["Pod"] = by
 		case *batchv1.Job:
 			selectors["Job"] = by
-		case *corev1.Secret:
-			selectors["Secret"] = by
+		case *discoveryv1.EndpointSlice:
+			selectors["EndpointSlice"] = by
 		default:
 			t.Errorf("unexpected ByObject entry for %T", obj)
 		}
 	}
+	rayNode := map[string]string{"ray.io/cluster": "c", "ray.io/node-type": "head"}
+	createdByUser := map[string]string{"ray.io/cluster": "c", "app.kubernetes.io/created-by": "me"}
+	unrelated := map[string]string{"app": "web"}
+	createdByAlone := map[string]string{"app.kubernetes.io/created-by": "kuberay-operator"}
+	// What the EndpointSlice controller puts on the slices of a RayService's serve Service:
+	// the Service's labels plus its own.
+	serveSlice := map[string]string{
+		"ray.io/serve": "rs-serve", "ray.io/originated-from-cr-name": "rs",
+		"kubernetes.io/service-name": "rs-serve-svc", "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+	}
+	headSlice := map[string]string{
+		"ray.io/cluster": "c", "ray.io/node-type": "head", "kubernetes.io/service-name": "c-head-svc",
+	}
 	tests := []struct {
+		kind   string
 		name   string
 		labels map[string]string
 		want   bool
 	}{
-		{name: "ray node", labels: map[string]string{"ray.io/cluster": "c", "ray.io/node-type": "head"}, want: true},
-		{name: "created-by overridden by the user", labels: map[string]string{"ray.io/cluster": "c", "app.kubernetes.io/created-by": "me"}, want: true},
-		{name: "unrelated", labels: map[string]string{"app": "web"}, want: false},
-		{name: "created-by alone", labels: map[string]string{"app.kubernetes.io/created-by": "kuberay-operator"}, want: false},
+		{kind: "Pod", name: "ray node", labels: rayNode, want: true},
+		{kind: "Pod", name: "created-by overridden by the user", labels: createdByUser, want: true},
+		{kind: "Pod", name: "unrelated", labels: unrelated, want: false},
+		{kind: "Pod", name: "created-by alone", labels: createdByAlone, want: false},
+		{kind: "Job", name: "ray node", labels: rayNode, want: true},
+		{kind: "Job", name: "unrelated", labels: unrelated, want: false},
+		{kind: "EndpointSlice", name: "serve Service slice", labels: serveSlice, want: true},
+		{kind: "EndpointSlice", name: "serve label with any value", labels: map[string]string{"ray.io/serve": "x"}, want: true},
+		{kind: "EndpointSlice", name: "head Service slice", labels: headSlice, want: false},
+		{kind: "EndpointSlice", name: "unrelated", labels: unrelated, want: false},
 	}
-	for _, kind := range []string{"Pod", "Job", "Secret"} {
-		by, ok := selectors[kind]
-		if !ok || by.Label == nil {
-			t.Errorf("%s: no label selector", kind)
-			continue
-		}
-		for _, tt := range tests {
-			if got := by.Label.Matches(k8slabels.Set(tt.labels)); got != tt.want {
-				t.Errorf("%s selector %q on %s: matches = %v, want %v", kind, by.Label, tt.name, got, tt.want)
+	for _, tt := range tests {
+		t.Run(tt.kind+"/"+tt.name, func(t *testing.T) {
+			by, ok := selectors[tt.kind]
+			if !ok || by.Label == nil {
+				t.Fatalf("%s: no label selector", tt.kind)
 			}
-		}
+			if got := by.Label.Matches(k8slabels.Set(tt.labels)); got != tt.want {
+				t.Errorf("%s selector %q on %s: matches = %v, want %v", tt.kind, by.Label, tt.name, got, tt.want)
+			}
+		})
+	}
+	if selectors["Pod"].Transform == nil {
+		t.Error("Pods are cached untrimmed, want raycluster.TrimPod")
 	}
 }
 
@@ -114,19 +136,23 @@ var cmpSortStrings = cmp.Transformer("sort", func(in []string) map[string]bool {
 	return out
 })
 
-func TestFlags(t *testing.T) {
+func TestParseArgs(t *testing.T) {
 	tests := []struct {
 		name        string
 		args        []string
+		env         map[string]string
 		want        flags
 		wantWorkers int
 		wantDevel   bool
+		wantHelp    bool
+		wantErr     bool
 	}{
 		{
 			name: "defaults",
 			want: flags{
 				metricsAddr: ":8080", probeAddr: ":8081", leaderElectionID: defaultLeaderElectionID,
 				qps: defaultQPS, burst: defaultBurst,
+				dashboardTemplate: dashboard.DefaultDashboardTemplate, proxyTemplate: dashboard.DefaultProxyTemplate,
 			},
 			wantWorkers: 16,
 		},
@@ -137,24 +163,45 @@ func TestFlags(t *testing.T) {
 				"--leader-election-id=x", "--leader-election-namespace=sys", "--kube-api-qps=500",
 				"--kube-api-burst=1000", "--max-concurrent-reconciles=4", "--watch-namespace=a,b",
 				"--kubeconfig=/dev/null", "--zap-devel",
+				"--dashboard-address-template=http://127.0.0.1:9/{namespace}/{service}",
+				"--serve-proxy-address-template=http://127.0.0.1:9/proxy/{podIP}",
 			},
 			want: flags{
 				metricsAddr: "0", probeAddr: ":9000", leaderElect: true, leaderElectionID: "x",
 				leaderElectionNamespace: "sys", qps: 500, burst: 1000, watchNamespaces: "a,b",
+				dashboardTemplate: "http://127.0.0.1:9/{namespace}/{service}",
+				proxyTemplate:     "http://127.0.0.1:9/proxy/{podIP}",
 			},
 			wantWorkers: 4,
 			wantDevel:   true,
 		},
+		{
+			name: "cluster domain from the environment reaches both reconcilers",
+			env:  map[string]string{"CLUSTER_DOMAIN": "example.org"},
+			want: flags{
+				metricsAddr: ":8080", probeAddr: ":8081", leaderElectionID: defaultLeaderElectionID,
+				qps: defaultQPS, burst: defaultBurst,
+				dashboardTemplate: dashboard.DefaultDashboardTemplate, proxyTemplate: dashboard.DefaultProxyTemplate,
+			},
+			wantWorkers: 16,
+		},
+		{name: "help", args: []string{"--help"}, wantHelp: true},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: true},
+		{name: "stray argument", args: []string{"extra"}, wantErr: true},
+		{name: "bad worker count", args: []string{"--max-concurrent-reconciles=many"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var f flags
-			rc := raycluster.OptionsFromEnv(func(string) string { return "" })
-			fs := flag.NewFlagSet("spoke", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			bindFlags(fs, &f, &rc)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
+			getenv := func(k string) string { return tt.env[k] }
+			f, opts, help, err := parseArgs(tt.args, getenv, io.Discard)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parseArgs error = %v, wantErr %v", err, tt.wantErr)
+			}
+			if help != tt.wantHelp {
+				t.Errorf("help = %v, want %v", help, tt.wantHelp)
+			}
+			if tt.wantErr || tt.wantHelp {
+				return
 			}
 			if f.zap.Development != tt.wantDevel {
 				t.Errorf("zap Development = %v, want %v", f.zap.Development, tt.wantDevel)
@@ -163,9 +210,33 @@ func TestFlags(t *testing.T) {
 			if diff := cmp.Diff(tt.want, f, cmp.AllowUnexported(flags{})); diff != "" {
 				t.Errorf("flags (-want +got):\n%s", diff)
 			}
-			if rc.MaxConcurrentReconciles != tt.wantWorkers {
-				t.Errorf("MaxConcurrentReconciles = %d, want %d", rc.MaxConcurrentReconciles, tt.wantWorkers)
+			if opts.rayCluster.MaxConcurrentReconciles != tt.wantWorkers || opts.rayService.MaxConcurrentReconciles != tt.wantWorkers {
+				t.Errorf("MaxConcurrentReconciles = %d (RayCluster), %d (RayService), want %d for both",
+					opts.rayCluster.MaxConcurrentReconciles, opts.rayService.MaxConcurrentReconciles, tt.wantWorkers)
+			}
+			if diff := cmp.Diff(opts.rayCluster.Build, opts.rayService.Build); diff != "" {
+				t.Errorf("RayService build options differ from the RayCluster's (-rc +rs):\n%s", diff)
+			}
+			want := tt.env["CLUSTER_DOMAIN"]
+			if want == "" {
+				want = "cluster.local"
+			}
+			if opts.rayService.Build.ClusterDomain != want {
+				t.Errorf("cluster domain = %q, want %q", opts.rayService.Build.ClusterDomain, want)
 			}
 		})
 	}
+}
+
+func TestClientOptionsNeverCacheSecrets(t *testing.T) {
+	opts := clientOptions()
+	if opts.Cache == nil {
+		t.Fatal("no cache options")
+	}
+	for _, obj := range opts.Cache.DisableFor {
+		if _, ok := obj.(*corev1.Secret); ok {
+			return
+		}
+	}
+	t.Errorf("Secrets are read through the cache (DisableFor = %v); that needs list/watch on every Secret", opts.Cache.DisableFor)
 }

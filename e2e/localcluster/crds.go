@@ -23,6 +23,10 @@ import (
 // chartCRDDir is where `make manifests` puts the CRDs the spoke chart installs.
 const chartCRDDir = "charts/rayfleet-spoke/crds"
 
+// gatewayAPICRDDir holds the Gateway API CRDs (standard channel) a member needs for
+// incremental RayService upgrades.
+const gatewayAPICRDDir = "config/crd/gateway-api"
+
 // rayAPIPackage is the Go package the ray.io/v1 CRDs are generated from.
 const rayAPIPackage = "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
@@ -70,6 +74,19 @@ func SpokeCRDDir(binDir string) (string, error) {
 		if !hasRayClusterCRD(dir) {
 			return "", fmt.Errorf("storing generated CRDs in %s: %w", dir, err)
 		}
+	}
+	return dir, nil
+}
+
+// GatewayAPICRDDir returns the directory of the Gateway API CRDs in the repository.
+func GatewayAPICRDDir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, gatewayAPICRDDir)
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(files) == 0 {
+		return "", fmt.Errorf("no Gateway API CRDs in %s", dir)
 	}
 	return dir, nil
 }

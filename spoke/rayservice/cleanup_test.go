@@ -71,7 +71,7 @@ func testReconciler(t *testing.T, c client.Client, clk *clocktesting.FakeClock) 
 	opts := OptionsFromEnv(func(string) string { return "" })
 	opts.Clock = clk
 	return &Reconciler{client: c, apiReader: c, recorder: events.NewFakeRecorder(100), clock: clk, rand: cryptoRandString,
-		statuses: newStatusMemo(), tokens: newTokenCache(c, clk), validSpecs: newSpecMemo(), build: opts.Build, opts: opts}
+		statuses: newStatusMemo(), tokens: newTokenCache(c, clk), validSpecs: newSpecMemo(), writes: newWriteMemo(clk), build: opts.Build, opts: opts}
 }
 
 // TestDanglingClusterSurvivesRestart schedules the deletion of a dangling cluster with one

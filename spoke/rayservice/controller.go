@@ -81,6 +81,7 @@ type Reconciler struct {
 	configs    *serve.Cache
 	tokens     *tokenCache
 	validSpecs *specMemo
+	writes     *writeMemo
 	statuses   *statusMemo
 	metrics    *metrics.RayServiceMetrics
 	build      builder.Options
@@ -120,6 +121,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		configs:    serve.NewCache(serve.CacheSize),
 		tokens:     newTokenCache(mgr.GetAPIReader(), opts.Clock),
 		validSpecs: newSpecMemo(),
+		writes:     newWriteMemo(opts.Clock),
 		statuses:   newStatusMemo(),
 		metrics:    opts.Metrics,
 		build:      opts.Build,
@@ -192,12 +194,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !rs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, s, remaining)
 	}
-	if !controllerutil.ContainsFinalizer(&rs, labels.RayServiceFinalizer) {
+	if !controllerutil.ContainsFinalizer(&rs, labels.RayServiceFinalizer) && !r.writes.recent(finalizerMemoKey(&rs), "added") {
 		// KubeRay ends the reconcile here; nothing below depends on the write, so this one
 		// carries on and the first cluster is named without waiting for a requeue.
 		if err := r.patchFinalizer(ctx, &rs, true); err != nil {
 			return r.retry(ctx, "add finalizer", err)
 		}
+		r.writes.note(finalizerMemoKey(&rs), "added")
 	}
 	if invalid := r.validate(ctx, s); invalid {
 		return r.finishInvalid(ctx, s)
@@ -253,6 +256,9 @@ func (r *Reconciler) retry(ctx context.Context, step string, err error) (ctrl.Re
 	}
 	return ctrl.Result{RequeueAfter: requeueSoon}, nil
 }
+
+// finalizerMemoKey keys the memory of the finalizer added to rs.
+func finalizerMemoKey(rs *rayv1.RayService) string { return "finalizer/" + string(rs.UID) }
 
 // forget drops what the reconciler keeps about a deleted RayService.
 func (r *Reconciler) forget(key types.NamespacedName) {

@@ -54,7 +54,8 @@ func (r *Reconciler) reconcileHeadPodLabel(ctx context.Context, s *scope, rc *ra
 			ctrl.LoggerFrom(ctx).V(1).Info("Serve proxy of the head Pod is not healthy", "pod", head.Name, "error", healthErr.Error())
 		}
 	}
-	if head.Labels[labels.Serve] == want {
+	memoKey := "label/" + string(head.UID)
+	if head.Labels[labels.Serve] == want || r.writes.recent(memoKey, want) {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{labels.Serve: want}}})
@@ -71,6 +72,7 @@ func (r *Reconciler) reconcileHeadPodLabel(ctx context.Context, s *scope, rc *ra
 			"Failed to update the serve label to %q for the Head Pod %s/%s: %v", want, head.Namespace, head.Name, err)
 		return fmt.Errorf("label head Pod %s/%s %s=%s: %w", head.Namespace, head.Name, labels.Serve, want, err)
 	}
+	r.writes.note(memoKey, want)
 	r.eventf(s.rs, corev1.EventTypeNormal, reasonUpdatedHeadPodLabel,
 		"Updated the serve label to %q for the Head Pod %s/%s", want, head.Namespace, head.Name)
 	return nil

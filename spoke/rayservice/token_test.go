@@ -64,8 +64,8 @@ func TestTokenCache(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 			c := newTokenCache(cl, clk)
 			ctx := context.Background()
-			if _, err := c.get(ctx, tc.rc); err != nil {
-				t.Fatal(err)
+			if _, getErr := c.get(ctx, tc.rc); getErr != nil {
+				t.Fatal(getErr)
 			}
 			if tc.steps != nil {
 				tc.steps(c, clk)

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	"github.com/rayfleet/rayfleet/e2e/localcluster"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
@@ -34,9 +34,6 @@ const spokeUser = "rayfleet-spoke"
 
 // benchNamespace holds the benchmark's RayClusters.
 const benchNamespace = "bench"
-
-// settlePoll is how often the audit log is checked for quiet after all clusters are ready.
-const settlePoll = 250 * time.Millisecond
 
 // config is the command line.
 type config struct {
@@ -65,7 +62,7 @@ func parseFlags() config {
 	flag.IntVar(&c.workers, "workers", 3, "workers in each cluster's one worker group")
 	flag.IntVar(&c.nodes, "nodes", 4, "fake kwok Nodes")
 	flag.IntVar(&c.parallel, "parallel", 0, "concurrent creates (default: all clusters at once)")
-	flag.StringVar(&c.spokeBin, "spoke", defaultSpokeBinary(), "spoke binary")
+	flag.StringVar(&c.spokeBin, "spoke", benchutil.DefaultSpokeBinary(), "spoke binary")
 	flag.StringVar(&c.spokeArgs, "spoke-args", "", "extra spoke flags, space separated (e.g. --max-concurrent-reconciles=8)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up when not all clusters are ready by then")
 	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after all are ready, count writes until the spoke is quiet this long")
@@ -76,19 +73,6 @@ func parseFlags() config {
 		c.parallel = c.clusters
 	}
 	return c
-}
-
-// defaultSpokeBinary is $RAYFLEET_BIN/spoke, default bin/spoke in the repository.
-func defaultSpokeBinary() string {
-	dir := os.Getenv("RAYFLEET_BIN")
-	if dir == "" {
-		root, err := localcluster.RepoRoot()
-		if err != nil {
-			return filepath.Join("bin", "spoke")
-		}
-		dir = filepath.Join(root, "bin")
-	}
-	return filepath.Join(dir, "spoke")
 }
 
 func run(ctx context.Context, cfg config) error {
@@ -103,7 +87,7 @@ func run(ctx context.Context, cfg config) error {
 			CPU: "100000", Memory: "100Ti", Pods: max(250, 2*podsPerNode),
 		}),
 		CRDDirs:     []string{crdDir},
-		AuditPolicy: auditPolicy(spokeUser, cfg.auditLevel),
+		AuditPolicy: benchutil.AuditPolicy(spokeUser, cfg.auditLevel),
 		KeepState:   cfg.keep,
 	})
 	if err != nil {
@@ -130,7 +114,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	printReport(os.Stdout, cfg, res)
-	if n := res.writes.ByKey[writeKey{Resource: "pods", Verb: "delete"}]; n > 0 {
+	if n := res.writes.ByKey[benchutil.WriteKey{Resource: "pods", Verb: "delete"}]; n > 0 {
 		// Nothing in this benchmark asks for a Pod to go: a deletion means the spoke created
 		// that many Pods too many and then scaled the group back down.
 		fmt.Fprintf(os.Stderr, "bench: WARNING: the spoke deleted %d Pods nobody asked it to delete "+
@@ -144,14 +128,14 @@ type result struct {
 	total     time.Duration
 	latencies []time.Duration
 	stages    [numStages][]time.Duration
-	writes    writeCounts
+	writes    benchutil.WriteCounts
 	usage     localcluster.Usage
 	reconcile map[string]float64
 	// controlPlane is the CPU time of each control-plane component, for context: on a small
 	// machine they compete with the spoke for the same cores.
 	controlPlane []componentCPU
 	// requests are the API server's busiest verb/resource pairs, of requestsTotal.
-	requests      []requestCount
+	requests      []benchutil.RequestCount
 	requestsTotal float64
 }
 
@@ -171,19 +155,19 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 		return res, err
 	}
 	select {
-	case <-tracker.allDone:
+	case <-tracker.AllDone():
 	case <-spoke.Done():
 		return res, errors.New("the spoke exited before all clusters were ready")
 	case <-time.After(cfg.timeout - time.Since(start)):
-		return res, fmt.Errorf("only %d of %d RayClusters ready after %v", tracker.readyCount(), cfg.clusters, cfg.timeout)
+		return res, fmt.Errorf("only %d of %d RayClusters ready after %v", tracker.ReadyCount(), cfg.clusters, cfg.timeout)
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
 	var readyAt time.Time
-	res.latencies, readyAt = tracker.latencies()
+	res.latencies, readyAt = tracker.Latencies()
 	res.stages = tracker.stages()
 	res.total = readyAt.Sub(start)
-	if err := waitQuiet(ctx, cluster.AuditLogPath(), cfg.settle); err != nil {
+	if err := benchutil.WaitQuiet(ctx, cluster.AuditLogPath(), cfg.settle); err != nil {
 		return res, err
 	}
 	var err error
@@ -195,13 +179,13 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 			res.controlPlane = append(res.controlPlane, componentCPU{p.Name, u.CPU})
 		}
 	}
-	if res.requests, res.requestsTotal, err = apiserverRequests(ctx, cluster.Config, 8); err != nil {
+	if res.requests, res.requestsTotal, err = benchutil.APIServerRequests(ctx, cluster.Config, 8); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
-	if res.reconcile, err = reconcileTotals(ctx, spoke.MetricsURL); err != nil {
+	if res.reconcile, err = benchutil.ReconcileTotals(ctx, spoke.MetricsURL, "raycluster"); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: reading the spoke's metrics:", err)
 	}
-	res.writes, err = countWrites(cluster.AuditLogPath(), spokeUser, readyAt)
+	res.writes, err = benchutil.CountWrites(cluster.AuditLogPath(), spokeUser, benchutil.Window{}, readyAt)
 	return res, err
 }
 
@@ -218,7 +202,7 @@ func createClusters(ctx context.Context, cfg config, c client.Client, tracker *r
 			name := fmt.Sprintf("rc-%04d", i)
 			rc := raybuilder.MakeRayCluster(name, benchNamespace).
 				WorkerGroup("workers", int32(cfg.workers), 0, int32(cfg.workers)).Obj()
-			tracker.markCreated(name, time.Now())
+			tracker.MarkCreated(name, time.Now())
 			if err := c.Create(ctx, rc); err != nil {
 				errs[i] = fmt.Errorf("creating RayCluster %s: %w", name, err)
 			}
@@ -226,30 +210,4 @@ func createClusters(ctx context.Context, cfg config, c client.Client, tracker *r
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// waitQuiet waits until the audit log has not grown for quiet (the spoke has stopped writing),
-// bounded by a minute in case it never settles.
-func waitQuiet(ctx context.Context, path string, quiet time.Duration) error {
-	deadline := time.Now().Add(time.Minute)
-	lastSize, lastChange := int64(-1), time.Now()
-	ticker := time.NewTicker(settlePoll)
-	defer ticker.Stop()
-	for {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return fmt.Errorf("watching audit log: %w", err)
-		}
-		if fi.Size() != lastSize {
-			lastSize, lastChange = fi.Size(), time.Now()
-		}
-		if time.Since(lastChange) >= quiet || time.Now().After(deadline) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
-	}
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -80,7 +81,7 @@ func (p *podStages) sinceCreation(created map[string]time.Time) [numStages][]tim
 		}
 	}
 	for s := range numStages {
-		sortDurations(out[s])
+		benchutil.SortDurations(out[s])
 	}
 	return out
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -13,27 +11,19 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	"github.com/rayfleet/rayfleet/e2e/localcluster"
 )
 
-// readyTracker records when each RayCluster was created and when it was first seen ready.
+// readyTracker records when each RayCluster was created and when it was first seen ready,
+// and when its Pods reached each stage.
 type readyTracker struct {
-	want    int
-	mu      sync.Mutex
-	created map[string]time.Time
-	ready   map[string]time.Time
-	pods    *podStages
-	allDone chan struct{}
+	*benchutil.Readiness
+	pods *podStages
 }
 
 func newReadyTracker(want int) *readyTracker {
-	return &readyTracker{
-		want:    want,
-		created: map[string]time.Time{},
-		ready:   map[string]time.Time{},
-		pods:    newPodStages(),
-		allDone: make(chan struct{}),
-	}
+	return &readyTracker{Readiness: benchutil.NewReadiness(want), pods: newPodStages()}
 }
 
 // watch starts an informer on RayClusters in ns that feeds the tracker; it returns once the
@@ -52,7 +42,7 @@ func (t *readyTracker) watch(ctx context.Context, cfg *rest.Config, ns string) e
 	}
 	observe := func(obj any) {
 		if rc, ok := obj.(*rayv1.RayCluster); ok && rc.Status.State == rayv1.Ready {
-			t.markReady(rc.Name, time.Now())
+			t.MarkReady(rc.Name, time.Now())
 		}
 	}
 	if _, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -83,72 +73,7 @@ func (t *readyTracker) watch(ctx context.Context, cfg *rest.Config, ns string) e
 	return nil
 }
 
-func (t *readyTracker) markCreated(name string, at time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.created[name] = at
-}
-
-func (t *readyTracker) markReady(name string, at time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, seen := t.ready[name]; seen {
-		return
-	}
-	t.ready[name] = at
-	if len(t.ready) == t.want {
-		close(t.allDone)
-	}
-}
-
-// latencies returns, sorted, creation-to-ready durations of the clusters seen ready, and the
-// time the last of them turned ready.
-func (t *readyTracker) latencies() ([]time.Duration, time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []time.Duration
-	var last time.Time
-	for name, r := range t.ready {
-		c, ok := t.created[name]
-		if !ok {
-			continue
-		}
-		out = append(out, r.Sub(c))
-		if r.After(last) {
-			last = r
-		}
-	}
-	sortDurations(out)
-	return out, last
-}
-
 // stages returns the per-stage durations since creation (see podStages).
 func (t *readyTracker) stages() [numStages][]time.Duration {
-	t.mu.Lock()
-	created := make(map[string]time.Time, len(t.created))
-	for k, v := range t.created {
-		created[k] = v
-	}
-	t.mu.Unlock()
-	return t.pods.sinceCreation(created)
-}
-
-func sortDurations(d []time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-}
-
-func (t *readyTracker) readyCount() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.ready)
-}
-
-// percentile returns the q-th quantile (0..1) of sorted durations by nearest rank.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	i = max(0, min(i, len(sorted)-1))
-	return sorted[i]
+	return t.pods.sinceCreation(t.Created())
 }

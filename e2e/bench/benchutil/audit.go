@@ -1,0 +1,160 @@
+// Package benchutil holds what the spoke's benchmarks share: counting a client's API writes in
+// the API server's audit log, scraping the spoke's and the API server's Prometheus metrics,
+// waiting for quiet, and duration statistics.
+package benchutil
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// AuditPolicy records every write made by user and nothing else, at level (Metadata is enough
+// to count; Request adds the bodies, for finding out why a write was made): a benchmark counts
+// exactly the spoke's writes without slowing down anyone else's requests.
+func AuditPolicy(user, level string) string {
+	return fmt.Sprintf(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: %s
+  users: [%q]
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`, level, user)
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event the benchmarks read.
+type auditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	StageTimestamp time.Time `json:"stageTimestamp"`
+}
+
+// WriteKey is a resource (with subresource) and verb, e.g. "rayclusters/status update".
+type WriteKey struct {
+	Resource string
+	Verb     string
+}
+
+// WriteCounts tallies one client's completed writes.
+type WriteCounts struct {
+	// ByKey counts the writes per resource and verb.
+	ByKey map[WriteKey]int
+	// Total counts every completed write, BeforeSplit those completed at or before the split time
+	// (for instance the moment all objects were ready).
+	Total, BeforeSplit int
+	// Status counts writes to any status subresource.
+	Status int
+	// Conflicts counts 409 answers; Failed counts any other non-2xx answer.
+	Conflicts, Failed int
+	// Failures tallies the non-2xx answers by "resource verb code".
+	Failures map[string]int
+}
+
+// Window bounds the audit events counted by the time they completed: From exclusive, To
+// inclusive; a zero time leaves that end open.
+type Window struct {
+	From, To time.Time
+}
+
+func (w Window) contains(t time.Time) bool {
+	return (w.From.IsZero() || t.After(w.From)) && (w.To.IsZero() || !t.After(w.To))
+}
+
+// CountWrites reads the JSON-lines audit log at path and tallies user's writes completed inside
+// window; split divides them into before and after a moment of interest.
+func CountWrites(path, user string, window Window, split time.Time) (WriteCounts, error) {
+	wc := WriteCounts{ByKey: map[WriteKey]int{}, Failures: map[string]int{}}
+	f, err := os.Open(path)
+	if err != nil {
+		return wc, fmt.Errorf("opening audit log: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return wc, fmt.Errorf("parsing audit event: %w", err)
+		}
+		if ev.Stage != "ResponseComplete" || ev.User.Username != user || ev.ObjectRef == nil ||
+			!window.contains(ev.StageTimestamp) {
+			continue
+		}
+		wc.add(ev, split)
+	}
+	if err := sc.Err(); err != nil {
+		return wc, fmt.Errorf("reading audit log: %w", err)
+	}
+	return wc, nil
+}
+
+func (wc *WriteCounts) add(ev auditEvent, split time.Time) {
+	resource := ev.ObjectRef.Resource
+	if ev.ObjectRef.Subresource != "" {
+		resource += "/" + ev.ObjectRef.Subresource
+		if ev.ObjectRef.Subresource == "status" {
+			wc.Status++
+		}
+	}
+	wc.ByKey[WriteKey{Resource: resource, Verb: ev.Verb}]++
+	wc.Total++
+	if !ev.StageTimestamp.After(split) {
+		wc.BeforeSplit++
+	}
+	if ev.ResponseStatus == nil {
+		return
+	}
+	code := ev.ResponseStatus.Code
+	if code >= 300 {
+		wc.Failures[fmt.Sprintf("%s %s %d", resource, ev.Verb, code)]++
+	}
+	switch {
+	case code == 409:
+		wc.Conflicts++
+	case code >= 300:
+		wc.Failed++
+	}
+}
+
+// SortedKeys orders the tally by count, largest first, then by name.
+func (wc WriteCounts) SortedKeys() []WriteKey {
+	keys := make([]WriteKey, 0, len(wc.ByKey))
+	for k := range wc.ByKey {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if wc.ByKey[keys[i]] != wc.ByKey[keys[j]] {
+			return wc.ByKey[keys[i]] > wc.ByKey[keys[j]]
+		}
+		if keys[i].Resource != keys[j].Resource {
+			return keys[i].Resource < keys[j].Resource
+		}
+		return keys[i].Verb < keys[j].Verb
+	})
+	return keys
+}
+
+// SortedFailures returns the keys of Failures in order.
+func (wc WriteCounts) SortedFailures() []string {
+	out := make([]string, 0, len(wc.Failures))
+	for k := range wc.Failures {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,259 @@
+// Command rayservice benchmarks the spoke's RayService reconciler on a real member control plane
+// (etcd, kube-apiserver, kube-scheduler, kube-controller-manager for the EndpointSlices, kwok)
+// with the Ray dashboard stand-in in this process: it creates many RayServices at once and
+// reports how fast they all become Ready, then watches a steady state in which nothing
+// changes and reports what the spoke still does there: dashboard calls per RayService per
+// minute by kind (no config is submitted again), API writes per reconcile (counted exactly
+// from the API server's audit log, by the spoke's own client certificate; the target is 0),
+// and the spoke's memory and CPU.
+//
+//	go run ./e2e/bench/rayservice -services 100 -workers 1 -nodes 4 -steady 60s
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
+	"github.com/rayfleet/rayfleet/e2e/localcluster"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
+	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
+)
+
+// spokeUser is the identity of the spoke's client certificate; the audit policy records its
+// writes only.
+const spokeUser = "rayfleet-spoke"
+
+// benchNamespace holds the benchmark's RayServices.
+const benchNamespace = "bench"
+
+// serveConfigV2 is every RayService's Serve config: one application of one deployment.
+const serveConfigV2 = `applications:
+- name: fruit
+  import_path: fruit.deployment_graph
+  route_prefix: /fruit
+  deployments:
+  - name: MangoStand
+    num_replicas: 1
+`
+
+// config is the command line.
+type config struct {
+	services, workers, nodes, parallel int
+	spokeBin, spokeArgs                string
+	timeout, settle, steady            time.Duration
+	deployDelay                        time.Duration
+	keep                               bool
+	auditLevel                         string
+}
+
+func main() {
+	cfg := parseFlags()
+	// The informers log through controller-runtime; the report is all that matters.
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags() config {
+	var c config
+	flag.IntVar(&c.services, "services", 100, "RayServices to create at once")
+	flag.IntVar(&c.workers, "workers", 1, "workers in each RayService's one worker group")
+	flag.IntVar(&c.nodes, "nodes", 4, "fake kwok Nodes")
+	flag.IntVar(&c.parallel, "parallel", 0, "concurrent creates (default: all RayServices at once)")
+	flag.StringVar(&c.spokeBin, "spoke", benchutil.DefaultSpokeBinary(), "spoke binary")
+	flag.StringVar(&c.spokeArgs, "spoke-args", "", "extra spoke flags, space separated (e.g. --max-concurrent-reconciles=8)")
+	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up when not all RayServices are Ready by then")
+	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after all are Ready, wait until the spoke has not written for this long")
+	flag.DurationVar(&c.steady, "steady", time.Minute, "how long the steady state is watched")
+	flag.DurationVar(&c.deployDelay, "deploy-delay", time.Second, "how long the dashboard stand-in takes to bring a Serve config to RUNNING")
+	flag.BoolVar(&c.keep, "keep", false, "keep the control plane's state dir (logs, audit log)")
+	flag.StringVar(&c.auditLevel, "audit-level", "Metadata", "audit level of the spoke's writes: Metadata, or Request to keep their bodies")
+	flag.Parse()
+	if c.parallel <= 0 {
+		c.parallel = c.services
+	}
+	return c
+}
+
+func run(ctx context.Context, cfg config) error {
+	crdDir, err := localcluster.SpokeCRDDir("")
+	if err != nil {
+		return err
+	}
+	podsPerNode := (cfg.services*(cfg.workers+1))/cfg.nodes + 1
+	cluster, err := localcluster.Start(ctx, localcluster.Options{
+		Scheduler: true,
+		// The EndpointSlice controller: a RayService is Ready once its serve Service has
+		// ready endpoints.
+		ControllerManager: true,
+		Nodes: localcluster.FakeNodes(cfg.nodes, localcluster.NodeSpec{
+			CPU: "100000", Memory: "100Ti", Pods: max(250, 2*podsPerNode),
+		}),
+		CRDDirs:     []string{crdDir},
+		AuditPolicy: benchutil.AuditPolicy(spokeUser, cfg.auditLevel),
+		KeepState:   cfg.keep,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the member control plane: %w", err)
+	}
+	defer cluster.Stop()
+	if cfg.keep {
+		fmt.Fprintln(os.Stderr, "bench: state and logs in", cluster.Dir)
+	}
+	dash := raydashboard.New(raydashboard.Options{DeployDelay: cfg.deployDelay})
+	dashURL, err := dash.Start("127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("starting the Ray dashboard stand-in: %w", err)
+	}
+	defer func() { _ = dash.Close() }()
+	kubeconfig, _, err := cluster.UserKubeconfig(spokeUser)
+	if err != nil {
+		return err
+	}
+	args := append([]string{
+		"--dashboard-address-template=" + raydashboard.DashboardTemplate(dashURL),
+		"--serve-proxy-address-template=" + raydashboard.ProxyTemplate(dashURL),
+	}, strings.Fields(cfg.spokeArgs)...)
+	spoke, err := cluster.StartManager(ctx, "spoke", cfg.spokeBin, kubeconfig, args, nil)
+	if err != nil {
+		return err
+	}
+	if err = cluster.CreateNamespace(ctx, benchNamespace); err != nil {
+		return err
+	}
+	res, err := measure(ctx, cfg, cluster, spoke, dash)
+	if err != nil {
+		cluster.DumpLogs(os.Stderr, 60)
+		return err
+	}
+	printReport(os.Stdout, cfg, res)
+	if res.steady.dashboard[raydashboard.OpUpdateDeployments] > 0 {
+		fmt.Fprintln(os.Stderr, "bench: WARNING: the spoke submitted Serve configs again in the steady state")
+	}
+	if res.steady.writes.Total > 0 {
+		fmt.Fprintln(os.Stderr, "bench: WARNING: the spoke wrote to the API server in the steady state "+
+			"(rerun with -keep -audit-level Request to see what)")
+	}
+	return nil
+}
+
+// result is everything the report shows.
+type result struct {
+	total     time.Duration
+	latencies []time.Duration
+	// writes are the spoke's writes of the whole run, split at the moment all were Ready.
+	writes    benchutil.WriteCounts
+	usage     localcluster.Usage
+	reconcile map[string]map[string]float64 // controller -> result -> total, whole run
+	// dashboardToReady counts the dashboard calls by operation up to the moment all were Ready.
+	dashboardToReady map[string]int
+	steady           steadyState
+	controlPlane     []componentCPU
+}
+
+type componentCPU struct {
+	name string
+	cpu  time.Duration
+}
+
+func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spoke *localcluster.Manager,
+	dash *raydashboard.Server,
+) (result, error) {
+	var res result
+	tracker := benchutil.NewReadiness(cfg.services)
+	if err := watchReady(ctx, cluster.Config, benchNamespace, tracker); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	if err := createServices(ctx, cfg, cluster.Client, tracker); err != nil {
+		return res, err
+	}
+	select {
+	case <-tracker.AllDone():
+	case <-spoke.Done():
+		return res, errors.New("the spoke exited before all RayServices were Ready")
+	case <-time.After(cfg.timeout - time.Since(start)):
+		return res, fmt.Errorf("only %d of %d RayServices Ready after %v", tracker.ReadyCount(), cfg.services, cfg.timeout)
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	var readyAt time.Time
+	res.latencies, readyAt = tracker.Latencies()
+	res.total = readyAt.Sub(start)
+	res.dashboardToReady = dashboardTotals(dash)
+	if err := benchutil.WaitQuiet(ctx, cluster.AuditLogPath(), cfg.settle); err != nil {
+		return res, err
+	}
+	var err error
+	if res.steady, err = watchSteadyState(ctx, cfg.steady, cluster, spoke, dash); err != nil {
+		return res, err
+	}
+	if res.usage, err = spoke.Usage(); err != nil {
+		return res, err
+	}
+	for _, p := range cluster.Components() {
+		if u, usageErr := p.Usage(); usageErr == nil {
+			res.controlPlane = append(res.controlPlane, componentCPU{p.Name, u.CPU})
+		}
+	}
+	res.reconcile = map[string]map[string]float64{}
+	for _, c := range []string{"rayservice", "raycluster"} {
+		if res.reconcile[c], err = benchutil.ReconcileTotals(ctx, spoke.MetricsURL, c); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: reading the spoke's metrics:", err)
+		}
+	}
+	res.writes, err = benchutil.CountWrites(cluster.AuditLogPath(), spokeUser, benchutil.Window{}, readyAt)
+	return res, err
+}
+
+// createServices creates the RayServices with cfg.parallel concurrent creates, recording each
+// one's creation time just before its request is sent.
+func createServices(ctx context.Context, cfg config, c client.Client, tracker *benchutil.Readiness) error {
+	sem := make(chan struct{}, cfg.parallel)
+	errs := make([]error, cfg.services)
+	var wg sync.WaitGroup
+	for i := range cfg.services {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			name := fmt.Sprintf("rs-%04d", i)
+			rs := newRayService(name, cfg.workers)
+			tracker.MarkCreated(name, time.Now())
+			if err := c.Create(ctx, rs); err != nil {
+				errs[i] = fmt.Errorf("creating RayService %s: %w", name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// newRayService is a RayService with one worker group of workers Pods and the one-application
+// Serve config.
+func newRayService(name string, workers int) *rayv1.RayService {
+	rc := raybuilder.MakeRayCluster(name, benchNamespace).
+		WorkerGroup("workers", int32(workers), int32(workers), int32(workers)).Obj()
+	return &rayv1.RayService{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
+		Spec:       rayv1.RayServiceSpec{ServeConfigV2: serveConfigV2, RayClusterSpec: rc.Spec},
+	}
+}
