@@ -34,7 +34,7 @@ func (r *Reconciler) reconcileClusters(ctx context.Context, s *scope) error {
 	}
 	for _, role := range []upgrade.Role{upgrade.Active, upgrade.Pending} {
 		rc := s.cluster(role)
-		if !upgrade.ShouldUpdateCluster(&s.rs.Spec, st, rc, role, r.build.KubeRayVersion) {
+		if !upgrade.ShouldUpdateCluster(&s.rs.Spec, st, rc, role, r.build.KubeRayVersion, r.opts.ZeroDowntime) {
 			continue
 		}
 		updated, err := r.updateCluster(ctx, s, rc, role)

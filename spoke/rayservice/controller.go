@@ -20,6 +20,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -29,8 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
@@ -164,6 +167,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		))).
 		Owns(&rayv1.RayCluster{}).
 		Owns(&corev1.Service{}).
+		// Ready turns on when the serve Service gets its first ready endpoint; watching the
+		// slices reports that at once instead of at the next 2 s poll.
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(rayServiceOfSlice)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -255,6 +261,18 @@ func (r *Reconciler) retry(ctx context.Context, step string, err error) (ctrl.Re
 		ctrl.LoggerFrom(ctx).Info("Reconcile incomplete; retrying", "step", step, "error", err.Error())
 	}
 	return ctrl.Result{RequeueAfter: requeueSoon}, nil
+}
+
+// rayServiceOfSlice maps an EndpointSlice of a RayService's serve Service to the RayService.
+// The EndpointSlice controller copies the Service's labels onto its slices; a per-cluster serve
+// Service of an incremental upgrade is named after its cluster and maps to nothing (the
+// periodic requeue covers it).
+func rayServiceOfSlice(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[labels.OriginatedFromCRD] != "RayService" || l[labels.OriginatedFromCRName] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[labels.OriginatedFromCRName]}}}
 }
 
 // finalizerMemoKey keys the memory of the finalizer added to rs.

@@ -110,10 +110,14 @@ func ShouldPrepareNewCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceSta
 // active cluster, it was built by another operator version. The active cluster is frozen while
 // an upgrade is in progress: the new spec belongs to the pending cluster then.
 //
-// Any other spec change is not applied in place; ShouldPrepareNewCluster decides whether it
-// gets a new cluster. With upgradeStrategy None it is not applied at all, as in KubeRay.
+// Two changes KubeRay never applies are applied here, because a user who makes them expects
+// them to reach the running cluster: worker-group replicas (and min/max) of a cluster without
+// the autoscaler, which the spec hash leaves out; and, for the active cluster under
+// upgradeStrategy None (or ENABLE_ZERO_DOWNTIME=false: zeroDowntimeDefault), any spec change —
+// "None" means no new cluster, so the change goes to the existing one. Other spec changes get
+// a new cluster (ShouldPrepareNewCluster).
 func ShouldUpdateCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceStatuses, rc *rayv1.RayCluster, role Role,
-	kubeRayVersion string,
+	kubeRayVersion string, zeroDowntimeDefault bool,
 ) bool {
 	if rc == nil {
 		return false
@@ -133,9 +137,33 @@ func ShouldUpdateCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceStatuse
 		return true
 	}
 	if SpecMatches(goal, rc) {
-		return false
+		return !rayspec.Autoscaling(goal) && scaleChanged(goal, rc)
 	}
-	return OnlyGroupsAppended(goal, rc)
+	if OnlyGroupsAppended(goal, rc) {
+		return true
+	}
+	return role == Active && !rayspec.ZeroDowntime(spec, zeroDowntimeDefault)
+}
+
+// scaleChanged reports whether a worker group of spec asks for other replicas, minReplicas or
+// maxReplicas than rc's group of the same name.
+func scaleChanged(spec *rayv1.RayClusterSpec, rc *rayv1.RayCluster) bool {
+	have := make(map[string]*rayv1.WorkerGroupSpec, len(rc.Spec.WorkerGroupSpecs))
+	for i := range rc.Spec.WorkerGroupSpecs {
+		have[rc.Spec.WorkerGroupSpecs[i].GroupName] = &rc.Spec.WorkerGroupSpecs[i]
+	}
+	for i := range spec.WorkerGroupSpecs {
+		want := &spec.WorkerGroupSpecs[i]
+		got, ok := have[want.GroupName]
+		if !ok {
+			continue
+		}
+		if !ptr.Equal(want.Replicas, got.Replicas) || !ptr.Equal(want.MinReplicas, got.MinReplicas) ||
+			!ptr.Equal(want.MaxReplicas, got.MaxReplicas) {
+			return true
+		}
+	}
+	return false
 }
 
 // InPlaceUpdate returns current updated towards goal (the cluster built afresh from the

@@ -69,7 +69,14 @@ func TestShouldUpdateCluster(t *testing.T) {
 	}{
 		{"no cluster", base.Obj(), nil, Active, false},
 		{"unchanged", base.Obj(), current, Active, false},
-		{"replicas changed only", fixture.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Active, false},
+		{"replicas changed without the autoscaler", fixture.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Active, true},
+		{"replicas changed on the pending cluster", fixture.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Pending, true},
+		{"replicas changed with the autoscaler: its business", fixture.MakeRayService("svc", "ns").Autoscaling().Replicas(0, 3).Obj(),
+			fixture.Cluster(fixture.MakeRayService("svc", "ns").Autoscaling().Obj(), "svc-a"), Active, false},
+		{"image changed under None: in place", fixture.MakeRayService("svc", "ns").Strategy(rayv1.RayServiceUpgradeNone).Image("ray:2").Obj(),
+			current, Active, true},
+		{"image changed under None, pending cluster", fixture.MakeRayService("svc", "ns").Strategy(rayv1.RayServiceUpgradeNone).Image("ray:2").Obj(),
+			current, Pending, false},
 		{"worker group appended", fixture.MakeRayService("svc", "ns").WorkerGroup("big", 1).Obj(), current, Active, true},
 		{"worker group appended to the pending cluster", fixture.MakeRayService("svc", "ns").WorkerGroup("big", 1).Obj(), current, Pending, true},
 		{"worker group inserted first", prependGroup(base.Obj()), current, Active, false},
@@ -84,7 +91,7 @@ func TestShouldUpdateCluster(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ShouldUpdateCluster(&tt.rs.Spec, &tt.rs.Status, tt.rc, tt.role, kuberay); got != tt.want {
+			if got := ShouldUpdateCluster(&tt.rs.Spec, &tt.rs.Status, tt.rc, tt.role, kuberay, true); got != tt.want {
 				t.Fatalf("ShouldUpdateCluster = %v, want %v", got, tt.want)
 			}
 		})
