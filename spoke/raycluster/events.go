@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Event reasons. They are KubeRay's, so alerts and dashboards built on KubeRay's events keep
@@ -47,8 +48,14 @@ const (
 
 // eventf records an event about rc. The action (what the spoke did) is read off KubeRay's
 // reason names, so the call sites keep KubeRay's reasons and nothing else.
-func (r *Reconciler) eventf(rc *rayv1.RayCluster, eventType, reason, format string, args ...any) {
-	r.recorder.Eventf(rc, nil, eventType, reason, actionOf(reason), format, args...)
+//
+// related is the object the event is about besides rc (the Pod, Service, Job ... created or
+// deleted), nil for an event about rc alone. It is not decoration: the events API groups
+// events into one series by reason and objects, not by message, so two Services created with
+// the same reason and no related object would show as one event counted twice, the second
+// message lost.
+func (r *Reconciler) eventf(rc *rayv1.RayCluster, related runtime.Object, eventType, reason, format string, args ...any) {
+	r.recorder.Eventf(rc, related, eventType, reason, actionOf(reason), format, args...)
 }
 
 func actionOf(reason string) string {

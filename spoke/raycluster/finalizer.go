@@ -95,7 +95,7 @@ func (r *Reconciler) cleanUpRedis(ctx context.Context, rc *rayv1.RayCluster) (ct
 		// what is left instead.
 		msg := fmt.Sprintf("Redis cleanup Job %s failed; the finalizer was removed anyway: "+manualCleanupHint, job.Name, storageNS)
 		log.Info(msg)
-		r.eventf(rc, corev1.EventTypeWarning, reasonRedisCleanupFailed, "%s", msg)
+		r.eventf(rc, job, corev1.EventTypeWarning, reasonRedisCleanupFailed, "%s", msg)
 		return ctrl.Result{}, nil
 	}
 	log.Info("Redis cleanup Job completed; storage namespace deleted", "job", job.Name, "storageNamespace", storageNS)
@@ -111,11 +111,11 @@ func (r *Reconciler) createRedisCleanupJob(ctx context.Context, rc *rayv1.RayClu
 		if apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{RequeueAfter: requeueSoon}, nil
 		}
-		r.eventf(rc, corev1.EventTypeWarning, reasonFailedToCreateRedisCleanupJob,
+		r.eventf(rc, job, corev1.EventTypeWarning, reasonFailedToCreateRedisCleanupJob,
 			"Failed to create Redis cleanup Job %s/%s: %v", job.Namespace, job.Name, err)
 		return ctrl.Result{}, fmt.Errorf("create Redis cleanup Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	r.eventf(rc, corev1.EventTypeNormal, reasonCreatedRedisCleanupJob,
+	r.eventf(rc, job, corev1.EventTypeNormal, reasonCreatedRedisCleanupJob,
 		"Created Redis cleanup Job %s/%s", job.Namespace, job.Name)
 	return ctrl.Result{RequeueAfter: requeueSoon}, nil
 }
@@ -127,7 +127,7 @@ func (r *Reconciler) forceRemoveFinalizer(ctx context.Context, rc *rayv1.RayClus
 	msg := fmt.Sprintf("Removed the GCS FT finalizer after %s without a finished Redis cleanup; "+manualCleanupHint,
 		age.Round(time.Second), rc.Annotations[labels.ExternalStorageNamespace])
 	ctrl.LoggerFrom(ctx).Info(msg)
-	r.eventf(rc, corev1.EventTypeWarning, reasonForceDeletedStuckCluster, "%s", msg)
+	r.eventf(rc, nil, corev1.EventTypeWarning, reasonForceDeletedStuckCluster, "%s", msg)
 	return ctrl.Result{}, nil
 }
 

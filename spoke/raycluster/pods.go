@@ -72,12 +72,12 @@ func (r *Reconciler) deleteAllPods(ctx context.Context, s *scope, why string) er
 	err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(rc.Namespace),
 		client.MatchingLabels{labels.Cluster: rc.Name})
 	if err != nil {
-		r.eventf(rc, corev1.EventTypeWarning, reasonFailedToDeletePods,
+		r.eventf(rc, nil, corev1.EventTypeWarning, reasonFailedToDeletePods,
 			"Failed deleting Pods of RayCluster %s/%s for %s: %v", rc.Namespace, rc.Name, why, err)
 		return status.ReplicaFailure(status.FailedDeleteAllPods, fmt.Errorf("delete all Pods for %s: %w", why, err))
 	}
 	r.expectations.Forget(rc.Namespace, rc.Name)
-	r.eventf(rc, corev1.EventTypeNormal, reasonDeletedPod,
+	r.eventf(rc, nil, corev1.EventTypeNormal, reasonDeletedPod,
 		"Deleted Pods of RayCluster %s/%s for %s", rc.Namespace, rc.Name, why)
 	return nil
 }
@@ -153,12 +153,12 @@ func (r *Reconciler) replaceBrokenHead(ctx context.Context, rc *rayv1.RayCluster
 		return nil
 	}
 	if err := r.client.Delete(ctx, head); err != nil && !apierrors.IsNotFound(err) {
-		r.eventf(rc, corev1.EventTypeWarning, reasonFailedToDeleteHeadPod,
+		r.eventf(rc, head, corev1.EventTypeWarning, reasonFailedToDeleteHeadPod,
 			"Failed deleting head Pod %s/%s: %v", head.Namespace, head.Name, err)
 		return status.ReplicaFailure(status.FailedDeleteHeadPod, fmt.Errorf("delete head Pod %s: %w", head.Name, err))
 	}
 	r.expectations.Expect(rc.Namespace, rc.Name, expectations.HeadGroup, head.Name, expectations.Delete)
-	r.eventf(rc, corev1.EventTypeNormal, reasonDeletedHeadPod, "Deleted head Pod %s/%s: %s",
+	r.eventf(rc, head, corev1.EventTypeNormal, reasonDeletedHeadPod, "Deleted head Pod %s/%s: %s",
 		head.Namespace, head.Name, why)
 	// The replacement is created once the deletion is observed.
 	return errors.New(why)
@@ -170,12 +170,12 @@ func (r *Reconciler) createHead(ctx context.Context, rc *rayv1.RayCluster) error
 		return status.ReplicaFailure(status.FailedCreateHeadPod, fmt.Errorf("build head Pod: %w", err))
 	}
 	if err := r.client.Create(ctx, pod, client.FieldOwner(fieldManager)); err != nil {
-		r.eventf(rc, corev1.EventTypeWarning, reasonFailedToCreateHeadPod,
+		r.eventf(rc, pod, corev1.EventTypeWarning, reasonFailedToCreateHeadPod,
 			"Failed to create head Pod %s/%s: %v", rc.Namespace, podName(pod), err)
 		return status.ReplicaFailure(status.FailedCreateHeadPod, fmt.Errorf("create head Pod: %w", err))
 	}
 	r.expectations.Expect(rc.Namespace, rc.Name, expectations.HeadGroup, pod.Name, expectations.Create)
-	r.eventf(rc, corev1.EventTypeNormal, reasonCreatedHeadPod, "Created head Pod %s/%s", pod.Namespace, pod.Name)
+	r.eventf(rc, pod, corev1.EventTypeNormal, reasonCreatedHeadPod, "Created head Pod %s/%s", pod.Namespace, pod.Name)
 	return nil
 }
 

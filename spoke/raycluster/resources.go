@@ -70,11 +70,11 @@ func (r *Reconciler) create(ctx context.Context, rc *rayv1.RayCluster, obj clien
 		return nil
 	}
 	if err != nil {
-		r.eventf(rc, corev1.EventTypeWarning, failReason, "Failed creating %s %s/%s: %v",
+		r.eventf(rc, obj, corev1.EventTypeWarning, failReason, "Failed creating %s %s/%s: %v",
 			kind, obj.GetNamespace(), obj.GetName(), err)
 		return fmt.Errorf("create %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	r.eventf(rc, corev1.EventTypeNormal, okReason, "Created %s %s/%s", kind, obj.GetNamespace(), obj.GetName())
+	r.eventf(rc, obj, corev1.EventTypeNormal, okReason, "Created %s %s/%s", kind, obj.GetNamespace(), obj.GetName())
 	return nil
 }
 
@@ -93,7 +93,7 @@ func (r *Reconciler) reconcileAutoscalerServiceAccount(ctx context.Context, s *s
 		// head Pod permissions the user did not choose.
 		msg := fmt.Sprintf("ServiceAccount %s named by the head Pod template does not exist; create it "+
 			"(the autoscaler needs it to read and patch Pods and the RayCluster)", sa.Name)
-		r.eventf(rc, corev1.EventTypeWarning, reasonAutoscalerServiceAccountMissing, "%s", msg)
+		r.eventf(rc, sa, corev1.EventTypeWarning, reasonAutoscalerServiceAccountMissing, "%s", msg)
 		return fmt.Errorf("%s", msg)
 	}
 	return r.create(ctx, rc, sa, "service account", reasonCreatedServiceAccount, reasonFailedToCreateServiceAccount)

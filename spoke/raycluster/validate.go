@@ -39,7 +39,7 @@ func (r *Reconciler) validate(ctx context.Context, rc *rayv1.RayCluster) (res ct
 			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("Invalid RayCluster "+step.what, "error", err.Error())
-		r.eventf(rc, corev1.EventTypeWarning, step.reason,
+		r.eventf(rc, nil, corev1.EventTypeWarning, step.reason,
 			"The RayCluster %s is invalid %s/%s: %v", step.what, rc.Namespace, rc.Name, err)
 		if step.requeue {
 			return ctrl.Result{RequeueAfter: requeueSoon}, true

@@ -143,23 +143,28 @@ const (
 // createInBatches creates the group's Pods for replicas and stops at the first batch with an
 // error; Pods not attempted are created by a later reconcile. Each batch leaves one event
 // naming its Pods: concurrent events about one object would collide in the events API, and one
-// event per batch says the same with fewer writes.
+// event per batch says the same with fewer writes. The batch's first Pod is the event's related
+// object, so the events of two batches (same reason, same RayCluster) are not merged into one.
 func (r *Reconciler) createInBatches(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, replicas []builder.Replica) error {
 	for batch := firstCreateBatch; len(replicas) > 0; batch = min(2*batch, maxCreateBatch) {
 		n := min(batch, len(replicas))
-		names := make([]string, n)
+		pods := make([]*corev1.Pod, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { names[i], errs[i] = r.createWorker(ctx, rc, g, replicas[i]) })
+			wg.Go(func() { pods[i], errs[i] = r.createWorker(ctx, rc, g, replicas[i]) })
 		}
 		wg.Wait()
-		if created := slices.DeleteFunc(names, func(s string) bool { return s == "" }); len(created) > 0 {
-			r.eventf(rc, corev1.EventTypeNormal, reasonCreatedWorkerPod, "Created worker %s %s/%s",
-				plural(len(created), "Pod", "Pods"), rc.Namespace, strings.Join(created, ", "))
+		if created := slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return p == nil }); len(created) > 0 {
+			names := make([]string, len(created))
+			for i, p := range created {
+				names[i] = p.Name
+			}
+			r.eventf(rc, created[0], corev1.EventTypeNormal, reasonCreatedWorkerPod, "Created worker %s %s/%s",
+				plural(len(created), "Pod", "Pods"), rc.Namespace, strings.Join(names, ", "))
 		}
 		if err := errors.Join(errs...); err != nil {
-			r.eventf(rc, corev1.EventTypeWarning, reasonFailedToCreateWorkerPod,
+			r.eventf(rc, nil, corev1.EventTypeWarning, reasonFailedToCreateWorkerPod,
 				"Failed to create worker Pods of group %s for RayCluster %s/%s: %v", g.GroupName, rc.Namespace, rc.Name, err)
 			return status.ReplicaFailure(status.FailedCreateWorkerPod, err)
 		}
@@ -168,17 +173,17 @@ func (r *Reconciler) createInBatches(ctx context.Context, rc *rayv1.RayCluster, 
 	return nil
 }
 
-// createWorker creates one worker Pod and returns its name.
-func (r *Reconciler) createWorker(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, replica builder.Replica) (string, error) {
+// createWorker creates one worker Pod and returns it as created (named), nil on error.
+func (r *Reconciler) createWorker(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, replica builder.Replica) (*corev1.Pod, error) {
 	pod, err := builder.WorkerPod(rc, g, replica, r.build)
 	if err != nil {
-		return "", fmt.Errorf("build worker Pod of group %s: %w", g.GroupName, err)
+		return nil, fmt.Errorf("build worker Pod of group %s: %w", g.GroupName, err)
 	}
 	if err := r.client.Create(ctx, pod, client.FieldOwner(fieldManager)); err != nil {
-		return "", fmt.Errorf("create worker Pod of group %s: %w", g.GroupName, err)
+		return nil, fmt.Errorf("create worker Pod of group %s: %w", g.GroupName, err)
 	}
 	r.expectations.Expect(rc.Namespace, rc.Name, g.GroupName, pod.Name, expectations.Create)
-	return pod.Name, nil
+	return pod, nil
 }
 
 func plural(n int, one, many string) string {
@@ -196,12 +201,12 @@ func (r *Reconciler) deletePods(ctx context.Context, rc *rayv1.RayCluster, group
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			r.eventf(rc, corev1.EventTypeWarning, reasonFailedToDeleteWorkerPod,
+			r.eventf(rc, pod, corev1.EventTypeWarning, reasonFailedToDeleteWorkerPod,
 				"Failed deleting worker Pod %s/%s: %v", pod.Namespace, pod.Name, err)
 			return status.ReplicaFailure(status.FailedDeleteWorkerPod, fmt.Errorf("delete worker Pod %s: %w", pod.Name, err))
 		}
 		r.expectations.Expect(rc.Namespace, rc.Name, group, pod.Name, expectations.Delete)
-		r.eventf(rc, corev1.EventTypeNormal, reasonDeletedWorkerPod, "Deleted worker Pod %s/%s because %s",
+		r.eventf(rc, pod, corev1.EventTypeNormal, reasonDeletedWorkerPod, "Deleted worker Pod %s/%s because %s",
 			pod.Namespace, pod.Name, why)
 	}
 	return nil

@@ -157,12 +157,12 @@ func (r *Reconciler) deleteCluster(ctx context.Context, s *scope, rc *rayv1.RayC
 		return nil
 	}
 	if err != nil {
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToDeleteCluster, "Failed to delete the RayCluster %s/%s: %v",
+		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonFailedToDeleteCluster, "Failed to delete the RayCluster %s/%s: %v",
 			rc.Namespace, rc.Name, err)
 		return fmt.Errorf("delete RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted RayCluster", "rayCluster", rc.Name, "rayServiceDeleting", !s.rs.DeletionTimestamp.IsZero())
-	r.eventf(s.rs, corev1.EventTypeNormal, reasonDeletedCluster, "Deleted the RayCluster %s/%s", rc.Namespace, rc.Name)
+	r.eventf(s.rs, rc, corev1.EventTypeNormal, reasonDeletedCluster, "Deleted the RayCluster %s/%s", rc.Namespace, rc.Name)
 	return nil
 }
 

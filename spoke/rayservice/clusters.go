@@ -83,12 +83,12 @@ func (r *Reconciler) createPendingCluster(ctx context.Context, s *scope) (*rayv1
 		return &existing, nil
 	}
 	if err != nil {
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToCreateCluster, "Failed to create the RayCluster %s/%s: %v",
+		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonFailedToCreateCluster, "Failed to create the RayCluster %s/%s: %v",
 			rc.Namespace, rc.Name, err)
 		return nil, fmt.Errorf("create RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created RayCluster", "rayCluster", rc.Name)
-	r.eventf(s.rs, corev1.EventTypeNormal, reasonCreatedCluster, "Created the RayCluster %s/%s", rc.Namespace, rc.Name)
+	r.eventf(s.rs, rc, corev1.EventTypeNormal, reasonCreatedCluster, "Created the RayCluster %s/%s", rc.Namespace, rc.Name)
 	return rc, nil
 }
 
@@ -102,12 +102,12 @@ func (r *Reconciler) updateCluster(ctx context.Context, s *scope, rc *rayv1.RayC
 	}
 	updated := upgrade.InPlaceUpdate(rc, goal)
 	if err := r.client.Patch(ctx, updated, client.MergeFrom(rc), client.FieldOwner(fieldManager)); err != nil {
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToUpdateCluster, "Failed to update the %s RayCluster %s/%s: %v",
+		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonFailedToUpdateCluster, "Failed to update the %s RayCluster %s/%s: %v",
 			role, rc.Namespace, rc.Name, err)
 		return nil, fmt.Errorf("update %s RayCluster %s/%s: %w", role, rc.Namespace, rc.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Updated RayCluster in place", "rayCluster", rc.Name, "role", role.String())
-	r.eventf(s.rs, corev1.EventTypeNormal, reasonUpdatedCluster, "Updated the %s RayCluster %s/%s", role, rc.Namespace, rc.Name)
+	r.eventf(s.rs, rc, corev1.EventTypeNormal, reasonUpdatedCluster, "Updated the %s RayCluster %s/%s", role, rc.Namespace, rc.Name)
 	return updated, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Event reasons. All but the last group are KubeRay's, so alerts and dashboards built on
@@ -49,8 +50,13 @@ const (
 )
 
 // eventf records an event about rs; the action is read off the reason, as for RayClusters.
-func (r *Reconciler) eventf(rs *rayv1.RayService, eventType, reason, format string, args ...any) {
-	r.recorder.Eventf(rs, nil, eventType, reason, actionOf(reason), format, args...)
+//
+// related is the object the event is about besides rs (the RayCluster, Service, Gateway ...),
+// nil for an event about rs alone. The events API groups events into one series by reason and
+// objects, not by message: without it "Created the service x-head-svc" and "Created the service
+// x-serve-svc" would show as one event counted twice, the second message lost.
+func (r *Reconciler) eventf(rs *rayv1.RayService, related runtime.Object, eventType, reason, format string, args ...any) {
+	r.recorder.Eventf(rs, related, eventType, reason, actionOf(reason), format, args...)
 }
 
 func actionOf(reason string) string {

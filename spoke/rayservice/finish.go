@@ -97,12 +97,12 @@ func (r *Reconciler) report(ctx context.Context, s *scope, out status.Outcome) {
 		log.Info("Preparing a new pending RayCluster", "rayCluster", out.Prepared)
 	}
 	if out.SelectorMismatch != "" {
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonSelectorMismatch,
+		r.eventf(s.rs, nil, corev1.EventTypeWarning, reasonSelectorMismatch,
 			"No cluster switch this time: %s; the Services are pointed at the ready cluster again on the next pass", out.SelectorMismatch)
 	}
 	if out.TimedOut != "" {
 		log.Info("RayService initializing timeout exceeded", "message", out.TimedOut)
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonTimedOut, "%s", out.TimedOut)
+		r.eventf(s.rs, nil, corev1.EventTypeWarning, reasonTimedOut, "%s", out.TimedOut)
 	}
 }
 

@@ -68,12 +68,12 @@ func (r *Reconciler) reconcileHeadPodLabel(ctx context.Context, s *scope, rc *ra
 		return nil // the Pod went away; its successor is labelled on the next pass
 	}
 	if err != nil {
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToUpdateHeadPodLabel,
+		r.eventf(s.rs, head, corev1.EventTypeWarning, reasonFailedToUpdateHeadPodLabel,
 			"Failed to update the serve label to %q for the Head Pod %s/%s: %v", want, head.Namespace, head.Name, err)
 		return fmt.Errorf("label head Pod %s/%s %s=%s: %w", head.Namespace, head.Name, labels.Serve, want, err)
 	}
 	r.writes.note(memoKey, want)
-	r.eventf(s.rs, corev1.EventTypeNormal, reasonUpdatedHeadPodLabel,
+	r.eventf(s.rs, head, corev1.EventTypeNormal, reasonUpdatedHeadPodLabel,
 		"Updated the serve label to %q for the Head Pod %s/%s", want, head.Namespace, head.Name)
 	return nil
 }

@@ -73,7 +73,7 @@ func (r *Reconciler) reconcileTargetCapacity(ctx context.Context, s *scope) erro
 		err = dash.UpdateDeployments(ctx, body)
 	}
 	if err != nil {
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToUpdateCapacity,
+		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonFailedToUpdateCapacity,
 			"Failed to update target_capacity of serve applications to the RayCluster %s/%s: %v", rc.Namespace, rc.Name, err)
 		sv := s.serveOf(change.Cluster)
 		sv.Problem = joinProblems(sv.Problem, fmt.Sprintf("failed to set target_capacity %d on RayCluster %s: %v", change.Goal, rc.Name, err))
@@ -82,7 +82,7 @@ func (r *Reconciler) reconcileTargetCapacity(ctx context.Context, s *scope) erro
 	r.configs.Put(s.key, rc.Name, serve.Submitted{Config: config, TargetCapacity: ptrTo(change.Goal)})
 	s.statusOf(change.Cluster).TargetCapacity = ptrTo(change.Goal)
 	log.Info("Updated target_capacity", "rayCluster", rc.Name, "role", change.Cluster.String(), "targetCapacity", change.Goal)
-	r.eventf(s.rs, corev1.EventTypeNormal, reasonUpdatedTargetCapacity,
+	r.eventf(s.rs, rc, corev1.EventTypeNormal, reasonUpdatedTargetCapacity,
 		"Updated target_capacity of serve applications to %d on the RayCluster %s/%s", change.Goal, rc.Namespace, rc.Name)
 	return nil
 }

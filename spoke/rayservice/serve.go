@@ -65,7 +65,7 @@ func (r *Reconciler) serveCluster(ctx context.Context, s *scope, role upgrade.Ro
 	details, err := client.ServeDetails(ctx)
 	if err != nil {
 		r.tokens.forgetIfRejected(rc, err)
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToGetServeApps,
+		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonFailedToGetServeApps,
 			"Failed to get Serve application statuses from the RayCluster %s/%s: %v", rc.Namespace, rc.Name, err)
 		return status.ClusterServe{Keep: true,
 			Problem: fmt.Sprintf("failed to get Serve application statuses from RayCluster %s: %v", rc.Name, err)}, false
@@ -84,12 +84,12 @@ func (r *Reconciler) serveCluster(ctx context.Context, s *scope, role upgrade.Ro
 	log.Info("Submitting Serve config", "rayCluster", rc.Name, "reason", why)
 	if err := r.submit(ctx, s, role, client); err != nil {
 		r.tokens.forgetIfRejected(rc, err)
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToUpdateServeApps,
+		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonFailedToUpdateServeApps,
 			"Failed to update serve applications to the RayCluster %s/%s: %v", rc.Namespace, rc.Name, err)
 		return status.ClusterServe{Apps: apps,
 			Problem: fmt.Sprintf("failed to update Serve applications on RayCluster %s (see %s): %v", rc.Name, troubleshootingURL, err)}, false
 	}
-	r.eventf(s.rs, corev1.EventTypeNormal, reasonUpdatedServeApps,
+	r.eventf(s.rs, rc, corev1.EventTypeNormal, reasonUpdatedServeApps,
 		"Updated serve applications to the RayCluster %s/%s", rc.Namespace, rc.Name)
 	return status.ClusterServe{Apps: apps}, ready
 }

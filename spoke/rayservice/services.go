@@ -72,14 +72,14 @@ func (r *Reconciler) pointService(ctx context.Context, s *scope, desired *corev1
 	updated.Spec.Selector = desired.Spec.Selector
 	updated.Spec.Ports = keepNodePorts(desired.Spec.Ports, existing.Spec.Ports)
 	if err := r.client.Patch(ctx, updated, client.MergeFrom(existing), client.FieldOwner(fieldManager)); err != nil {
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToUpdateService, "Failed to update the service %s/%s, %v",
+		r.eventf(s.rs, existing, corev1.EventTypeWarning, reasonFailedToUpdateService, "Failed to update the service %s/%s, %v",
 			existing.Namespace, existing.Name, err)
 		return existing.Spec.Selector[labels.Cluster], fmt.Errorf("point Service %s/%s at RayCluster %s: %w",
 			existing.Namespace, existing.Name, want, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Switched Service to RayCluster", "service", existing.Name,
 		"from", existing.Spec.Selector[labels.Cluster], "to", want)
-	r.eventf(s.rs, corev1.EventTypeNormal, reasonUpdatedService, "Updated the service %s/%s", existing.Namespace, existing.Name)
+	r.eventf(s.rs, existing, corev1.EventTypeNormal, reasonUpdatedService, "Updated the service %s/%s", existing.Namespace, existing.Name)
 	return want, nil
 }
 
@@ -107,11 +107,11 @@ func (r *Reconciler) createService(ctx context.Context, s *scope, svc *corev1.Se
 		return nil
 	}
 	if err != nil {
-		r.eventf(s.rs, corev1.EventTypeWarning, reasonFailedToCreateService, "Failed to create the service %s/%s, %v",
+		r.eventf(s.rs, svc, corev1.EventTypeWarning, reasonFailedToCreateService, "Failed to create the service %s/%s, %v",
 			svc.Namespace, svc.Name, err)
 		return fmt.Errorf("create Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	r.eventf(s.rs, corev1.EventTypeNormal, reasonCreatedService, "Created the service %s/%s", svc.Namespace, svc.Name)
+	r.eventf(s.rs, svc, corev1.EventTypeNormal, reasonCreatedService, "Created the service %s/%s", svc.Namespace, svc.Name)
 	return nil
 }
 
@@ -153,11 +153,11 @@ func ensure[T client.Object](ctx context.Context, r *Reconciler, s *scope, desir
 			return desired, nil
 		}
 		if err != nil {
-			r.eventf(s.rs, corev1.EventTypeWarning, k.failCreate, "Failed to create the %s %s/%s: %v",
+			r.eventf(s.rs, desired, corev1.EventTypeWarning, k.failCreate, "Failed to create the %s %s/%s: %v",
 				k.name, desired.GetNamespace(), desired.GetName(), err)
 			return zero, fmt.Errorf("create %s %s/%s: %w", k.name, desired.GetNamespace(), desired.GetName(), err)
 		}
-		r.eventf(s.rs, corev1.EventTypeNormal, k.created, "Created %s for RayService %s/%s", k.name, desired.GetNamespace(), desired.GetName())
+		r.eventf(s.rs, desired, corev1.EventTypeNormal, k.created, "Created %s for RayService %s/%s", k.name, desired.GetNamespace(), desired.GetName())
 		return desired, nil
 	case err != nil:
 		return zero, fmt.Errorf("get %s %s/%s: %w", k.name, desired.GetNamespace(), desired.GetName(), err)
@@ -171,10 +171,10 @@ func ensure[T client.Object](ctx context.Context, r *Reconciler, s *scope, desir
 	}
 	k.setSpec(updated, desired)
 	if err := r.client.Patch(ctx, updated, client.MergeFrom(existing), client.FieldOwner(fieldManager)); err != nil {
-		r.eventf(s.rs, corev1.EventTypeWarning, k.failUpdate, "Failed to update the %s %s/%s: %v",
+		r.eventf(s.rs, existing, corev1.EventTypeWarning, k.failUpdate, "Failed to update the %s %s/%s: %v",
 			k.name, existing.GetNamespace(), existing.GetName(), err)
 		return zero, fmt.Errorf("update %s %s/%s: %w", k.name, existing.GetNamespace(), existing.GetName(), err)
 	}
-	r.eventf(s.rs, corev1.EventTypeNormal, k.updated, "Updated the %s %s/%s", k.name, existing.GetNamespace(), existing.GetName())
+	r.eventf(s.rs, updated, corev1.EventTypeNormal, k.updated, "Updated the %s %s/%s", k.name, existing.GetNamespace(), existing.GetName())
 	return updated, nil
 }

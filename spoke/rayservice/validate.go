@@ -57,7 +57,7 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (invalid bool) {
 			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("Invalid RayService", "error", err.Error())
-		r.eventf(rs, corev1.EventTypeWarning, step.reason, "%s/%s: %v", rs.Namespace, rs.Name, err)
+		r.eventf(rs, nil, corev1.EventTypeWarning, step.reason, "%s/%s: %v", rs.Namespace, rs.Name, err)
 		rs.Status.ObservedGeneration = rs.Generation
 		now := metav1.NewTime(r.clock.Now()).Rfc3339Copy()
 		meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{
