@@ -21,9 +21,7 @@ import (
 func TestRayServiceInitializingTimeout(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	key := createRayService(t, makeRayService("timeout", ns, func(rs *rayv1.RayService) {
-		rs.Annotations = map[string]string{labels.InitializingTimeout: "5s"}
-	}))
+	key := createRayService(t, makeRayService("timeout", ns).Annotation(labels.InitializingTimeout, "5s").Obj())
 	// The first cluster is named in the status before its head is up, so the fault is in place
 	// before the spoke can submit anything.
 	first := pendingClusterName(t, key, "")
@@ -52,7 +50,7 @@ func TestRayServiceInitializingTimeout(t *testing.T) {
 func TestRayServiceDashboardFailuresSurfaceAndRecover(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	key := createRayService(t, makeRayService("flaky", ns))
+	key := createRayService(t, makeRayService("flaky", ns).Obj())
 	first := pendingClusterName(t, key, "")
 	dash := standIn(ns, first)
 	dash.SetFault(raydashboard.Fault{HTTPStatus: http.StatusInternalServerError})

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -49,22 +48,13 @@ func serveConfig(version string) string {
 `, serveApp, serveDeployment, version)
 }
 
-// makeRayService returns a RayService with one worker group of one worker (min 1, max 2), the
-// v1 serve config and a short deletion delay; mutate adjusts it.
-func makeRayService(name, ns string, mutate ...func(*rayv1.RayService)) *rayv1.RayService {
-	rc := raybuilder.MakeRayCluster(name, ns).WorkerGroup("small", 1, 1, 2).Obj()
-	rs := &rayv1.RayService{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: rayv1.RayServiceSpec{
-			ServeConfigV2:                  serveConfig("v1"),
-			RayClusterSpec:                 rc.Spec,
-			RayClusterDeletionDelaySeconds: ptr.To[int32](testDeletionDelaySeconds),
-		},
-	}
-	for _, m := range mutate {
-		m(rs)
-	}
-	return rs
+// makeRayService starts a RayService with one worker group of one worker, the v1 serve config
+// and a short deletion delay. The group keeps minReplicas 1: kwok runs no autoscaler, so a
+// cluster that autoscales (as an incremental upgrade needs) still starts with one worker,
+// enough to be ready and to have a serve endpoint.
+func makeRayService(name, ns string) *raybuilder.RayServiceWrapper {
+	return raybuilder.MakeRayService(name, ns).ReplicaBounds(0, 1, 2).
+		ServeConfig(serveConfig("v1")).DeletionDelay(testDeletionDelaySeconds)
 }
 
 // bumpHeadEnv changes the head Pod template, so that the cluster spec hash changes and the

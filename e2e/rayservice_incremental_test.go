@@ -33,30 +33,14 @@ const (
 	gatewayPoll = 100 * time.Millisecond
 )
 
-// incremental switches a RayService to NewClusterWithIncrementalUpgrade. The upgrade needs
-// in-tree autoscaling (the autoscaler sets the pending cluster's replicas from target_capacity);
-// kwok runs no autoscaler, so the worker group keeps minReplicas 1 and the new cluster starts
-// with one worker, enough to be ready and to have a serve endpoint.
-func incremental(rs *rayv1.RayService) {
-	rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
-	rs.Spec.UpgradeStrategy = &rayv1.RayServiceUpgradeStrategy{
-		Type: ptr.To(rayv1.RayServiceNewClusterWithIncrementalUpgrade),
-		ClusterUpgradeOptions: &rayv1.ClusterUpgradeOptions{
-			StepSizePercent:  ptr.To[int32](incrementalStep),
-			MaxSurgePercent:  ptr.To[int32](incrementalSurge),
-			IntervalSeconds:  ptr.To[int32](incrementalInterval),
-			GatewayClassName: testGatewayClass,
-		},
-	}
-}
-
 func TestRayServiceIncrementalUpgrade(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	gw := types.NamespacedName{Namespace: ns, Name: "inc-gateway"}
 	route := types.NamespacedName{Namespace: ns, Name: "inc-httproute"}
 	weights := playGatewayController(t, gw, route)
-	key := createRayService(t, makeRayService("inc", ns, incremental))
+	key := createRayService(t, makeRayService("inc", ns).
+		Incremental(incrementalSurge, incrementalStep, incrementalInterval).GatewayClass(testGatewayClass).Obj())
 	old := expectRayServiceReady(t, key).Status.ActiveServiceStatus.RayClusterName
 
 	t.Run("gateway and route", func(t *testing.T) {

@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	"github.com/onsi/gomega"
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
@@ -31,9 +29,7 @@ const restartDeletionDelaySeconds = 6
 // run time are the cheaper price.
 func TestRayServiceSurvivesSpokeRestart(t *testing.T) {
 	ns := newNamespace(t)
-	key := createRayService(t, makeRayService("restart", ns, func(rs *rayv1.RayService) {
-		rs.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](restartDeletionDelaySeconds)
-	}))
+	key := createRayService(t, makeRayService("restart", ns).DeletionDelay(restartDeletionDelaySeconds).Obj())
 	old := expectRayServiceReady(t, key).Status.ActiveServiceStatus.RayClusterName
 
 	updateRayService(t, key, bumpHeadEnv("2"))

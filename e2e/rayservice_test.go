@@ -23,7 +23,7 @@ const consistentlyFor = 3 * time.Second
 func TestRayServiceBecomesReady(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	key := createRayService(t, makeRayService("first", ns))
+	key := createRayService(t, makeRayService("first", ns).Obj())
 	rs := expectRayServiceReady(t, key)
 	active := rs.Status.ActiveServiceStatus.RayClusterName
 	g := gomega.NewWithT(t)
@@ -91,7 +91,7 @@ func TestRayServiceBecomesReady(t *testing.T) {
 func TestRayServiceServeConfigChangeAppliedInPlace(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	key := createRayService(t, makeRayService("inplace", ns))
+	key := createRayService(t, makeRayService("inplace", ns).Obj())
 	active := expectRayServiceReady(t, key).Status.ActiveServiceStatus.RayClusterName
 	dash := standIn(ns, active)
 	before := dash.Submissions()
@@ -114,7 +114,7 @@ func TestRayServiceServeConfigChangeAppliedInPlace(t *testing.T) {
 func TestRayServiceZeroDowntimeUpgrade(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	key := createRayService(t, makeRayService("upgrade", ns))
+	key := createRayService(t, makeRayService("upgrade", ns).Obj())
 	old := expectRayServiceReady(t, key).Status.ActiveServiceStatus.RayClusterName
 
 	updateRayService(t, key, bumpHeadEnv("2"))

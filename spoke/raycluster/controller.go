@@ -23,6 +23,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/spoke/builder"
+	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/expectations"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
 )
@@ -64,7 +65,7 @@ type Reconciler struct {
 	recorder     events.EventRecorder
 	clock        clock.Clock
 	expectations *expectations.Scale
-	statuses     *statusMemo
+	statuses     *cachememo.Statuses[rayv1.RayClusterStatus]
 	metrics      *metrics.RayClusterMetrics
 	build        builder.Options
 	opts         Options
@@ -82,7 +83,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		recorder:     mgr.GetEventRecorder("raycluster-controller"),
 		clock:        clk,
 		expectations: expectations.NewScale(clk),
-		statuses:     newStatusMemo(),
+		statuses:     cachememo.NewStatuses((*rayv1.RayClusterStatus).DeepCopy),
 		metrics:      opts.Metrics,
 		build:        opts.Build,
 		opts:         opts,
@@ -135,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &rc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.Namespace, req.Name)
-			r.statuses.forget(req.NamespacedName)
+			r.statuses.Forget(req.NamespacedName)
 			r.metrics.Forget(req.Name, req.Namespace)
 			return ctrl.Result{}, nil
 		}
@@ -145,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("Skipping RayCluster managed by another controller", "managedBy", *rc.Spec.ManagedBy)
 		return ctrl.Result{}, nil
 	}
-	r.statuses.apply(&rc)
+	r.statuses.Apply(&rc, &rc.Status)
 	setDefaults(&rc)
 
 	if res, stop := r.validate(ctx, &rc); stop {

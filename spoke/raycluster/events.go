@@ -1,10 +1,10 @@
 package raycluster
 
 import (
-	"strings"
-
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/rayfleet/rayfleet/spoke/eventaction"
 )
 
 // Event reasons. They are KubeRay's, so alerts and dashboards built on KubeRay's events keep
@@ -55,18 +55,5 @@ const (
 // the same reason and no related object would show as one event counted twice, the second
 // message lost.
 func (r *Reconciler) eventf(rc *rayv1.RayCluster, related runtime.Object, eventType, reason, format string, args ...any) {
-	r.recorder.Eventf(rc, related, eventType, reason, actionOf(reason), format, args...)
-}
-
-func actionOf(reason string) string {
-	switch {
-	case strings.Contains(reason, "Create"):
-		return "Create"
-	case strings.Contains(reason, "Delete"):
-		return "Delete"
-	case strings.HasPrefix(reason, "Invalid"):
-		return "Validate"
-	default:
-		return "Reconcile"
-	}
+	r.recorder.Eventf(rc, related, eventType, reason, eventaction.Of(reason), format, args...)
 }

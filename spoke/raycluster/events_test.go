@@ -3,86 +3,19 @@ package raycluster
 import (
 	"context"
 	"path"
-	"slices"
-	"sync"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/reference"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/testing/eventrecorder"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
-
-// seriesKey is what client-go's events broadcaster groups events into one series by: all but
-// the note. Two events with one key become one Event counted twice, the second note lost.
-type seriesKey struct {
-	eventType, reason, action string
-	regarding, related        corev1.ObjectReference
-}
-
-type recordedEvent struct {
-	key  seriesKey
-	note string
-}
-
-// relatedRecorder is an events.EventRecorder that keeps the series key of every event, which
-// client-go's FakeRecorder does not show (it drops the related object).
-type relatedRecorder struct {
-	t      *testing.T
-	scheme *runtime.Scheme
-	mu     sync.Mutex
-	events []recordedEvent
-}
-
-func (r *relatedRecorder) Eventf(regarding, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	key := seriesKey{eventType: eventType, reason: reason, action: action}
-	ref, err := reference.GetReference(r.scheme, regarding)
-	if err != nil {
-		r.t.Errorf("event %s: no reference to the regarding object: %v", reason, err)
-		return
-	}
-	key.regarding = *ref
-	if related != nil {
-		// client-go drops a related object it cannot reference without a word; here it fails.
-		ref, err := reference.GetReference(r.scheme, related)
-		if err != nil {
-			r.t.Errorf("event %s: no reference to the related %T: %v", reason, related, err)
-			return
-		}
-		key.related = *ref
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, recordedEvent{key: key, note: note})
-}
-
-// relatedOf returns "Kind namespace/name" for the related object of each event with reason,
-// "" for none, sorted.
-func (r *relatedRecorder) relatedOf(reason string) []string {
-	var out []string
-	for _, e := range r.events {
-		if e.key.reason == reason {
-			out = append(out, relatedString(e.key.related))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func relatedString(ref corev1.ObjectReference) string {
-	if ref == (corev1.ObjectReference{}) {
-		return ""
-	}
-	return ref.Kind + " " + ref.Namespace + "/" + ref.Name
-}
 
 // TestEventsAboutDifferentObjectsStayApart runs one reconcile and checks that the events with
 // one reason about different objects name those objects as related, so none is merged into
@@ -132,14 +65,14 @@ func TestEventsAboutDifferentObjectsStayApart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _, _ := newTestReconciler(t, interceptor.Funcs{}, append([]client.Object{tt.cluster}, tt.pods...)...)
-			rec := &relatedRecorder{t: t, scheme: r.client.Scheme()}
+			rec := eventrecorder.New(t, r.client.Scheme())
 			r.recorder = rec
 			key := types.NamespacedName{Namespace: "ns", Name: "rc"}
 			if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
 			}
 
-			got := rec.relatedOf(tt.reason)
+			got := rec.RelatedOf(tt.reason)
 			if len(got) != len(tt.wantRelated) {
 				t.Fatalf("related objects of %s events = %q, want %q", tt.reason, got, tt.wantRelated)
 			}
@@ -148,12 +81,8 @@ func TestEventsAboutDifferentObjectsStayApart(t *testing.T) {
 					t.Fatalf("related objects of %s events = %q, want %q", tt.reason, got, tt.wantRelated)
 				}
 			}
-			seen := map[seriesKey]string{}
-			for _, e := range rec.events {
-				if first, dup := seen[e.key]; dup {
-					t.Errorf("events %q and %q fall into one series: the second would be lost", first, e.note)
-				}
-				seen[e.key] = e.note
+			for _, pair := range rec.SharedSeries() {
+				t.Errorf("events %q and %q fall into one series: the second would be lost", pair[0], pair[1])
 			}
 		})
 	}

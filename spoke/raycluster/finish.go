@@ -74,7 +74,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, next rayv1.RayCl
 	if err := r.client.Status().Patch(ctx, updated, client.MergeFrom(s.original), client.FieldOwner(fieldManager)); err != nil {
 		return fmt.Errorf("write status of RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
 	}
-	r.statuses.remember(updated)
+	r.statuses.Remember(updated, &updated.Status)
 	r.recordMetrics(s.original, updated)
 	ctrl.LoggerFrom(ctx).V(1).Info("Status written", "state", next.State, "readyWorkers", next.ReadyWorkerReplicas)
 	return nil

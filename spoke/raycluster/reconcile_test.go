@@ -22,6 +22,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
+	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/expectations"
 	"github.com/rayfleet/rayfleet/spoke/raycluster/status"
 )
@@ -45,7 +46,7 @@ func newTestReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Obj
 	opts := OptionsFromEnv(func(string) string { return "" })
 	return &Reconciler{
 		client: c, apiReader: c, recorder: rec, clock: clk,
-		expectations: expectations.NewScale(clk), statuses: newStatusMemo(), build: opts.Build, opts: opts,
+		expectations: expectations.NewScale(clk), statuses: cachememo.NewStatuses((*rayv1.RayClusterStatus).DeepCopy), build: opts.Build, opts: opts,
 	}, base, rec
 }
 

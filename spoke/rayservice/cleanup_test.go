@@ -16,6 +16,8 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
+	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
 )
 
@@ -28,10 +30,10 @@ func withDeleteAfter(rc *rayv1.RayCluster, v string) *rayv1.RayCluster {
 }
 
 func TestDecideDeletion(t *testing.T) {
-	rs := fixture.MakeRayService("svc", "ns").Active("svc-a").Pending("svc-p").Obj()
+	rs := raybuilder.MakeRayService("svc", "ns").Active("svc-a").Pending("svc-p").Obj()
 	deleting := rs.DeepCopy()
 	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	shortDelay := fixture.MakeRayService("svc", "ns").Active("svc-a").DeletionDelay(0).Obj()
+	shortDelay := raybuilder.MakeRayService("svc", "ns").Active("svc-a").DeletionDelay(0).Obj()
 	old := fixture.Cluster(rs, "svc-old")
 	gone := old.DeepCopy()
 	gone.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
@@ -71,7 +73,7 @@ func testReconciler(t *testing.T, c client.Client, clk *clocktesting.FakeClock) 
 	opts := OptionsFromEnv(func(string) string { return "" })
 	opts.Clock = clk
 	return &Reconciler{client: c, apiReader: c, recorder: events.NewFakeRecorder(100), clock: clk, rand: cryptoRandString,
-		statuses: newStatusMemo(), tokens: newTokenCache(c, clk), validSpecs: newSpecMemo(), writes: newWriteMemo(clk), build: opts.Build, opts: opts}
+		statuses: cachememo.NewStatuses((*rayv1.RayServiceStatuses).DeepCopy), tokens: newTokenCache(c, clk), validSpecs: newSpecMemo(), writes: cachememo.NewWrites(clk), build: opts.Build, opts: opts}
 }
 
 // TestDanglingClusterSurvivesRestart schedules the deletion of a dangling cluster with one
@@ -83,7 +85,7 @@ func TestDanglingClusterSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := fixture.MakeRayService("svc", "ns").Active("svc-a").DeletionDelay(60).Obj()
+	rs := raybuilder.MakeRayService("svc", "ns").Active("svc-a").DeletionDelay(60).Obj()
 	active, old := fixture.Cluster(rs, "svc-a"), fixture.Cluster(rs, "svc-old")
 	c := fake.NewClientBuilder().WithScheme(sch).WithObjects(rs, active, old).Build()
 	clk := clocktesting.NewFakeClock(t0)
@@ -134,7 +136,7 @@ func TestReactivatedClusterLosesItsSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := fixture.MakeRayService("svc", "ns").Active("svc-a").Obj()
+	rs := raybuilder.MakeRayService("svc", "ns").Active("svc-a").Obj()
 	rc := withDeleteAfter(fixture.Cluster(rs, "svc-a"), t0.Format(time.RFC3339))
 	foreign := fixture.Cluster(rs, "svc-foreign")
 	foreign.OwnerReferences = nil // carries the labels, but is not ours

@@ -38,6 +38,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/spoke/builder"
+	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/serve"
@@ -84,8 +85,8 @@ type Reconciler struct {
 	configs    *serve.Cache
 	tokens     *tokenCache
 	validSpecs *specMemo
-	writes     *writeMemo
-	statuses   *statusMemo
+	writes     *cachememo.Writes
+	statuses   *cachememo.Statuses[rayv1.RayServiceStatuses]
 	metrics    *metrics.RayServiceMetrics
 	build      builder.Options
 	opts       Options
@@ -124,8 +125,8 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		configs:    serve.NewCache(serve.CacheSize),
 		tokens:     newTokenCache(mgr.GetAPIReader(), opts.Clock),
 		validSpecs: newSpecMemo(),
-		writes:     newWriteMemo(opts.Clock),
-		statuses:   newStatusMemo(),
+		writes:     cachememo.NewWrites(opts.Clock),
+		statuses:   cachememo.NewStatuses((*rayv1.RayServiceStatuses).DeepCopy),
 		metrics:    opts.Metrics,
 		build:      opts.Build,
 		opts:       opts,
@@ -189,7 +190,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("Skipping RayService managed by another controller", "managedBy", *rs.Spec.ManagedBy)
 		return ctrl.Result{}, nil
 	}
-	r.statuses.apply(&rs)
+	r.statuses.Apply(&rs, &rs.Status)
 	s := newScope(&rs)
 	r.configs.Prune(s.key, rs.Status.ActiveServiceStatus.RayClusterName, rs.Status.PendingServiceStatus.RayClusterName)
 
@@ -200,13 +201,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !rs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, s, remaining)
 	}
-	if !controllerutil.ContainsFinalizer(&rs, labels.RayServiceFinalizer) && !r.writes.recent(finalizerMemoKey(&rs), "added") {
+	if !controllerutil.ContainsFinalizer(&rs, labels.RayServiceFinalizer) && !r.writes.Recent(finalizerMemoKey(&rs), "added") {
 		// KubeRay ends the reconcile here; nothing below depends on the write, so this one
 		// carries on and the first cluster is named without waiting for a requeue.
 		if err := r.patchFinalizer(ctx, &rs, true); err != nil {
 			return r.retry(ctx, "add finalizer", err)
 		}
-		r.writes.note(finalizerMemoKey(&rs), "added")
+		r.writes.Note(finalizerMemoKey(&rs), "added")
 	}
 	if invalid := r.validate(ctx, s); invalid {
 		return r.finishInvalid(ctx, s)
@@ -280,6 +281,6 @@ func finalizerMemoKey(rs *rayv1.RayService) string { return "finalizer/" + strin
 
 // forget drops what the reconciler keeps about a deleted RayService.
 func (r *Reconciler) forget(key types.NamespacedName) {
-	r.statuses.forget(key)
+	r.statuses.Forget(key)
 	r.configs.Forget(key)
 }

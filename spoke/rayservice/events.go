@@ -1,10 +1,10 @@
 package rayservice
 
 import (
-	"strings"
-
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/rayfleet/rayfleet/spoke/eventaction"
 )
 
 // Event reasons. All but the last group are KubeRay's, so alerts and dashboards built on
@@ -56,20 +56,5 @@ const (
 // objects, not by message: without it "Created the service x-head-svc" and "Created the service
 // x-serve-svc" would show as one event counted twice, the second message lost.
 func (r *Reconciler) eventf(rs *rayv1.RayService, related runtime.Object, eventType, reason, format string, args ...any) {
-	r.recorder.Eventf(rs, related, eventType, reason, actionOf(reason), format, args...)
-}
-
-func actionOf(reason string) string {
-	switch {
-	case strings.Contains(reason, "Create"):
-		return "Create"
-	case strings.Contains(reason, "Delete"):
-		return "Delete"
-	case strings.Contains(reason, "Update"):
-		return "Update"
-	case strings.HasPrefix(reason, "Invalid"):
-		return "Validate"
-	default:
-		return "Reconcile"
-	}
+	r.recorder.Eventf(rs, related, eventType, reason, eventaction.Of(reason), format, args...)
 }

@@ -116,7 +116,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, next rayv1.RaySe
 	if err := r.client.Status().Patch(ctx, updated, client.MergeFrom(s.original), client.FieldOwner(fieldManager)); err != nil {
 		return fmt.Errorf("write status of RayService %s: %w", s.key, err)
 	}
-	r.statuses.remember(updated)
+	r.statuses.Remember(updated, &updated.Status)
 	ctrl.LoggerFrom(ctx).V(1).Info("Status written", "serviceStatus", next.ServiceStatus,
 		"active", next.ActiveServiceStatus.RayClusterName, "pending", next.PendingServiceStatus.RayClusterName,
 		"numServeEndpoints", next.NumServeEndpoints)

@@ -55,7 +55,7 @@ func (r *Reconciler) reconcileHeadPodLabel(ctx context.Context, s *scope, rc *ra
 		}
 	}
 	memoKey := "label/" + string(head.UID)
-	if head.Labels[labels.Serve] == want || r.writes.recent(memoKey, want) {
+	if head.Labels[labels.Serve] == want || r.writes.Recent(memoKey, want) {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{labels.Serve: want}}})
@@ -72,7 +72,7 @@ func (r *Reconciler) reconcileHeadPodLabel(ctx context.Context, s *scope, rc *ra
 			"Failed to update the serve label to %q for the Head Pod %s/%s: %v", want, head.Namespace, head.Name, err)
 		return fmt.Errorf("label head Pod %s/%s %s=%s: %w", head.Namespace, head.Name, labels.Serve, want, err)
 	}
-	r.writes.note(memoKey, want)
+	r.writes.Note(memoKey, want)
 	r.eventf(s.rs, head, corev1.EventTypeNormal, reasonUpdatedHeadPodLabel,
 		"Updated the serve label to %q for the Head Pod %s/%s", want, head.Namespace, head.Name)
 	return nil

@@ -14,12 +14,12 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
-	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
 )
 
 // newServeConfig adds an application to the default Serve config.
-const newServeConfig = fixture.ServeConfig + `  - name: veggie
+const newServeConfig = raybuilder.RayServiceServeConfig + `  - name: veggie
     import_path: veggie.app
     route_prefix: /veggie
 `
@@ -31,7 +31,7 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("first deploy to Ready, then nothing is written or submitted", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "first-deploy")
-		g.Expect(h.c.Create(ctx, fixture.MakeRayService("svc", ns).Obj())).To(Succeed())
+		g.Expect(h.c.Create(ctx, raybuilder.MakeRayService("svc", ns).Obj())).To(Succeed())
 		rc := h.waitForPending(g, ns, "svc")
 		g.Expect(h.rayService(g, ns, "svc").Finalizers).To(ContainElement(labels.RayServiceFinalizer))
 		g.Expect(condition(h.rayService(g, ns, "svc"), rayv1.RayServiceReady).Reason).To(Equal(string(rayv1.RayServiceInitializing)))
@@ -60,7 +60,7 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("serveConfigV2 change is applied in place", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "in-place")
-		rc := h.deploy(g, ns, fixture.MakeRayService("svc", ns).Obj())
+		rc := h.deploy(g, ns, raybuilder.MakeRayService("svc", ns).Obj())
 
 		h.update(g, ns, "svc", func(rs *rayv1.RayService) { rs.Spec.ServeConfigV2 = newServeConfig })
 		g.Eventually(func(g Gomega) {
@@ -79,9 +79,9 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("worker group appended: active cluster updated in place", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "append-group")
-		rc := h.deploy(g, ns, fixture.MakeRayService("svc", ns).Obj())
+		rc := h.deploy(g, ns, raybuilder.MakeRayService("svc", ns).Obj())
 		h.update(g, ns, "svc", func(rs *rayv1.RayService) {
-			fixture.AppendGroup(&rs.Spec.RayClusterSpec, "big", 2)
+			raybuilder.AppendGroup(&rs.Spec.RayClusterSpec, "big", 2)
 		})
 		g.Eventually(func(g Gomega) {
 			var got rayv1.RayCluster
@@ -96,9 +96,9 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("NewCluster upgrade: switch, promotion, deletion after the delay, across restarts", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "upgrade")
-		old := h.deploy(g, ns, fixture.MakeRayService("svc", ns).Obj())
+		old := h.deploy(g, ns, raybuilder.MakeRayService("svc", ns).Obj())
 
-		h.update(g, ns, "svc", func(rs *rayv1.RayService) { fixture.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.53.0") })
+		h.update(g, ns, "svc", func(rs *rayv1.RayService) { raybuilder.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.53.0") })
 		next := h.waitForPending(g, ns, "svc")
 		g.Expect(next).NotTo(Equal(old))
 		g.Eventually(func(g Gomega) {
@@ -138,7 +138,7 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("initializing timeout is terminal and cleans up", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "timeout")
-		rs := fixture.MakeRayService("svc", ns).Annotation(labels.InitializingTimeout, "30s").DeletionDelay(10).Obj()
+		rs := raybuilder.MakeRayService("svc", ns).Annotation(labels.InitializingTimeout, "30s").DeletionDelay(10).Obj()
 		g.Expect(h.c.Create(ctx, rs)).To(Succeed())
 		rc := h.waitForPending(g, ns, "svc")
 
@@ -165,7 +165,7 @@ func TestRayServiceReconciler(t *testing.T) {
 		}, settle, interval).Should(Succeed())
 
 		// A new spec starts over.
-		h.update(g, ns, "svc", func(rs *rayv1.RayService) { fixture.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.53.0") })
+		h.update(g, ns, "svc", func(rs *rayv1.RayService) { raybuilder.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.53.0") })
 		h.waitForPending(g, ns, "svc")
 		g.Expect(condition(h.rayService(g, ns, "svc"), rayv1.RayServiceReady).Reason).To(Equal(string(rayv1.RayServiceInitializing)))
 	})
@@ -173,7 +173,7 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("dashboard failure surfaces as event and message, then recovers", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "dashboard-down")
-		g.Expect(h.c.Create(ctx, fixture.MakeRayService("svc", ns).Obj())).To(Succeed())
+		g.Expect(h.c.Create(ctx, raybuilder.MakeRayService("svc", ns).Obj())).To(Succeed())
 		rc := h.waitForPending(g, ns, "svc")
 		h.dash.Cluster(ns, rc).SetFault(raydashboard.Fault{HTTPStatus: 500})
 		h.bringUp(g, ns, rc)
@@ -194,7 +194,7 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("Serve submission failure surfaces and is retried", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "submit-fails")
-		rc := h.deploy(g, ns, fixture.MakeRayService("svc", ns).Obj())
+		rc := h.deploy(g, ns, raybuilder.MakeRayService("svc", ns).Obj())
 		h.dash.Cluster(ns, rc).Reset() // the head restarted without GCS FT: applications gone
 		h.dash.Cluster(ns, rc).SetFault(raydashboard.Fault{HTTPStatus: 503})
 		g.Eventually(func() []string { return h.events(g, ns, "svc") }, timeout, interval).Should(ContainElement(reasonFailedToGetServeApps))
@@ -207,10 +207,10 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("incremental upgrade steps the HTTPRoute weights to 100/0", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "incremental")
-		rs := fixture.MakeRayService("svc", ns).Incremental(50, 25, 10).Obj()
+		rs := raybuilder.MakeRayService("svc", ns).Incremental(50, 25, 10).Obj()
 		old := h.deployIncremental(g, ns, rs)
 
-		h.update(g, ns, "svc", func(rs *rayv1.RayService) { fixture.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.53.0") })
+		h.update(g, ns, "svc", func(rs *rayv1.RayService) { raybuilder.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.53.0") })
 		next := h.waitForPending(g, ns, "svc")
 		h.bringUp(g, ns, next)
 		g.Eventually(func(g Gomega) {
@@ -266,10 +266,10 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("incremental upgrade reverted mid-way rolls back to the active cluster", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "rollback")
-		rs := fixture.MakeRayService("svc", ns).Incremental(50, 25, 10).Obj()
+		rs := raybuilder.MakeRayService("svc", ns).Incremental(50, 25, 10).Obj()
 		old := h.deployIncremental(g, ns, rs)
 
-		h.update(g, ns, "svc", func(rs *rayv1.RayService) { fixture.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.53.0") })
+		h.update(g, ns, "svc", func(rs *rayv1.RayService) { raybuilder.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.53.0") })
 		next := h.waitForPending(g, ns, "svc")
 		h.bringUp(g, ns, next)
 		g.Eventually(func(g Gomega) {
@@ -283,7 +283,7 @@ func TestRayServiceReconciler(t *testing.T) {
 			g.Expect(h.routeWeights(g, ns, "svc")[next+"-serve-svc"]).To(BeNumerically(">=", 50))
 		}, 2*timeout, time.Second).Should(Succeed())
 
-		h.update(g, ns, "svc", func(rs *rayv1.RayService) { fixture.SetImage(&rs.Spec.RayClusterSpec, fixture.Image) })
+		h.update(g, ns, "svc", func(rs *rayv1.RayService) { raybuilder.SetImage(&rs.Spec.RayClusterSpec, raybuilder.RayImage) })
 		g.Eventually(func(g Gomega) {
 			g.Expect(condition(h.rayService(g, ns, "svc"), rayv1.RollbackInProgress).Reason).To(Equal(string(rayv1.TargetClusterChanged)))
 		}, timeout, interval).Should(Succeed())
@@ -311,7 +311,7 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("invalid RayService: ValidationFailed, no cluster", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "invalid")
-		rs := fixture.MakeRayService("svc", ns).ServeConfig("applications: [").Obj()
+		rs := raybuilder.MakeRayService("svc", ns).ServeConfig("applications: [").Obj()
 		g.Expect(h.c.Create(ctx, rs)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			got := h.rayService(g, ns, "svc")
@@ -323,7 +323,7 @@ func TestRayServiceReconciler(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 		g.Consistently(func(g Gomega) { g.Expect(h.clusters(g, ns)).To(BeEmpty()) }, 2*time.Second, interval).Should(Succeed())
 
-		h.update(g, ns, "svc", func(rs *rayv1.RayService) { rs.Spec.ServeConfigV2 = fixture.ServeConfig })
+		h.update(g, ns, "svc", func(rs *rayv1.RayService) { rs.Spec.ServeConfigV2 = raybuilder.RayServiceServeConfig })
 		h.waitForPending(g, ns, "svc")
 		g.Expect(condition(h.rayService(g, ns, "svc"), rayv1.RayServiceReady).Reason).To(Equal(string(rayv1.RayServiceInitializing)))
 	})
@@ -331,7 +331,7 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("token auth: the dashboard gets the cluster's token", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "auth")
-		rs := fixture.MakeRayService("svc", ns).Obj()
+		rs := raybuilder.MakeRayService("svc", ns).Obj()
 		rs.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
 		g.Expect(h.c.Create(ctx, rs)).To(Succeed())
 		rc := h.waitForPending(g, ns, "svc")
@@ -347,7 +347,7 @@ func TestRayServiceReconciler(t *testing.T) {
 	t.Run("deletion waits for the clusters, then drops the finalizer", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "deletion")
-		h.deploy(g, ns, fixture.MakeRayService("svc", ns).Obj())
+		h.deploy(g, ns, raybuilder.MakeRayService("svc", ns).Obj())
 		g.Expect(h.c.Delete(ctx, h.rayService(g, ns, "svc"))).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			g.Expect(h.clusters(g, ns)).To(BeEmpty())

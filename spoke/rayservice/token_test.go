@@ -15,12 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/rayfleet/rayfleet/shared/scheme"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
 )
 
 func TestTokenCache(t *testing.T) {
-	rs := fixture.MakeRayService("svc", "ns").Obj()
+	rs := raybuilder.MakeRayService("svc", "ns").Obj()
 	withAuth := fixture.Cluster(rs, "svc-abcde")
 	withAuth.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, SecretName: ptr.To("my-token")}
 	noAuth := fixture.Cluster(rs, "svc-fghij")
@@ -86,7 +87,7 @@ func TestTokenCacheMissingKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := fixture.MakeRayService("svc", "ns").Obj()
+	rs := raybuilder.MakeRayService("svc", "ns").Obj()
 	rc := fixture.Cluster(rs, "svc-abcde")
 	rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, SecretName: ptr.To("my-token")}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "my-token", Namespace: "ns"}}
@@ -97,7 +98,7 @@ func TestTokenCacheMissingKey(t *testing.T) {
 }
 
 func TestSpecMemo(t *testing.T) {
-	valid := fixture.MakeRayService("svc", "ns").Obj()
+	valid := raybuilder.MakeRayService("svc", "ns").Obj()
 	valid.UID, valid.Generation = "uid-1", 1
 	m := newSpecMemo()
 	if err := m.check(valid); err != nil {

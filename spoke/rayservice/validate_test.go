@@ -11,7 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
-	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
 func TestValidate(t *testing.T) {
@@ -22,14 +22,14 @@ func TestValidate(t *testing.T) {
 		wantReason string // "" = valid
 		wantMsg    string
 	}{
-		{"valid", fixture.MakeRayService("svc", "ns").Obj(), false, "", ""},
-		{"incremental with Gateway API", fixture.MakeRayService("svc", "ns").Incremental(50, 10, 10).Obj(), true, "", ""},
-		{"incremental without Gateway API", fixture.MakeRayService("svc", "ns").Incremental(50, 10, 10).Obj(), false,
+		{"valid", raybuilder.MakeRayService("svc", "ns").Obj(), false, "", ""},
+		{"incremental with Gateway API", raybuilder.MakeRayService("svc", "ns").Incremental(50, 10, 10).Obj(), true, "", ""},
+		{"incremental without Gateway API", raybuilder.MakeRayService("svc", "ns").Incremental(50, 10, 10).Obj(), false,
 			reasonInvalidSpec, "Gateway API"},
-		{"name too long", fixture.MakeRayService(strings.Repeat("x", 48), "ns").Obj(), true, reasonInvalidMetadata, "47"},
-		{"bad initializing timeout", fixture.MakeRayService("svc", "ns").Annotation(labels.InitializingTimeout, "soon").Obj(), true,
+		{"name too long", raybuilder.MakeRayService(strings.Repeat("x", 48), "ns").Obj(), true, reasonInvalidMetadata, "47"},
+		{"bad initializing timeout", raybuilder.MakeRayService("svc", "ns").Annotation(labels.InitializingTimeout, "soon").Obj(), true,
 			reasonInvalidMetadata, labels.InitializingTimeout},
-		{"malformed serveConfigV2", fixture.MakeRayService("svc", "ns").ServeConfig("applications: [").Obj(), true, reasonInvalidSpec, "serveConfigV2"},
+		{"malformed serveConfigV2", raybuilder.MakeRayService("svc", "ns").ServeConfig("applications: [").Obj(), true, reasonInvalidSpec, "serveConfigV2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

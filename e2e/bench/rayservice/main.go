@@ -24,7 +24,6 @@ import (
 
 	"github.com/go-logr/logr"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -40,16 +39,6 @@ const spokeUser = "rayfleet-spoke"
 
 // benchNamespace holds the benchmark's RayServices.
 const benchNamespace = "bench"
-
-// serveConfigV2 is every RayService's Serve config: one application of one deployment.
-const serveConfigV2 = `applications:
-- name: fruit
-  import_path: fruit.deployment_graph
-  route_prefix: /fruit
-  deployments:
-  - name: MangoStand
-    num_replicas: 1
-`
 
 // config is the command line.
 type config struct {
@@ -250,10 +239,6 @@ func createServices(ctx context.Context, cfg config, c client.Client, tracker *b
 // newRayService is a RayService with one worker group of workers Pods and the one-application
 // Serve config.
 func newRayService(name string, workers int) *rayv1.RayService {
-	rc := raybuilder.MakeRayCluster(name, benchNamespace).
-		WorkerGroup("workers", int32(workers), int32(workers), int32(workers)).Obj()
-	return &rayv1.RayService{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
-		Spec:       rayv1.RayServiceSpec{ServeConfigV2: serveConfigV2, RayClusterSpec: rc.Spec},
-	}
+	n := int32(workers)
+	return raybuilder.MakeRayService(name, benchNamespace).Replicas(0, n).ReplicaBounds(0, n, n).Obj()
 }

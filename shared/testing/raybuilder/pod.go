@@ -45,10 +45,7 @@ func (w *PodWrapper) Label(key, value string) *PodWrapper {
 
 // Annotation sets one annotation.
 func (w *PodWrapper) Annotation(key, value string) *PodWrapper {
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
-	}
-	w.Annotations[key] = value
+	metav1.SetMetaDataAnnotation(&w.ObjectMeta, key, value)
 	return w
 }
 

@@ -179,19 +179,13 @@ func (w *RayClusterWrapper) GCSFT(redisAddress string) *RayClusterWrapper {
 
 // Annotation sets a metadata annotation.
 func (w *RayClusterWrapper) Annotation(key, value string) *RayClusterWrapper {
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
-	}
-	w.Annotations[key] = value
+	metav1.SetMetaDataAnnotation(&w.ObjectMeta, key, value)
 	return w
 }
 
 // Label sets a metadata label.
 func (w *RayClusterWrapper) Label(key, value string) *RayClusterWrapper {
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[key] = value
+	metav1.SetMetaDataLabel(&w.ObjectMeta, key, value)
 	return w
 }
 

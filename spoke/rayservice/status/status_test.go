@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/upgrade"
 )
@@ -28,7 +29,7 @@ func running() map[string]rayv1.AppStatus {
 }
 
 func TestComputeFirstReconcile(t *testing.T) {
-	rs := fixture.MakeRayService("svc", "ns").Obj()
+	rs := raybuilder.MakeRayService("svc", "ns").Obj()
 	st, out := Compute(rs, Observed{NewClusterName: "svc-abcde", ZeroDowntimeDefault: true}, false, now)
 
 	if out.Prepared != "svc-abcde" || st.PendingServiceStatus.RayClusterName != "svc-abcde" {
@@ -49,8 +50,8 @@ func TestComputeFirstReconcile(t *testing.T) {
 }
 
 func TestComputePromotion(t *testing.T) {
-	upgraded := fixture.MakeRayService("svc", "ns").Image("ray:2")
-	active := fixture.Cluster(fixture.MakeRayService("svc", "ns").Obj(), "svc-a")
+	upgraded := raybuilder.MakeRayService("svc", "ns").Image("ray:2")
+	active := fixture.Cluster(raybuilder.MakeRayService("svc", "ns").Obj(), "svc-a")
 	pending := fixture.Cluster(upgraded.Obj(), "svc-p")
 	pending.Status.State = rayv1.Ready
 	rs := upgraded.Active("svc-a").Pending("svc-p").Upgrading().
@@ -101,7 +102,7 @@ func TestComputePromotion(t *testing.T) {
 }
 
 func TestComputeIncremental(t *testing.T) {
-	w := fixture.MakeRayService("svc", "ns").Incremental(50, 20, 30)
+	w := raybuilder.MakeRayService("svc", "ns").Incremental(50, 20, 30)
 	active := fixture.Cluster(w.Obj(), "svc-a")
 	pending := fixture.Cluster(w.Obj(), "svc-p")
 	moved := metav1.NewTime(now.Add(-time.Minute))
@@ -171,7 +172,7 @@ func TestComputeIncremental(t *testing.T) {
 		}
 	})
 	t.Run("a new upgrade starts its pending cluster at capacity 0", func(t *testing.T) {
-		rs := fixture.MakeRayService("svc", "ns").Incremental(50, 20, 30).Image("ray:2").Active("svc-a").Obj()
+		rs := raybuilder.MakeRayService("svc", "ns").Incremental(50, 20, 30).Image("ray:2").Active("svc-a").Obj()
 		rs.Status.ActiveServiceStatus.TargetCapacity = ptr.To[int32](100)
 		st, out := Compute(rs, Observed{Active: active, NewClusterName: "svc-new", ZeroDowntimeDefault: true}, true, now)
 		if out.Prepared != "svc-new" || ptr.Deref(st.PendingServiceStatus.TargetCapacity, -1) != 0 {
@@ -194,7 +195,7 @@ func TestComputeIncremental(t *testing.T) {
 
 func TestConditions(t *testing.T) {
 	initAt := metav1.NewTime(now.Add(-10 * time.Minute))
-	initializing := func(w *fixture.RayServiceWrapper) *rayv1.RayService {
+	initializing := func(w *raybuilder.RayServiceWrapper) *rayv1.RayService {
 		rs := w.Obj()
 		for _, ct := range []rayv1.RayServiceConditionType{rayv1.RayServiceReady, rayv1.UpgradeInProgress} {
 			meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: string(ct), Status: metav1.ConditionFalse,
@@ -202,7 +203,7 @@ func TestConditions(t *testing.T) {
 		}
 		return rs
 	}
-	readyRS := fixture.MakeRayService("svc", "ns").Active("svc-a").
+	readyRS := raybuilder.MakeRayService("svc", "ns").Active("svc-a").
 		Condition(rayv1.RayServiceReady, metav1.ConditionTrue, rayv1.NonZeroServeEndpoints).Obj()
 	tests := []struct {
 		name          string
@@ -215,35 +216,35 @@ func TestConditions(t *testing.T) {
 		wantTimedOut  bool
 		wantNoCluster bool
 	}{
-		{"initializing", initializing(fixture.MakeRayService("svc", "ns").Pending("svc-p")), Observed{},
+		{"initializing", initializing(raybuilder.MakeRayService("svc", "ns").Pending("svc-p")), Observed{},
 			metav1.ConditionFalse, rayv1.RayServiceInitializing, rayv1.RayServiceInitializing, msgInitializing, false, false},
-		{"endpoints: ready", initializing(fixture.MakeRayService("svc", "ns").Active("svc-a")), Observed{ActiveEndpoints: 1},
+		{"endpoints: ready", initializing(raybuilder.MakeRayService("svc", "ns").Active("svc-a")), Observed{ActiveEndpoints: 1},
 			metav1.ConditionTrue, rayv1.NonZeroServeEndpoints, rayv1.NoPendingCluster, msgNonZeroEndpoints, false, false},
 		{"endpoints gone", readyRS, Observed{},
 			metav1.ConditionFalse, rayv1.ZeroServeEndpoints, rayv1.NoPendingCluster, msgZeroEndpoints, false, false},
-		{"both clusters", fixture.MakeRayService("svc", "ns").Active("svc-a").Pending("svc-p").
+		{"both clusters", raybuilder.MakeRayService("svc", "ns").Active("svc-a").Pending("svc-p").
 			Condition(rayv1.RayServiceReady, metav1.ConditionTrue, rayv1.NonZeroServeEndpoints).Obj(), Observed{ActiveEndpoints: 3},
 			metav1.ConditionTrue, rayv1.NonZeroServeEndpoints, rayv1.BothActivePendingClustersExist, msgNonZeroEndpoints, false, false},
-		{"no active cluster after initializing", fixture.MakeRayService("svc", "ns").Pending("svc-p").
+		{"no active cluster after initializing", raybuilder.MakeRayService("svc", "ns").Pending("svc-p").
 			Condition(rayv1.RayServiceReady, metav1.ConditionFalse, rayv1.ZeroServeEndpoints).
 			Condition(rayv1.UpgradeInProgress, metav1.ConditionFalse, rayv1.NoPendingCluster).Obj(), Observed{},
 			metav1.ConditionFalse, rayv1.ZeroServeEndpoints, rayv1.NoActiveCluster, "", false, false},
-		{"timeout not reached", initializing(fixture.MakeRayService("svc", "ns").Pending("svc-p")),
+		{"timeout not reached", initializing(raybuilder.MakeRayService("svc", "ns").Pending("svc-p")),
 			Observed{InitializingTimeout: metav1.Duration{Duration: 11 * time.Minute}},
 			metav1.ConditionFalse, rayv1.RayServiceInitializing, rayv1.RayServiceInitializing, msgInitializing, false, false},
-		{"timeout reached: clusters dropped", initializing(fixture.MakeRayService("svc", "ns").Pending("svc-p")),
+		{"timeout reached: clusters dropped", initializing(raybuilder.MakeRayService("svc", "ns").Pending("svc-p")),
 			Observed{InitializingTimeout: metav1.Duration{Duration: 10 * time.Minute}},
 			metav1.ConditionFalse, rayv1.RayServiceInitializingTimeout, rayv1.RayServiceInitializing, "configured timeout of 10m0s", true, true},
-		{"endpoints beat the timeout", initializing(fixture.MakeRayService("svc", "ns").Active("svc-a")),
+		{"endpoints beat the timeout", initializing(raybuilder.MakeRayService("svc", "ns").Active("svc-a")),
 			Observed{ActiveEndpoints: 1, InitializingTimeout: metav1.Duration{Duration: time.Minute}},
 			metav1.ConditionTrue, rayv1.NonZeroServeEndpoints, rayv1.NoPendingCluster, msgNonZeroEndpoints, false, false},
-		{"valid again after a validation failure: initializing afresh", fixture.MakeRayService("svc", "ns").Pending("svc-p").
+		{"valid again after a validation failure: initializing afresh", raybuilder.MakeRayService("svc", "ns").Pending("svc-p").
 			Condition(rayv1.RayServiceReady, metav1.ConditionFalse, rayv1.RayServiceValidationFailed).Obj(), Observed{},
 			metav1.ConditionFalse, rayv1.RayServiceInitializing, rayv1.RayServiceInitializing, msgInitializing, false, false},
-		{"a dashboard problem of the first cluster shows in Ready", initializing(fixture.MakeRayService("svc", "ns").Pending("svc-p")),
+		{"a dashboard problem of the first cluster shows in Ready", initializing(raybuilder.MakeRayService("svc", "ns").Pending("svc-p")),
 			Observed{PendingServe: ClusterServe{Problem: "HTTP 500"}},
 			metav1.ConditionFalse, rayv1.RayServiceInitializing, rayv1.RayServiceInitializing, msgInitializing + "; HTTP 500", false, false},
-		{"a dashboard problem of the pending cluster shows in UpgradeInProgress", fixture.MakeRayService("svc", "ns").Active("svc-a").Pending("svc-p").
+		{"a dashboard problem of the pending cluster shows in UpgradeInProgress", raybuilder.MakeRayService("svc", "ns").Active("svc-a").Pending("svc-p").
 			Condition(rayv1.RayServiceReady, metav1.ConditionTrue, rayv1.NonZeroServeEndpoints).Obj(),
 			Observed{ActiveEndpoints: 1, PendingServe: ClusterServe{Problem: "unreachable"}},
 			metav1.ConditionTrue, rayv1.NonZeroServeEndpoints, rayv1.BothActivePendingClustersExist, msgNonZeroEndpoints, false, false},
@@ -275,7 +276,7 @@ func TestConditions(t *testing.T) {
 
 func TestInitializingTimeoutState(t *testing.T) {
 	timedOut := func(gen, observed int64) *rayv1.RayService {
-		rs := fixture.MakeRayService("svc", "ns").Obj()
+		rs := raybuilder.MakeRayService("svc", "ns").Obj()
 		rs.Generation = gen
 		meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: string(rayv1.RayServiceReady), Status: metav1.ConditionFalse,
 			Reason: string(rayv1.RayServiceInitializingTimeout), ObservedGeneration: observed})
@@ -290,7 +291,7 @@ func TestInitializingTimeoutState(t *testing.T) {
 	}{
 		{"timed out for this generation: terminal", timedOut(2, 2), true, false},
 		{"spec changed since: starts over", timedOut(3, 2), false, true},
-		{"never timed out", fixture.MakeRayService("svc", "ns").Obj(), false, false},
+		{"never timed out", raybuilder.MakeRayService("svc", "ns").Obj(), false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,13 +8,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
 )
 
 const kuberay = labels.KubeRayVersionValue
 
 func TestShouldPrepareNewCluster(t *testing.T) {
-	base := fixture.MakeRayService("svc", "ns")
+	base := raybuilder.MakeRayService("svc", "ns")
 	current := fixture.Cluster(base.Obj(), "svc-old")
 	tests := []struct {
 		name            string
@@ -27,20 +28,20 @@ func TestShouldPrepareNewCluster(t *testing.T) {
 		{"new RayService", base.Obj(), nil, nil, false, true, true},
 		{"new RayService even without zero downtime", base.Obj(), nil, nil, false, false, true},
 		{"spec unchanged", base.Obj(), current, nil, false, true, false},
-		{"replicas changed only", fixture.MakeRayService("svc", "ns").Replicas(0, 4).Obj(), current, nil, false, true, false},
-		{"worker group appended: updated in place", fixture.MakeRayService("svc", "ns").WorkerGroup("big", 2).Obj(), current, nil, false, true, false},
-		{"image changed", fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, nil, false, true, true},
-		{"image changed, ENABLE_ZERO_DOWNTIME=false", fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, nil, false, false, false},
-		{"image changed, NewCluster wins over the env", fixture.MakeRayService("svc", "ns").Image("ray:2").Strategy(rayv1.RayServiceNewCluster).Obj(),
+		{"replicas changed only", raybuilder.MakeRayService("svc", "ns").Replicas(0, 4).Obj(), current, nil, false, true, false},
+		{"worker group appended: updated in place", raybuilder.MakeRayService("svc", "ns").WorkerGroup("big", 2).Obj(), current, nil, false, true, false},
+		{"image changed", raybuilder.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, nil, false, true, true},
+		{"image changed, ENABLE_ZERO_DOWNTIME=false", raybuilder.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, nil, false, false, false},
+		{"image changed, NewCluster wins over the env", raybuilder.MakeRayService("svc", "ns").Image("ray:2").Strategy(rayv1.RayServiceNewCluster).Obj(),
 			current, nil, false, false, true},
-		{"image changed, strategy None", fixture.MakeRayService("svc", "ns").Image("ray:2").Strategy(rayv1.RayServiceUpgradeNone).Obj(),
+		{"image changed, strategy None", raybuilder.MakeRayService("svc", "ns").Image("ray:2").Strategy(rayv1.RayServiceUpgradeNone).Obj(),
 			current, nil, false, true, false},
-		{"compared with the pending cluster first", fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(),
-			current, fixture.Cluster(fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), "svc-new"), false, true, false},
-		{"spec changed again during an upgrade", fixture.MakeRayService("svc", "ns").Image("ray:3").Obj(),
-			current, fixture.Cluster(fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), "svc-new"), false, true, true},
-		{"pending cluster already serving", fixture.MakeRayService("svc", "ns").Image("ray:3").Obj(), current, nil, true, true, false},
-		{"rolling back", fixture.MakeRayService("svc", "ns").Image("ray:3").
+		{"compared with the pending cluster first", raybuilder.MakeRayService("svc", "ns").Image("ray:2").Obj(),
+			current, fixture.Cluster(raybuilder.MakeRayService("svc", "ns").Image("ray:2").Obj(), "svc-new"), false, true, false},
+		{"spec changed again during an upgrade", raybuilder.MakeRayService("svc", "ns").Image("ray:3").Obj(),
+			current, fixture.Cluster(raybuilder.MakeRayService("svc", "ns").Image("ray:2").Obj(), "svc-new"), false, true, true},
+		{"pending cluster already serving", raybuilder.MakeRayService("svc", "ns").Image("ray:3").Obj(), current, nil, true, true, false},
+		{"rolling back", raybuilder.MakeRayService("svc", "ns").Image("ray:3").
 			Condition(rayv1.RollbackInProgress, metav1.ConditionTrue, rayv1.TargetClusterChanged).Obj(), current, nil, false, true, false},
 		{"cluster without a hash", base.Obj(), &rayv1.RayCluster{}, nil, false, true, true},
 	}
@@ -55,11 +56,11 @@ func TestShouldPrepareNewCluster(t *testing.T) {
 }
 
 func TestShouldUpdateCluster(t *testing.T) {
-	base := fixture.MakeRayService("svc", "ns")
+	base := raybuilder.MakeRayService("svc", "ns")
 	current := fixture.Cluster(base.Obj(), "svc-a")
 	oldOperator := current.DeepCopy()
 	oldOperator.Annotations[labels.KubeRayVersion] = "v1.4.0"
-	upgrading := fixture.MakeRayService("svc", "ns").WorkerGroup("big", 1).Upgrading().Obj()
+	upgrading := raybuilder.MakeRayService("svc", "ns").WorkerGroup("big", 1).Upgrading().Obj()
 	tests := []struct {
 		name string
 		rs   *rayv1.RayService
@@ -69,24 +70,24 @@ func TestShouldUpdateCluster(t *testing.T) {
 	}{
 		{"no cluster", base.Obj(), nil, Active, false},
 		{"unchanged", base.Obj(), current, Active, false},
-		{"replicas changed without the autoscaler", fixture.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Active, true},
-		{"replicas changed on the pending cluster", fixture.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Pending, true},
-		{"replicas changed with the autoscaler: its business", fixture.MakeRayService("svc", "ns").Autoscaling().Replicas(0, 3).Obj(),
-			fixture.Cluster(fixture.MakeRayService("svc", "ns").Autoscaling().Obj(), "svc-a"), Active, false},
-		{"image changed under None: in place", fixture.MakeRayService("svc", "ns").Strategy(rayv1.RayServiceUpgradeNone).Image("ray:2").Obj(),
+		{"replicas changed without the autoscaler", raybuilder.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Active, true},
+		{"replicas changed on the pending cluster", raybuilder.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Pending, true},
+		{"replicas changed with the autoscaler: its business", raybuilder.MakeRayService("svc", "ns").Autoscaling().Replicas(0, 3).Obj(),
+			fixture.Cluster(raybuilder.MakeRayService("svc", "ns").Autoscaling().Obj(), "svc-a"), Active, false},
+		{"image changed under None: in place", raybuilder.MakeRayService("svc", "ns").Strategy(rayv1.RayServiceUpgradeNone).Image("ray:2").Obj(),
 			current, Active, true},
-		{"image changed under None, pending cluster", fixture.MakeRayService("svc", "ns").Strategy(rayv1.RayServiceUpgradeNone).Image("ray:2").Obj(),
+		{"image changed under None, pending cluster", raybuilder.MakeRayService("svc", "ns").Strategy(rayv1.RayServiceUpgradeNone).Image("ray:2").Obj(),
 			current, Pending, false},
-		{"worker group appended", fixture.MakeRayService("svc", "ns").WorkerGroup("big", 1).Obj(), current, Active, true},
-		{"worker group appended to the pending cluster", fixture.MakeRayService("svc", "ns").WorkerGroup("big", 1).Obj(), current, Pending, true},
+		{"worker group appended", raybuilder.MakeRayService("svc", "ns").WorkerGroup("big", 1).Obj(), current, Active, true},
+		{"worker group appended to the pending cluster", raybuilder.MakeRayService("svc", "ns").WorkerGroup("big", 1).Obj(), current, Pending, true},
 		{"worker group inserted first", prependGroup(base.Obj()), current, Active, false},
-		{"image changed", fixture.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, Active, false},
-		{"suspended", fixture.MakeRayService("svc", "ns").Suspend(true).Obj(), current, Active, true},
+		{"image changed", raybuilder.MakeRayService("svc", "ns").Image("ray:2").Obj(), current, Active, false},
+		{"suspended", raybuilder.MakeRayService("svc", "ns").Suspend(true).Obj(), current, Active, true},
 		{"resumed", base.Obj(), suspended(current), Pending, true},
 		{"operator version changed", base.Obj(), oldOperator, Active, true},
 		{"operator version changed, pending cluster left alone", base.Obj(), oldOperator, Pending, false},
 		{"active cluster frozen during an upgrade", upgrading, current, Active, false},
-		{"active cluster frozen even for a new operator", fixture.MakeRayService("svc", "ns").Upgrading().Obj(), oldOperator, Active, false},
+		{"active cluster frozen even for a new operator", raybuilder.MakeRayService("svc", "ns").Upgrading().Obj(), oldOperator, Active, false},
 		{"pending cluster still updated during an upgrade", upgrading, current, Pending, true},
 	}
 	for _, tt := range tests {
@@ -124,7 +125,7 @@ func TestInPlaceUpdate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := fixture.MakeRayService("svc", "ns")
+			w := raybuilder.MakeRayService("svc", "ns")
 			if tt.autoscaling {
 				w.Autoscaling()
 			}

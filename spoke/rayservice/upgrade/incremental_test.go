@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
 )
 
@@ -195,10 +196,10 @@ func TestRollbackComplete(t *testing.T) {
 }
 
 func TestDecideRollback(t *testing.T) {
-	original := fixture.MakeRayService("svc", "ns").Incremental(50, 10, 10)
-	upgraded := fixture.MakeRayService("svc", "ns").Incremental(50, 10, 10).Image("ray:2")
+	original := raybuilder.MakeRayService("svc", "ns").Incremental(50, 10, 10)
+	upgraded := raybuilder.MakeRayService("svc", "ns").Incremental(50, 10, 10).Image("ray:2")
 	pending := fixture.Cluster(upgraded.Obj(), "svc-new")
-	rolling := func(w *fixture.RayServiceWrapper) *rayv1.RayService {
+	rolling := func(w *raybuilder.RayServiceWrapper) *rayv1.RayService {
 		return w.Obj().DeepCopy()
 	}
 	tests := []struct {
@@ -208,7 +209,7 @@ func TestDecideRollback(t *testing.T) {
 	}{
 		{"on track", upgraded.Obj(), RollbackUnchanged},
 		{"reverted mid-upgrade", original.Obj(), RollbackStart},
-		{"a third spec mid-upgrade", fixture.MakeRayService("svc", "ns").Incremental(50, 10, 10).Image("ray:3").Obj(), RollbackStart},
+		{"a third spec mid-upgrade", raybuilder.MakeRayService("svc", "ns").Incremental(50, 10, 10).Image("ray:3").Obj(), RollbackStart},
 		{"already rolling back", withRollback(rolling(original)), RollbackUnchanged},
 		{"goal back on the pending cluster", withRollback(rolling(upgraded)), RollbackCancel},
 	}
