@@ -23,6 +23,11 @@ CRD_OPTIONS := crd:maxDescLen=0,generateEmbeddedObjectMeta=true,allowDangerousTy
 SPOKE_CRDS := charts/rayfleet-spoke/crds
 HUB_CRDS   := charts/rayfleet-hub/crds
 SPOKE_RBAC := charts/rayfleet-spoke/generated
+# The fleet API's CRDs (group fleet.rayfleet.io) by plural: the hub serves all but ClusterReport,
+# which lives on the members. A new kind is shipped only once it is listed here.
+FLEET_API        := ./shared/api/...
+FLEET_HUB_CRDS   := memberclusters placementpolicies rayservicebindings
+FLEET_SPOKE_CRDS := clusterreports
 # Gateway API's CRDs (standard channel, the go.mod version) for the tests of incremental
 # RayService upgrades; the charts do not ship them: a cluster's Gateway implementation does.
 GATEWAY_CRDS      := config/crd/gateway-api
@@ -64,19 +69,22 @@ controller-gen golangci-lint:
 
 .PHONY: generate
 generate: controller-gen ## Generate deep-copy methods for the API types under shared/.
-	@# Packages without +kubebuilder:object markers are skipped, so this is a no-op until the
-	@# fleet API types arrive.
+	@# Only packages with +kubebuilder:object markers get deep copies (today shared/api/...).
 	$(CONTROLLER_GEN) object paths=./shared/...
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the ray.io CRDs into the charts and the spoke's RBAC; copy Gateway API's CRDs.
+manifests: controller-gen ## Generate the ray.io and fleet.rayfleet.io CRDs into the charts and the spoke's RBAC; copy Gateway API's CRDs.
 	@# The output directories hold generated files only; emptying them first means a file that
-	@# is no longer generated disappears (and `make verify` notices).
+	@# is no longer generated disappears (and `make verify` notices). The fleet CRDs keep their
+	@# descriptions (kubectl explain), so they are generated without KubeRay's options.
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(CONTROLLER_GEN) $(CRD_OPTIONS) paths=$(RAY_API) output:crd:artifacts:config="$$tmp"; \
+	$(CONTROLLER_GEN) crd paths=$(FLEET_API) output:crd:artifacts:config="$$tmp/fleet"; \
 	rm -rf $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC); mkdir -p $(SPOKE_CRDS) $(HUB_CRDS); \
 	cp "$$tmp/ray.io_rayclusters.yaml" "$$tmp/ray.io_rayservices.yaml" $(SPOKE_CRDS)/; \
-	cp "$$tmp/ray.io_rayservices.yaml" $(HUB_CRDS)/
+	cp "$$tmp/ray.io_rayservices.yaml" $(HUB_CRDS)/; \
+	for k in $(FLEET_HUB_CRDS); do cp "$$tmp/fleet/fleet.rayfleet.io_$$k.yaml" $(HUB_CRDS)/; done; \
+	for k in $(FLEET_SPOKE_CRDS); do cp "$$tmp/fleet/fleet.rayfleet.io_$$k.yaml" $(SPOKE_CRDS)/; done
 	@# Copied from the module cache; install gives the copies a normal mode (the cache is read-only).
 	src=$$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard; \
 	rm -rf $(GATEWAY_CRDS); mkdir -p $(GATEWAY_CRDS); \

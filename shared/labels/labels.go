@@ -98,3 +98,34 @@ const ControllerName = "ray.io/kuberay-operator"
 // KubeRayVersionValue is the KubeRay release whose behaviour the spoke reproduces; it is written
 // where KubeRay writes its version, so upgrades from KubeRay do not recreate Pods.
 const KubeRayVersionValue = "v1.6.2"
+
+// Keys of the fleet API (fleet.rayfleet.io), written by the hub and read by the hub, the spoke
+// and the CLI.
+const (
+	// PlacementPolicy is the annotation on a hub RayService naming the PlacementPolicy (in the
+	// RayService's namespace) that places it; without it the namespace's "default" policy
+	// applies, else the hub's built-in default of one cluster.
+	PlacementPolicy = "fleet.rayfleet.io/placement-policy"
+	// OriginNamespace, OriginName and OriginUID are labels on a member RayService naming the hub
+	// RayService it was propagated from. They mark the copy as the hub's (a member RayService
+	// without them is never touched) and let the hub map a member event back to its origin by
+	// label selection. All three fit label values: namespaces are DNS labels, the hub places
+	// only RayServices that pass validation (names of at most 47 characters), UIDs are 36.
+	OriginNamespace = "fleet.rayfleet.io/origin-namespace"
+	OriginName      = "fleet.rayfleet.io/origin-name"
+	OriginUID       = "fleet.rayfleet.io/origin-uid"
+	// SpecHash is the annotation on a member RayService holding the hash of the hub spec it was
+	// applied from (overrides included), so the hub sees which spec each member runs. An
+	// annotation rather than a label because hashes may exceed 63 characters.
+	SpecHash = "fleet.rayfleet.io/spec-hash"
+)
+
+// Values of the fleet API.
+const (
+	// HubFieldManager is the server-side apply field manager of everything the hub writes to
+	// members; drift under other managers is reverted by applying again.
+	HubFieldManager = "rayfleet-hub"
+	// DefaultHubNamespace is the hub's namespace unless configured otherwise: it holds the
+	// members' kubeconfig Secrets and the hub's leader-election lease.
+	DefaultHubNamespace = "rayfleet-system"
+)

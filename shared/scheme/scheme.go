@@ -1,7 +1,8 @@
 // Package scheme builds the runtime.Scheme every RayFleet binary and test uses: the built-in
-// Kubernetes kinds, KubeRay's ray.io/v1 and Gateway API's gateway.networking.k8s.io/v1 (the
-// Gateway and HTTPRoute of incremental RayService upgrades); the fleet API joins it with the
-// hub issue.
+// Kubernetes kinds, KubeRay's ray.io/v1, Gateway API's gateway.networking.k8s.io/v1 (the
+// Gateway and HTTPRoute of incremental RayService upgrades) and RayFleet's own
+// fleet.rayfleet.io/v1alpha1. Hub and spoke share one scheme: each uses part of it (the spoke
+// writes ClusterReports, the hub reads them), and one scheme keeps their clients alike.
 package scheme
 
 import (
@@ -11,9 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
-// New returns a new scheme with the built-in kinds, ray.io/v1 and gateway.networking.k8s.io/v1.
+// New returns a new scheme with the built-in kinds, ray.io/v1, gateway.networking.k8s.io/v1 and
+// fleet.rayfleet.io/v1alpha1.
 func New() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -24,6 +28,9 @@ func New() (*runtime.Scheme, error) {
 	}
 	if err := gwv1.Install(s); err != nil {
 		return nil, fmt.Errorf("adding gateway.networking.k8s.io/v1 to the scheme: %w", err)
+	}
+	if err := fleetv1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding %s to the scheme: %w", fleetv1alpha1.GroupVersion, err)
 	}
 	return s, nil
 }

@@ -1,0 +1,97 @@
+package v1alpha1
+
+// Condition types. A type means the same thing on every kind that carries it; the kinds each
+// condition appears on are listed with it.
+const (
+	// ConditionJoined (MemberCluster) is True while the hub has engaged the member from its
+	// kubeconfig Secret.
+	ConditionJoined = "Joined"
+	// ConditionReachable (MemberCluster) is True while the hub can list and watch the member's
+	// API server; an error or a time-out turns it False with the error as the message.
+	ConditionReachable = "Reachable"
+	// ConditionAgentReady (MemberCluster, ClusterReport) is True while the spoke agent runs and,
+	// on the MemberCluster, its ClusterReport heartbeat is fresh.
+	ConditionAgentReady = "AgentReady"
+	// ConditionReady (MemberCluster, RayServiceBinding): on a MemberCluster, Joined, Reachable
+	// and AgentReady are all True; on a binding, every placed cluster's RayService is Ready.
+	ConditionReady = "Ready"
+	// ConditionAccepted (PlacementPolicy) is False when the hub cannot use the policy (for
+	// example a label selector that does not parse), which the CRD schema cannot catch.
+	ConditionAccepted = "Accepted"
+	// ConditionPlaced (RayServiceBinding) is True when as many clusters as the policy asks for
+	// were chosen; False with a scheduler-like message naming why the others did not fit.
+	ConditionPlaced = "Placed"
+	// ConditionPropagated (RayServiceBinding) is True when every chosen cluster runs the current
+	// spec hash.
+	ConditionPropagated = "Propagated"
+)
+
+// Reasons of the MemberCluster and ClusterReport conditions.
+const (
+	// ReasonEngaged (Joined=True): the member's cluster is engaged by the hub's manager.
+	ReasonEngaged = "Engaged"
+	// ReasonKubeconfigSecretNotFound (Joined=False): the referenced Secret or key is missing.
+	ReasonKubeconfigSecretNotFound = "KubeconfigSecretNotFound"
+	// ReasonKubeconfigInvalid (Joined=False): the Secret's kubeconfig does not parse or connect.
+	ReasonKubeconfigInvalid = "KubeconfigInvalid"
+	// ReasonAPIServerReachable (Reachable=True): the last list/watch calls succeeded.
+	ReasonAPIServerReachable = "APIServerReachable"
+	// ReasonAPIServerUnreachable (Reachable=False): list/watch calls failed or timed out.
+	ReasonAPIServerUnreachable = "APIServerUnreachable"
+	// ReasonHeartbeatFresh (AgentReady=True on a MemberCluster): the ClusterReport is recent.
+	ReasonHeartbeatFresh = "HeartbeatFresh"
+	// ReasonHeartbeatStale (AgentReady=False on a MemberCluster): no heartbeat within the timeout.
+	ReasonHeartbeatStale = "HeartbeatStale"
+	// ReasonClusterReportNotFound (AgentReady=False on a MemberCluster): the member has no
+	// ClusterReport yet, typically because the spoke is not installed.
+	ReasonClusterReportNotFound = "ClusterReportNotFound"
+	// ReasonAgentRunning (AgentReady=True on a ClusterReport): the spoke's caches are synced
+	// and its reconcilers run.
+	ReasonAgentRunning = "AgentRunning"
+	// ReasonAgentNotReady (AgentReady=False on a ClusterReport): the spoke runs but cannot
+	// reconcile yet (caches not synced, CRDs missing); the message says which.
+	ReasonAgentNotReady = "AgentNotReady"
+	// ReasonMemberReady (Ready=True on a MemberCluster): Joined, Reachable and AgentReady hold.
+	ReasonMemberReady = "MemberReady"
+	// ReasonMemberNotReady (Ready=False on a MemberCluster): the message names the conditions
+	// that do not hold.
+	ReasonMemberNotReady = "MemberNotReady"
+)
+
+// Reasons of the PlacementPolicy conditions.
+const (
+	// ReasonPolicyValid (Accepted=True): the hub can plan with the policy.
+	ReasonPolicyValid = "PolicyValid"
+	// ReasonPolicyInvalid (Accepted=False): the message says what the hub could not use.
+	ReasonPolicyInvalid = "PolicyInvalid"
+)
+
+// Reasons of the RayServiceBinding conditions.
+const (
+	// ReasonClustersChosen (Placed=True): all the clusters the policy asks for were chosen.
+	ReasonClustersChosen = "ClustersChosen"
+	// ReasonInsufficientClusters (Placed=False): fewer clusters fit than the policy asks for;
+	// the RayService runs on those that fit, the message says why the others did not.
+	ReasonInsufficientClusters = "InsufficientClusters"
+	// ReasonNoClusterFits (Placed=False): no cluster fits; nothing is propagated.
+	ReasonNoClusterFits = "NoClusterFits"
+	// ReasonPolicyNotFound (Placed=False): the RayService names a PlacementPolicy that does
+	// not exist.
+	ReasonPolicyNotFound = "PolicyNotFound"
+	// ReasonValidationFailed (Placed=False): the hub RayService is invalid and is never placed.
+	ReasonValidationFailed = "ValidationFailed"
+	// ReasonApplied (Propagated=True): every chosen cluster runs the current spec hash.
+	ReasonApplied = "Applied"
+	// ReasonApplyPending (Propagated=False): some clusters still run an older spec hash.
+	ReasonApplyPending = "ApplyPending"
+	// ReasonApplyFailed (Propagated=False): applying to some clusters failed; the message names
+	// them with their errors.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonForeignRayService (Propagated=False): a member already has a RayService of that
+	// name that the hub did not create; the hub leaves it alone.
+	ReasonForeignRayService = "ForeignRayService"
+	// ReasonAllClustersReady (Ready=True): every placed cluster's RayService is Ready.
+	ReasonAllClustersReady = "AllClustersReady"
+	// ReasonClustersNotReady (Ready=False): the message names the clusters that are not Ready.
+	ReasonClustersNotReady = "ClustersNotReady"
+)

@@ -1,0 +1,158 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultKubeconfigKey is the Secret key read when KubeconfigSecretRef.Key is empty.
+const DefaultKubeconfigKey = "kubeconfig"
+
+// MemberClusterSpec says how the hub reaches a member and what may run there.
+type MemberClusterSpec struct {
+	// KubeconfigSecretRef names the Secret, in the hub's namespace, holding the kubeconfig the
+	// hub uses to reach the member.
+	// +required
+	KubeconfigSecretRef KubeconfigSecretRef `json:"kubeconfigSecretRef"`
+
+	// Taints keep RayServices off the member unless their PlacementPolicy tolerates them, with
+	// the same matching rules as Node taints.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute"
+	Taints []corev1.Taint `json:"taints,omitempty"`
+}
+
+// KubeconfigSecretRef names a key of a Secret in the hub's namespace (rayfleet-system unless the
+// hub is told otherwise); a namespace is deliberately absent so that a MemberCluster cannot
+// point the hub at credentials elsewhere.
+type KubeconfigSecretRef struct {
+	// Name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key of the kubeconfig in the Secret's data.
+	// +optional
+	// +kubebuilder:default=kubeconfig
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// MemberClusterStatus is the hub's view of a member: its own conditions plus a mirror of the
+// member's ClusterReport.
+type MemberClusterStatus struct {
+	// ObservedGeneration is the generation the conditions were computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Joined, Reachable, AgentReady and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// Capacity is the member's allocatable and free resources, from its ClusterReport.
+	// +optional
+	Capacity *ClusterCapacity `json:"capacity,omitempty"`
+
+	// Nodes counts the member's Nodes, from its ClusterReport.
+	// +optional
+	Nodes *NodeCounts `json:"nodes,omitempty"`
+
+	// Workloads counts the member's Ray objects, from its ClusterReport.
+	// +optional
+	Workloads *WorkloadCounts `json:"workloads,omitempty"`
+
+	// AgentVersion is the version of the member's spoke agent.
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
+
+	// KubernetesVersion is the member API server's version.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// LastHeartbeatTime is the heartbeat of the member's ClusterReport last mirrored.
+	// +optional
+	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+}
+
+// ClusterCapacity is what a member can run, by resource name: cpu, memory and every extended
+// resource (nvidia.com/gpu, google.com/tpu, ...) its Nodes advertise.
+type ClusterCapacity struct {
+	// Allocatable sums the allocatable resources of the schedulable, Ready Nodes.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+
+	// Free is Allocatable minus the requests of the non-terminal Pods bound to those Nodes.
+	// +optional
+	Free corev1.ResourceList `json:"free,omitempty"`
+}
+
+// NodeCounts counts a member's Nodes.
+type NodeCounts struct {
+	// Total is the number of Nodes.
+	// +kubebuilder:validation:Minimum=0
+	Total int32 `json:"total"`
+
+	// Ready is the number of Nodes whose Ready condition is True.
+	// +kubebuilder:validation:Minimum=0
+	Ready int32 `json:"ready"`
+}
+
+// WorkloadCounts counts the Ray objects on a member.
+type WorkloadCounts struct {
+	// RayClusters is the number of RayClusters, those of RayServices included.
+	// +kubebuilder:validation:Minimum=0
+	RayClusters int32 `json:"rayClusters"`
+
+	// RayServices is the number of RayServices.
+	// +kubebuilder:validation:Minimum=0
+	RayServices int32 `json:"rayServices"`
+
+	// RayServicesReady is the number of RayServices whose Ready condition is True.
+	// +kubebuilder:validation:Minimum=0
+	RayServicesReady int32 `json:"rayServicesReady"`
+}
+
+// MemberCluster is a cluster the hub may place RayServices on. Its name identifies the member
+// everywhere (bindings, policies, the CLI), hence a DNS label.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=mc,categories=rayfleet
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="Reachable")].status`
+// +kubebuilder:printcolumn:name="AgentReady",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`
+// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatTime`
+// +kubebuilder:printcolumn:name="Kubernetes",type=string,JSONPath=`.status.kubernetesVersion`,priority=1
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agentVersion`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a MemberCluster name must be a DNS label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
+type MemberCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is how the hub reaches the member and what may run there.
+	// +required
+	Spec MemberClusterSpec `json:"spec"`
+
+	// Status is the member's state as the hub sees it.
+	// +optional
+	Status MemberClusterStatus `json:"status,omitempty"`
+}
+
+// MemberClusterList is a list of MemberClusters.
+// +kubebuilder:object:root=true
+type MemberClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the MemberClusters.
+	Items []MemberCluster `json:"items"`
+}

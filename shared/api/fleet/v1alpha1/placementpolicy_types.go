@@ -1,0 +1,205 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultPlacementPolicyName is the policy a namespace's RayServices use when they name none.
+const DefaultPlacementPolicyName = "default"
+
+// Defaults of the optional PlacementPolicy fields. The CRD applies them when the enclosing
+// object is present; code reading a policy built in Go (or the hub's built-in default policy)
+// uses these constants for nil fields.
+const (
+	// DefaultClusters is how many clusters a RayService runs on.
+	DefaultClusters int32 = 1
+	// DefaultMaxUnavailableClusters is how many clusters a Rolling rollout updates at once. It
+	// is not a CRD default because it does not apply to BlueGreen.
+	DefaultMaxUnavailableClusters int32 = 1
+	// DefaultSoakSeconds is how long an updated cluster must stay Ready before the next wave.
+	DefaultSoakSeconds int32 = 60
+	// DefaultProgressDeadlineSeconds is how long one wave may take before the rollout stalls.
+	DefaultProgressDeadlineSeconds int32 = 600
+	// DefaultFailoverTolerationSeconds is how long a member may be not Ready before its
+	// RayServices are moved; long enough to ride out an API server restart.
+	DefaultFailoverTolerationSeconds int64 = 300
+)
+
+// RolloutType is how a spec change reaches the placed clusters.
+// +kubebuilder:validation:Enum=Rolling;BlueGreen
+type RolloutType string
+
+const (
+	// RolloutRolling updates the placed clusters in waves of maxUnavailableClusters.
+	RolloutRolling RolloutType = "Rolling"
+	// RolloutBlueGreen brings the new spec up on a fresh set of clusters, then shifts traffic.
+	RolloutBlueGreen RolloutType = "BlueGreen"
+)
+
+// PlacementPolicySpec says where a RayService runs and how changes and failures are handled.
+// ClusterSelector, ClusterNames and Tolerations all restrict the candidates: a cluster must
+// satisfy every one that is set.
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterNames) || !has(self.clusters) || self.clusters <= size(self.clusterNames)",message="clusters cannot exceed the number of clusterNames"
+type PlacementPolicySpec struct {
+	// ClusterSelector selects candidate MemberClusters by label; empty or absent selects all.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// ClusterNames restricts the candidates to these MemberClusters.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ClusterNames []string `json:"clusterNames,omitempty"`
+
+	// Tolerations let the RayService run on MemberClusters with matching taints.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Clusters is how many clusters the RayService runs on.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Clusters *int32 `json:"clusters,omitempty"`
+
+	// SpreadBy is a MemberCluster label key (e.g. topology.kubernetes.io/region) whose values
+	// the chosen clusters should differ in, as far as the candidates allow.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="spreadBy must be a label key: an optional DNS subdomain prefix and '/', then a name of at most 63 alphanumerics, '-', '_' or '.'"
+	SpreadBy string `json:"spreadBy,omitempty"`
+
+	// Overrides patch the RayService spec on the clusters they select; when several select a
+	// cluster they apply in order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Overrides []ClusterOverride `json:"overrides,omitempty"`
+
+	// Rollout is how a spec change reaches the placed clusters; absent means Rolling with the
+	// defaults.
+	// +optional
+	Rollout *RolloutStrategy `json:"rollout,omitempty"`
+
+	// Failover is when and how a RayService leaves a member that stays not Ready; absent means
+	// the defaults.
+	// +optional
+	Failover *FailoverPolicy `json:"failover,omitempty"`
+}
+
+// ClusterOverride is a change to the RayService spec on some clusters only (a bigger GPU type in
+// one region, a different image registry, ...).
+type ClusterOverride struct {
+	// ClusterSelector selects the MemberClusters the patch applies to; an empty selector
+	// selects all of them.
+	// +required
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector"`
+
+	// Patch is a JSON merge patch (RFC 7386) applied to the RayService's spec.
+	// +required
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Patch apiextensionsv1.JSON `json:"patch"`
+}
+
+// RolloutStrategy is how a spec change reaches the placed clusters.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailableClusters) || !has(self.type) || self.type == 'Rolling'",message="maxUnavailableClusters applies to Rolling rollouts only"
+// +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.soakSeconds) || self.progressDeadlineSeconds > self.soakSeconds",message="progressDeadlineSeconds must be greater than soakSeconds"
+type RolloutStrategy struct {
+	// Type is Rolling or BlueGreen.
+	// +optional
+	// +kubebuilder:default=Rolling
+	Type RolloutType `json:"type,omitempty"`
+
+	// MaxUnavailableClusters is how many clusters a Rolling rollout updates at once
+	// (DefaultMaxUnavailableClusters when absent).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxUnavailableClusters *int32 `json:"maxUnavailableClusters,omitempty"`
+
+	// SoakSeconds is how long an updated cluster must stay Ready before it counts as done.
+	// +optional
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=0
+	SoakSeconds *int32 `json:"soakSeconds,omitempty"`
+
+	// ProgressDeadlineSeconds is how long a wave may take before the rollout is reported stalled.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// AutoRollback returns the clusters to the last good spec when the rollout stalls.
+	// +optional
+	AutoRollback bool `json:"autoRollback,omitempty"`
+}
+
+// FailoverPolicy is when and how a RayService leaves a member that stays not Ready.
+type FailoverPolicy struct {
+	// TolerationSeconds is how long a member may be not Ready before its RayServices are
+	// placed elsewhere.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
+
+	// GracefulPurge keeps the copy on a member that returns after failover until the
+	// replacement cluster's copy is Ready; otherwise that copy is deleted as soon as the
+	// member is reachable again.
+	// +optional
+	GracefulPurge bool `json:"gracefulPurge,omitempty"`
+}
+
+// PlacementPolicyStatus says whether the hub can use the policy.
+type PlacementPolicyStatus struct {
+	// ObservedGeneration is the generation the conditions were computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Accepted.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// PlacementPolicy says where the RayServices of its namespace that name it run (annotation
+// fleet.rayfleet.io/placement-policy), or all of them when it is named DefaultPlacementPolicyName.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=pp,categories=rayfleet
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.spec.clusters`
+// +kubebuilder:printcolumn:name="Spread By",type=string,JSONPath=`.spec.spreadBy`
+// +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.spec.rollout.type`,priority=1
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PlacementPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the policy; an empty spec places on one Ready cluster that fits.
+	// +optional
+	Spec PlacementPolicySpec `json:"spec,omitempty"`
+
+	// Status says whether the hub can use the policy.
+	// +optional
+	Status PlacementPolicyStatus `json:"status,omitempty"`
+}
+
+// PlacementPolicyList is a list of PlacementPolicies.
+// +kubebuilder:object:root=true
+type PlacementPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the PlacementPolicies.
+	Items []PlacementPolicy `json:"items"`
+}
