@@ -122,6 +122,7 @@ func runSuite(m *testing.M) int {
 		"--zap-devel",
 		"--dashboard-address-template=" + raydashboard.DashboardTemplate(dashURL),
 		"--serve-proxy-address-template=" + raydashboard.ProxyTemplate(dashURL),
+		"--report-interval=2s", // the ClusterReport test waits for a second heartbeat
 	}
 	if _, err = env.startSpoke(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the spoke:", err)

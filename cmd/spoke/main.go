@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
@@ -33,6 +34,7 @@ import (
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/raycluster"
 	"github.com/rayfleet/rayfleet/spoke/rayservice"
+	"github.com/rayfleet/rayfleet/spoke/reporter"
 )
 
 // Leader election and events are the manager's own needs, not a reconciler's, so their RBAC
@@ -68,6 +70,7 @@ type flags struct {
 	watchNamespaces         string
 	dashboardTemplate       string
 	proxyTemplate           string
+	reportInterval          time.Duration
 	zap                     zap.Options
 }
 
@@ -110,6 +113,8 @@ func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
 		"How the spoke reaches the Ray Serve proxy of a head Pod (its health check): a URL template with "+
 			"{namespace}, {cluster}, {pod}, {podIP} and {port}. The default uses the Pod IP; set it when the "+
 			"spoke runs outside the member's network (the local fleet maps it to a loopback stand-in).")
+	fs.DurationVar(&f.reportInterval, "report-interval", reporter.DefaultInterval,
+		"How often the spoke writes the member's ClusterReport (heartbeat, capacity, counts) for the hub; 0 turns reporting off.")
 	// ISO 8601 timestamps, as KubeRay logs them, unless --zap-time-encoding says otherwise.
 	f.zap.TimeEncoder = zapcore.ISO8601TimeEncoder
 	f.zap.BindFlags(fs)
@@ -184,10 +189,13 @@ func run(args []string) error {
 	if err = setupReconcilers(mgr, opts); err != nil {
 		return err
 	}
+	if err = setupReporter(mgr, f.reportInterval); err != nil {
+		return err
+	}
 
 	setupLog.Info("starting spoke", "version", version, "watchNamespaces", f.watchNamespaces,
 		"maxConcurrentReconciles", opts.rayCluster.MaxConcurrentReconciles,
-		"gatewayAPI", opts.rayService.GatewayAPI,
+		"gatewayAPI", opts.rayService.GatewayAPI, "reportInterval", f.reportInterval,
 		"dashboardAddressTemplate", f.dashboardTemplate, "serveProxyAddressTemplate", f.proxyTemplate)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running manager: %w", err)
@@ -226,6 +234,25 @@ func newManager(restCfg *rest.Config, f flags) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("adding readyz check: %w", err)
 	}
 	return mgr, nil
+}
+
+// setupReporter adds the ClusterReport reporter to mgr; interval 0 leaves it out (a member
+// not joined to a hub, or one without the ClusterReport CRD).
+func setupReporter(mgr ctrl.Manager, interval time.Duration) error {
+	if interval == 0 {
+		return nil
+	}
+	if interval < 0 {
+		return fmt.Errorf("--report-interval must not be negative, got %s", interval)
+	}
+	rep, err := reporter.New(mgr, reporter.Options{Interval: interval, AgentVersion: version})
+	if err != nil {
+		return fmt.Errorf("setting up the ClusterReport reporter: %w", err)
+	}
+	if err := mgr.Add(rep); err != nil {
+		return fmt.Errorf("adding the ClusterReport reporter: %w", err)
+	}
+	return nil
 }
 
 // setupReconcilers registers the RayCluster and RayService reconcilers with mgr.

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
+	"github.com/rayfleet/rayfleet/spoke/reporter"
 )
 
 func TestParseNamespaces(t *testing.T) {
@@ -153,6 +155,7 @@ func TestParseArgs(t *testing.T) {
 				metricsAddr: ":8080", probeAddr: ":8081", leaderElectionID: defaultLeaderElectionID,
 				qps: defaultQPS, burst: defaultBurst,
 				dashboardTemplate: dashboard.DefaultDashboardTemplate, proxyTemplate: dashboard.DefaultProxyTemplate,
+				reportInterval: reporter.DefaultInterval,
 			},
 			wantWorkers: 16,
 		},
@@ -165,12 +168,14 @@ func TestParseArgs(t *testing.T) {
 				"--kubeconfig=/dev/null", "--zap-devel",
 				"--dashboard-address-template=http://127.0.0.1:9/{namespace}/{service}",
 				"--serve-proxy-address-template=http://127.0.0.1:9/proxy/{podIP}",
+				"--report-interval=30s",
 			},
 			want: flags{
 				metricsAddr: "0", probeAddr: ":9000", leaderElect: true, leaderElectionID: "x",
 				leaderElectionNamespace: "sys", qps: 500, burst: 1000, watchNamespaces: "a,b",
 				dashboardTemplate: "http://127.0.0.1:9/{namespace}/{service}",
 				proxyTemplate:     "http://127.0.0.1:9/proxy/{podIP}",
+				reportInterval:    30 * time.Second,
 			},
 			wantWorkers: 4,
 			wantDevel:   true,
@@ -182,6 +187,7 @@ func TestParseArgs(t *testing.T) {
 				metricsAddr: ":8080", probeAddr: ":8081", leaderElectionID: defaultLeaderElectionID,
 				qps: defaultQPS, burst: defaultBurst,
 				dashboardTemplate: dashboard.DefaultDashboardTemplate, proxyTemplate: dashboard.DefaultProxyTemplate,
+				reportInterval: reporter.DefaultInterval,
 			},
 			wantWorkers: 16,
 		},
