@@ -1,0 +1,6 @@
+// Package propagation holds the pure decisions of the hub's propagation step: the member copy of
+// a hub RayService (overrides applied, origin recorded), whose copy a member object is, whether a
+// member copy drifted from what the hub would apply, and which copies a placement change
+// removes. Nothing here calls an API server; the executor that applies and deletes lives apart
+// so that these decisions are tested with plain tables.
+package propagation

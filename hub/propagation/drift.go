@@ -1,0 +1,177 @@
+package propagation
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// Drifted reports whether applying desired (built by MemberRayService) to the member would
+// change member: a spec field desired sets has another value on the member, a label or
+// annotation desired sets is missing or different, or a label or annotation the hub applied
+// earlier (per the member's managedFields) is no longer desired. A nil member has drifted.
+//
+// The spec comparison is "desired is contained in member", not equality, because the member's
+// API server adds CRD defaults (a container port's protocol, say) and other writers may add
+// fields the hub does not set; a server-side apply would change neither, so counting them
+// would re-apply forever. Lists must match in length, element by element, because most lists
+// of a RayService are atomic to server-side apply. Status, managedFields (other than as the
+// record of what the hub owns), resourceVersion and the rest of the metadata never count.
+func Drifted(desired, member *rayv1.RayService) bool {
+	if member == nil {
+		return true
+	}
+	if desired == nil {
+		return false
+	}
+	if !keysContained(desired.Labels, member.Labels) || !keysContained(desired.Annotations, member.Annotations) {
+		return true
+	}
+	if hubOwnedKeysDropped(desired, member) {
+		return true
+	}
+	return !specContained(&desired.Spec, &member.Spec)
+}
+
+// keysContained reports whether every key of want is in have with the same value.
+func keysContained(want, have map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// hubOwnedKeysDropped reports whether the member carries a label or annotation that the hub
+// applied earlier and no longer wants: applying again removes it, so it is drift. Keys are
+// read from the managedFields entries of the hub's field manager; a member without them (not
+// written by apply) has nothing to report here.
+func hubOwnedKeysDropped(desired, member *rayv1.RayService) bool {
+	for i := range member.ManagedFields {
+		mf := &member.ManagedFields[i]
+		if mf.Manager != labels.HubFieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var owned struct {
+			Metadata struct {
+				Labels      map[string]json.RawMessage `json:"f:labels"`
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		// Unreadable field sets are the server's business, not drift: skip them.
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &owned); err != nil {
+			continue
+		}
+		if ownedKeyMissing(owned.Metadata.Labels, desired.Labels, member.Labels) ||
+			ownedKeyMissing(owned.Metadata.Annotations, desired.Annotations, member.Annotations) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownedKeyMissing reports whether a key in the field set ("f:<key>") is still on the member but
+// not desired.
+func ownedKeyMissing(fieldSet map[string]json.RawMessage, desired, member map[string]string) bool {
+	for f := range fieldSet {
+		k, ok := strings.CutPrefix(f, "f:")
+		if !ok {
+			continue
+		}
+		if _, want := desired[k]; want {
+			continue
+		}
+		if _, has := member[k]; has {
+			return true
+		}
+	}
+	return false
+}
+
+// specContained reports whether every field desired sets has the same value in member,
+// comparing the JSON forms that apply sends and the server stores.
+func specContained(desired, member *rayv1.RayServiceSpec) bool {
+	want, errWant := jsonValue(desired)
+	have, errHave := jsonValue(member)
+	if errWant != nil || errHave != nil {
+		// A spec that cannot be encoded cannot be compared; re-applying is the safe answer.
+		return false
+	}
+	return contained(want, have)
+}
+
+// jsonValue is v as generic JSON with numbers kept as written.
+func jsonValue(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// contained reports whether the generic JSON value want is contained in have: objects by key
+// (a null or empty value in want is "not set"), lists element by element with equal length,
+// scalars by equality.
+func contained(want, have any) bool {
+	switch w := want.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return len(w) == 0 && have == nil
+		}
+		for k, wv := range w {
+			hv, present := h[k]
+			if !present && !isEmpty(wv) {
+				return false
+			}
+			if present && !contained(wv, hv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok {
+			return len(w) == 0 && have == nil
+		}
+		if len(w) != len(h) {
+			return false
+		}
+		for i := range w {
+			if !contained(w[i], h[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return want == have
+	}
+}
+
+// isEmpty reports whether a generic JSON value sets nothing: null, {} or [].
+func isEmpty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	default:
+		return false
+	}
+}
