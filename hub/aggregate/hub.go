@@ -1,0 +1,180 @@
+package aggregate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// Reasons of the hub RayService's UpgradeInProgress condition. KubeRay's own reasons speak of
+// one RayService's active and pending RayClusters, which the hub does not have.
+const (
+	// ReasonClustersUpgrading (UpgradeInProgress=True): some placed members upgrade; the
+	// message names them.
+	ReasonClustersUpgrading rayv1.RayServiceConditionReason = "ClustersUpgrading"
+	// ReasonNoClusterUpgrading (UpgradeInProgress=False): no placed member upgrades.
+	ReasonNoClusterUpgrading rayv1.RayServiceConditionReason = "NoClusterUpgrading"
+)
+
+// Why a placed cluster counts as not ready although its own Ready condition may say otherwise.
+const (
+	notPropagated    = "not yet propagated"
+	notObservedFmt   = "member has not observed the current spec (its status is for generation %d)"
+	noReadyCondition = "member reports no Ready condition yet"
+	notPlacedMessage = "0/0 clusters ready; the RayService is not placed on any cluster"
+)
+
+// maxMessageLength is the API server's limit on a condition message; a longer one would make
+// the whole status write fail, and a fleet of failing members can produce one.
+const maxMessageLength = 32768
+
+// HubStatus computes the hub RayService's status from the binding's per-cluster entries and the
+// clusters the RayService is placed on. Ready is True only when every placed cluster has an
+// entry for the current spec whose Ready condition is True; the message names every other
+// cluster and why. UpgradeInProgress is True while any placed member upgrades.
+// numServeEndpoints is summed and the Serve applications merged worst-first over the placed
+// clusters' entries (entries of clusters no longer placed are left out: the hub status speaks
+// of the placement, the binding keeps the rest). serviceStatus is Running iff Ready is True.
+//
+// The hub's other conditions are kept, and Ready and UpgradeInProgress keep their
+// lastTransitionTime while their status does not change (meta.SetStatusCondition). The result
+// has KubeRay's shape: the merged applications in activeServiceStatus, pendingServiceStatus
+// empty, as nothing is pending on the hub itself. hub is not modified.
+func HubStatus(hub *rayv1.RayService, placed []string, clusters []fleetv1alpha1.ClusterStatus, now metav1.Time) rayv1.RayServiceStatuses {
+	now = now.Rfc3339Copy()
+	st := rayv1.RayServiceStatuses{
+		Conditions:         slices.Clone(hub.Status.Conditions),
+		LastUpdateTime:     &now,
+		ObservedGeneration: hub.Generation,
+	}
+
+	names := slices.Compact(slices.Sorted(slices.Values(placed)))
+	entries := make([]*fleetv1alpha1.ClusterStatus, 0, len(names))
+	byName := make(map[string]*fleetv1alpha1.ClusterStatus, len(clusters))
+	for i := range clusters {
+		byName[clusters[i].Name] = &clusters[i]
+	}
+	for _, n := range names {
+		if e := byName[n]; e != nil {
+			entries = append(entries, e)
+			st.NumServeEndpoints += max(e.NumServeEndpoints, 0)
+		}
+	}
+
+	setReady(&st, names, byName, now)
+	setUpgrading(&st, entries, now)
+	st.ActiveServiceStatus.Applications = mergeApplications(entries)
+	if meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayServiceReady)) {
+		st.ServiceStatus = rayv1.Running
+	}
+	return st
+}
+
+// setReady sets Ready from the placed clusters, all of which must be ready.
+func setReady(st *rayv1.RayServiceStatuses, names []string, byName map[string]*fleetv1alpha1.ClusterStatus, now metav1.Time) {
+	if len(names) == 0 {
+		// Nothing placed is not "all ready": the binding's Placed condition says why.
+		setCondition(st, rayv1.RayServiceReady, metav1.ConditionFalse, fleetv1alpha1.ReasonClustersNotReady, notPlacedMessage, now)
+		return
+	}
+	var notReady []string
+	for _, n := range names {
+		if why := notReadyReason(byName[n]); why != "" {
+			notReady = append(notReady, n+": "+why)
+		}
+	}
+	msg := fmt.Sprintf("%d/%d clusters ready", len(names)-len(notReady), len(names))
+	if len(notReady) == 0 {
+		setCondition(st, rayv1.RayServiceReady, metav1.ConditionTrue, fleetv1alpha1.ReasonAllClustersReady, msg, now)
+		return
+	}
+	msg += "; " + strings.Join(notReady, "; ")
+	setCondition(st, rayv1.RayServiceReady, metav1.ConditionFalse, fleetv1alpha1.ReasonClustersNotReady, msg, now)
+}
+
+// notReadyReason says why a placed cluster is not ready, "" when it is.
+func notReadyReason(e *fleetv1alpha1.ClusterStatus) string {
+	switch {
+	case e == nil || e.LastSeenTime == nil:
+		return notPropagated
+	case e.SpecHash == "":
+		return fmt.Sprintf(notObservedFmt, e.ObservedGeneration)
+	}
+	c := meta.FindStatusCondition(e.Conditions, string(rayv1.RayServiceReady))
+	switch {
+	case c == nil:
+		return noReadyCondition
+	case c.Status == metav1.ConditionTrue:
+		return ""
+	case c.Message == "":
+		return c.Reason
+	default:
+		return fmt.Sprintf("%s (%s)", c.Reason, c.Message)
+	}
+}
+
+// setUpgrading sets UpgradeInProgress from the placed members' own upgrades. A member upgrades
+// while its UpgradeInProgress condition is True or it has a pending RayCluster: the pending
+// cluster appears in the status before the condition is recomputed.
+func setUpgrading(st *rayv1.RayServiceStatuses, entries []*fleetv1alpha1.ClusterStatus, now metav1.Time) {
+	var upgrading []string
+	for _, e := range entries {
+		if e.PendingRayCluster != "" || meta.IsStatusConditionTrue(e.Conditions, string(rayv1.UpgradeInProgress)) {
+			upgrading = append(upgrading, e.Name)
+		}
+	}
+	if len(upgrading) == 0 {
+		setCondition(st, rayv1.UpgradeInProgress, metav1.ConditionFalse, string(ReasonNoClusterUpgrading),
+			"no cluster is upgrading", now)
+		return
+	}
+	msg := fmt.Sprintf("%d/%d clusters upgrading: %s", len(upgrading), len(entries), strings.Join(upgrading, ", "))
+	setCondition(st, rayv1.UpgradeInProgress, metav1.ConditionTrue, string(ReasonClustersUpgrading), msg, now)
+}
+
+// setCondition sets one of the hub RayService's conditions for its current generation.
+func setCondition(st *rayv1.RayServiceStatuses, t rayv1.RayServiceConditionType, status metav1.ConditionStatus,
+	reason, msg string, now metav1.Time,
+) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type:               string(t),
+		Status:             status,
+		Reason:             reason,
+		Message:            truncate(msg),
+		ObservedGeneration: st.ObservedGeneration,
+		LastTransitionTime: now,
+	})
+}
+
+// truncate cuts a message to what the API server accepts, on a rune boundary.
+func truncate(msg string) string {
+	if len(msg) <= maxMessageLength {
+		return msg
+	}
+	return strings.ToValidUTF8(msg[:maxMessageLength], "")
+}
+
+// Changed reports whether the hub status must be written: whether next differs from prev in
+// anything but the lastUpdateTime fields, which change on every computation.
+func Changed(prev, next *rayv1.RayServiceStatuses) bool {
+	if prev == nil || next == nil {
+		return prev != next
+	}
+	return !equality.Semantic.DeepEqual(withoutUpdateTimes(prev), withoutUpdateTimes(next))
+}
+
+// withoutUpdateTimes returns a copy of st with its lastUpdateTime fields cleared.
+func withoutUpdateTimes(st *rayv1.RayServiceStatuses) *rayv1.RayServiceStatuses {
+	c := st.DeepCopy()
+	c.LastUpdateTime = nil
+	c.ActiveServiceStatus.RayClusterStatus.LastUpdateTime = nil
+	c.PendingServiceStatus.RayClusterStatus.LastUpdateTime = nil
+	return c
+}
