@@ -1,11 +1,16 @@
-// Command rayfleet is RayFleet's command line. Only `version` works today; `join`, `unjoin`,
-// `status` and `dev` land with later issues.
+// Command rayfleet is RayFleet's command line: `join` and `unjoin` members, the fleet's
+// `status`, and `version`; `dev` lands with a later issue.
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/utils/clock"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -17,21 +22,33 @@ Usage:
   rayfleet <command>
 
 Commands:
-  version   Print the version.
-
-Coming with later issues:
   join      Join a member cluster to the hub.
   unjoin    Remove a member cluster from the hub.
   status    Show the fleet's status.
+  version   Print the version.
+
+Coming with a later issue:
   dev       Run a local fleet (hub and two members) to try RayFleet out.
+
+Run 'rayfleet <command> -h' for a command's flags.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// run executes one command and returns the process exit code: 0 on success, 2 on a usage error.
-func run(args []string, stdout, stderr io.Writer) int {
+// run executes one command and returns the process exit code: 0 on success, 1 when the
+// command failed, 2 on a usage error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWith(ctx, args, streams{stdout: stdout, stderr: stderr, clock: clock.RealClock{}})
+}
+
+// runWith is run with the clock injected.
+func runWith(ctx context.Context, args []string, s streams) int {
+	stdout, stderr := s.stdout, s.stderr
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -43,7 +60,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "join", "unjoin", "status", "dev":
+	case "join":
+		return runCommand(ctx, args[0], join, args[1:], s)
+	case "unjoin":
+		return runCommand(ctx, args[0], unjoin, args[1:], s)
+	case "status":
+		return runCommand(ctx, args[0], status, args[1:], s)
+	case "dev":
 		fmt.Fprintf(stderr, "rayfleet %s is not yet available: it lands with a later issue\n", args[0])
 		return 2
 	default:

@@ -17,13 +17,17 @@ func TestRun(t *testing.T) {
 		{name: "no command", wantCode: 2, wantStderr: "Usage:"},
 		{name: "version", args: []string{"version"}, wantCode: 0, wantStdout: version + "\n"},
 		{name: "help", args: []string{"--help"}, wantCode: 0, wantStdout: "Commands:"},
-		{name: "later command", args: []string{"join", "m1"}, wantCode: 2, wantStderr: "rayfleet join is not yet available"},
+		{name: "later command", args: []string{"dev"}, wantCode: 2, wantStderr: "rayfleet dev is not yet available"},
+		{name: "join help", args: []string{"join", "-h"}, wantCode: 0, wantStderr: "sigs.k8s.io/multicluster-runtime-kubeconfig=true"},
+		{name: "join usage error", args: []string{"join", "m1"}, wantCode: 2, wantStderr: "unexpected arguments: m1"},
+		{name: "status usage error", args: []string{"status", "-n", "a", "-A"}, wantCode: 2, wantStderr: "mutually exclusive"},
+		{name: "status unreachable", args: []string{"status", "--hub-kubeconfig", "/nonexistent/kubeconfig"}, wantCode: 1, wantStderr: "rayfleet status: loading the hub's kubeconfig"},
 		{name: "unknown", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run(tt.args, &stdout, &stderr); code != tt.wantCode {
+			if code := run(t.Context(), tt.args, &stdout, &stderr); code != tt.wantCode {
 				t.Errorf("exit code = %d, want %d", code, tt.wantCode)
 			}
 			if !strings.Contains(stdout.String(), tt.wantStdout) {

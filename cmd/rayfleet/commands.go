@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/fleetstatus"
+	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
+	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
+)
+
+// connected is one cluster selected by clusterFlags.
+type connected struct {
+	membership.Cluster
+	// namespace is the context's namespace, "default" when it sets none.
+	namespace string
+}
+
+// connect builds a client for the cluster c selects, with kubectl's loading rules.
+func connect(c clusterFlags, role string) (*connected, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context})
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the %s's kubeconfig: %w", role, err)
+	}
+	namespace, _, err := loader.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s context's namespace: %w", role, err)
+	}
+	scheme, err := rfscheme.New()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the %s at %s: %w", role, cfg.Host, err)
+	}
+	return &connected{Cluster: membership.Cluster{Client: cl, Config: cfg}, namespace: namespace}, nil
+}
+
+// streams is where a command writes, and the clock heartbeat ages are measured with.
+type streams struct {
+	stdout, stderr io.Writer
+	clock          clock.PassiveClock
+}
+
+// commandFunc runs one command.
+type commandFunc func(ctx context.Context, args []string, s streams) error
+
+// runCommand maps a command's outcome to an exit code: 0 on success or -h, 2 on a usage
+// error (already printed by the flag set), 1 otherwise.
+func runCommand(ctx context.Context, name string, cmd commandFunc, args []string, s streams) int {
+	err := cmd(ctx, args, s)
+	var uerr usageErr
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, &uerr):
+		return 2
+	default:
+		fmt.Fprintf(s.stderr, "rayfleet %s: %v\n", name, err)
+		return 1
+	}
+}
+
+// usageErr marks errors of the command line itself.
+type usageErr struct{ error }
+
+func (e usageErr) Unwrap() error { return e.error }
+
+func join(ctx context.Context, args []string, s streams) error {
+	a, err := parseJoin(args, s.stderr)
+	if err != nil {
+		return usageErr{err}
+	}
+	hub, err := connect(a.hub, "hub")
+	if err != nil {
+		return err
+	}
+	member, err := connect(a.member, "member")
+	if err != nil {
+		return err
+	}
+	res, err := membership.Join(ctx, hub.Cluster, member.Cluster, membership.JoinOptions{
+		Name: a.name, HubNamespace: a.hubNamespace, MemberServer: a.memberServer, TokenTimeout: a.tokenTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.stdout, "member %s joined: the hub reaches %s with the kubeconfig in Secret %s\n", a.name, res.Server, res.Secret)
+	return nil
+}
+
+func unjoin(ctx context.Context, args []string, s streams) error {
+	a, err := parseUnjoin(args, s.stderr)
+	if err != nil {
+		return usageErr{err}
+	}
+	hub, err := connect(a.hub, "hub")
+	if err != nil {
+		return err
+	}
+	var memberClient client.Client
+	if a.member.given() {
+		member, err := connect(a.member, "member")
+		if err != nil {
+			return err
+		}
+		memberClient = member.Client
+	}
+	if err := membership.Unjoin(ctx, hub.Client, memberClient, a.name, a.hubNamespace); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.stdout, "member %s unjoined\n", a.name)
+	return nil
+}
+
+func status(ctx context.Context, args []string, s streams) error {
+	a, err := parseStatus(args, s.stderr)
+	if err != nil {
+		return usageErr{err}
+	}
+	hub, err := connect(a.hub, "hub")
+	if err != nil {
+		return err
+	}
+	namespace := a.namespace
+	switch {
+	case a.allNamespaces:
+		namespace = ""
+	case namespace == "":
+		namespace = hub.namespace
+	}
+	fleet, err := fleetstatus.Read(ctx, hub.Client, namespace)
+	if err != nil {
+		return err
+	}
+	return fleetstatus.Write(s.stdout, fleet, s.clock.Now())
+}

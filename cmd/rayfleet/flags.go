@@ -1,0 +1,187 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// errHelp is returned when -h was asked for: the usage is printed and the exit code is 0.
+var errHelp = flag.ErrHelp
+
+// clusterFlags select one cluster from a kubeconfig; empty fields mean kubectl's defaults
+// ($KUBECONFIG or ~/.kube/config, its current context).
+type clusterFlags struct {
+	kubeconfig string
+	context    string
+}
+
+// given says whether either flag was set.
+func (c clusterFlags) given() bool { return c.kubeconfig != "" || c.context != "" }
+
+func (c *clusterFlags) register(fs *flag.FlagSet, prefix, what string) {
+	fs.StringVar(&c.kubeconfig, prefix+"-kubeconfig", "", "kubeconfig file of the "+what+" (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&c.context, prefix+"-context", "", "kubeconfig context of the "+what+" (default the current context)")
+}
+
+// joinArgs are the flags of `rayfleet join`.
+type joinArgs struct {
+	hub, member  clusterFlags
+	name         string
+	hubNamespace string
+	memberServer string
+	tokenTimeout time.Duration
+}
+
+// unjoinArgs are the flags of `rayfleet unjoin`.
+type unjoinArgs struct {
+	hub, member  clusterFlags
+	name         string
+	hubNamespace string
+}
+
+// statusArgs are the flags of `rayfleet status`.
+type statusArgs struct {
+	hub           clusterFlags
+	namespace     string
+	allNamespaces bool
+}
+
+const joinUsage = `Usage: rayfleet join --name NAME [flags]
+
+Joins a member cluster to the hub. On the member it ensures the namespace %[1]s, the
+ServiceAccount %[2]s, the ClusterRole and ClusterRoleBinding %[3]s (RayServices, Namespaces
+and ClusterReports only: no Secrets, no Pods) and the long-lived token Secret %[1]s/%[4]s,
+and waits for the token controller to fill it. On the hub it ensures the hub namespace, a
+Secret NAME there holding the member's kubeconfig under the key %[5]q and labelled
+%[6]s=true (the label the hub's kubeconfig provider engages members by; it names the member
+after the Secret), and the MemberCluster NAME referencing it. Re-running updates everything;
+the token is never printed.
+
+Flags:
+`
+
+const unjoinUsage = `Usage: rayfleet unjoin --name NAME [flags]
+
+Removes a member from the hub: deletes the MemberCluster NAME and the kubeconfig Secret NAME in
+the hub namespace. With --member-kubeconfig or --member-context it also deletes the hub's
+ServiceAccount, ClusterRole, ClusterRoleBinding and token Secret on the member, revoking the
+token; the member's namespace stays.
+
+Flags:
+`
+
+const statusUsage = `Usage: rayfleet status [flags]
+
+Prints where each RayService runs (from the hub's RayServiceBindings: status, Ready condition,
+Serve endpoints and spec revision per cluster) and how each member is doing (from the
+MemberClusters: Ready, free accelerators by resource name, free CPU, heartbeat age).
+
+Flags:
+`
+
+// newFlagSet returns a flag set that reports errors instead of exiting and prints usage (the
+// command's text, then its flags) to stderr.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("rayfleet "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
+	a := &joinArgs{}
+	usage := fmt.Sprintf(joinUsage, membership.MemberNamespace, membership.ServiceAccountName,
+		membership.ClusterRoleName, membership.TokenSecretName, membership.KubeconfigKey, membership.ProviderSecretLabel)
+	fs := newFlagSet("join", usage, stderr)
+	a.hub.register(fs, "hub", "hub")
+	a.member.register(fs, "member", "member")
+	fs.StringVar(&a.name, "name", "", "name of the member (a DNS label); names the MemberCluster and the kubeconfig Secret")
+	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
+	fs.StringVar(&a.memberServer, "member-server", "", "member API server URL as the hub reaches it (default the member context's)")
+	fs.DurationVar(&a.tokenTimeout, "token-timeout", membership.DefaultTokenTimeout, "how long to wait for the member's token controller")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if !a.member.given() {
+		return nil, usageError(fs, "--member-kubeconfig or --member-context is required")
+	}
+	if a.tokenTimeout <= 0 {
+		return nil, usageError(fs, "--token-timeout must be positive")
+	}
+	return a, checkNames(fs, a.name, a.hubNamespace)
+}
+
+func parseUnjoin(args []string, stderr io.Writer) (*unjoinArgs, error) {
+	a := &unjoinArgs{}
+	fs := newFlagSet("unjoin", unjoinUsage, stderr)
+	a.hub.register(fs, "hub", "hub")
+	a.member.register(fs, "member", "member (optional: also removes the hub's identity there)")
+	fs.StringVar(&a.name, "name", "", "name of the member")
+	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	return a, checkNames(fs, a.name, a.hubNamespace)
+}
+
+func parseStatus(args []string, stderr io.Writer) (*statusArgs, error) {
+	a := &statusArgs{}
+	fs := newFlagSet("status", statusUsage, stderr)
+	a.hub.register(fs, "hub", "hub")
+	fs.StringVar(&a.namespace, "n", "", "namespace of the RayServices (default the hub context's namespace)")
+	fs.StringVar(&a.namespace, "namespace", "", "same as -n")
+	fs.BoolVar(&a.allNamespaces, "A", false, "RayServices of every namespace")
+	fs.BoolVar(&a.allNamespaces, "all-namespaces", false, "same as -A")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if a.allNamespaces && a.namespace != "" {
+		return nil, usageError(fs, "-n and -A are mutually exclusive")
+	}
+	return a, nil
+}
+
+// parse parses args and refuses positional arguments, which are a mistake with these commands
+// (`join m1` instead of `join --name m1`).
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "unexpected arguments: "+strings.Join(fs.Args(), " "))
+	}
+	return nil
+}
+
+// checkNames validates the member name and hub namespace before any API call.
+func checkNames(fs *flag.FlagSet, name, hubNamespace string) error {
+	if name == "" {
+		return usageError(fs, "--name is required")
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return usageError(fs, fmt.Sprintf("--name %q: %s", name, strings.Join(errs, "; ")))
+	}
+	if errs := validation.IsDNS1123Label(hubNamespace); len(errs) > 0 {
+		return usageError(fs, fmt.Sprintf("--hub-namespace %q: %s", hubNamespace, strings.Join(errs, "; ")))
+	}
+	return nil
+}
+
+// usageError prints msg to the flag set's output, as flag does for its own errors, and
+// returns it.
+func usageError(fs *flag.FlagSet, msg string) error {
+	fmt.Fprintf(fs.Output(), "%s: %s\n", fs.Name(), msg)
+	return errors.New(msg)
+}

@@ -1,0 +1,159 @@
+package fleetstatus
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// Values shown where a column has nothing to show.
+const (
+	none = "-"
+	// statusPending: the cluster is chosen but its copy is not running yet (or not seen yet).
+	statusPending = "Pending"
+	// statusRemoving: the cluster is no longer chosen but its copy still runs.
+	statusRemoving = "Removing"
+	// clusterNone marks a RayService placed nowhere; its status column shows why.
+	clusterNone = "<none>"
+)
+
+// shortHashLength is enough to tell spec revisions apart at a glance, like a short Git hash.
+const shortHashLength = 8
+
+// Write prints the RayService table and the member table, separated by a blank line; now is
+// the time heartbeat ages are measured against.
+func Write(w io.Writer, f *Fleet, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "RAYSERVICE\tCLUSTER\tSTATUS\tREADY\tENDPOINTS\tREVISION")
+	for _, b := range sortedBindings(f.Bindings) {
+		for _, row := range bindingRows(&b) {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing the RayService table: %w", err)
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tREADY\tFREE GPUS\tFREE CPU\tHEARTBEAT")
+	for _, m := range sortedMembers(f.Members) {
+		fmt.Fprintln(tw, strings.Join(memberRow(&m, now), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing the member table: %w", err)
+	}
+	return nil
+}
+
+// bindingRows are one row per cluster the RayService is placed on or still runs on, by cluster
+// name; a RayService placed nowhere gets one row saying why.
+func bindingRows(b *fleetv1alpha1.RayServiceBinding) [][]string {
+	key := b.Namespace + "/" + b.Name
+	seen := make(map[string]*fleetv1alpha1.ClusterStatus, len(b.Status.Clusters))
+	names := slices.Clone(b.Spec.Clusters)
+	for i := range b.Status.Clusters {
+		cs := &b.Status.Clusters[i]
+		seen[cs.Name] = cs
+		if !slices.Contains(names, cs.Name) {
+			names = append(names, cs.Name)
+		}
+	}
+	if len(names) == 0 {
+		status := none
+		if c := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionPlaced); c != nil {
+			status = c.Reason
+		}
+		return [][]string{{key, clusterNone, status, none, none, none}}
+	}
+	slices.Sort(names)
+	rows := make([][]string, 0, len(names))
+	for _, name := range names {
+		rows = append(rows, clusterRow(key, name, slices.Contains(b.Spec.Clusters, name), seen[name], b.Spec.SpecHash))
+	}
+	return rows
+}
+
+// clusterRow is one RayService copy; cs is nil until the hub has seen the copy.
+func clusterRow(key, cluster string, chosen bool, cs *fleetv1alpha1.ClusterStatus, wantHash string) []string {
+	status := statusPending
+	if !chosen {
+		status = statusRemoving
+	}
+	if cs == nil {
+		return []string{key, cluster, status, none, none, none}
+	}
+	if chosen && cs.ServiceStatus != "" {
+		status = string(cs.ServiceStatus)
+	}
+	ready := none
+	if c := meta.FindStatusCondition(cs.Conditions, fleetv1alpha1.ConditionReady); c != nil {
+		ready = string(c.Status)
+	}
+	revision := none
+	if cs.SpecHash != "" {
+		revision = shortHash(cs.SpecHash)
+		// A copy still running an older spec is what a user looks for during a rollout.
+		if wantHash != "" && cs.SpecHash != wantHash {
+			revision += " (want " + shortHash(wantHash) + ")"
+		}
+	}
+	return []string{key, cluster, status, ready, fmt.Sprint(cs.NumServeEndpoints), revision}
+}
+
+// memberRow is one member: its Ready condition, free accelerators by resource name, free CPU
+// and the age of its last heartbeat.
+func memberRow(m *fleetv1alpha1.MemberCluster, now time.Time) []string {
+	ready := none
+	if c := meta.FindStatusCondition(m.Status.Conditions, fleetv1alpha1.ConditionReady); c != nil {
+		ready = string(c.Status)
+	}
+	gpus, cpu := none, none
+	if m.Status.Capacity != nil {
+		gpus = accelerators(m.Status.Capacity.Free)
+		if q, ok := m.Status.Capacity.Free[corev1.ResourceCPU]; ok {
+			cpu = q.String()
+		}
+	}
+	heartbeat := none
+	if t := m.Status.LastHeartbeatTime; t != nil {
+		heartbeat = duration.HumanDuration(now.Sub(t.Time)) + " ago"
+	}
+	return []string{m.Name, ready, gpus, cpu, heartbeat}
+}
+
+// accelerators lists the extended resources (GPUs, TPUs, ...) of free as name=quantity, sorted
+// by name. Extended resources are the domain-prefixed names outside kubernetes.io, the same
+// rule the scheduler uses.
+func accelerators(free corev1.ResourceList) string {
+	var parts []string
+	for name, q := range free {
+		n := string(name)
+		if !strings.Contains(n, "/") || strings.HasPrefix(n, corev1.ResourceDefaultNamespacePrefix) ||
+			strings.HasPrefix(n, corev1.DefaultResourceRequestsPrefix) {
+			continue
+		}
+		parts = append(parts, n+"="+q.String())
+	}
+	if len(parts) == 0 {
+		return none
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// shortHash is the first shortHashLength characters of a spec hash.
+func shortHash(h string) string {
+	if len(h) <= shortHashLength {
+		return h
+	}
+	return h[:shortHashLength]
+}

@@ -1,0 +1,187 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// Defaults of JoinOptions.
+const (
+	// DefaultTokenTimeout bounds the wait for the token controller: it fills a new token
+	// Secret within a second or two, so a minute means it is not running.
+	DefaultTokenTimeout = time.Minute
+	// DefaultPollInterval is how often the token Secret is read while waiting.
+	DefaultPollInterval = 500 * time.Millisecond
+)
+
+// hubUser names the credentials in the generated kubeconfig.
+const hubUser = "rayfleet-hub"
+
+// Cluster is one API server join talks to.
+type Cluster struct {
+	// Client writes to the cluster; its scheme must know the built-in and fleet kinds.
+	Client client.Client
+	// Config is what Client was built from; on the member its server and CA go into the hub's
+	// kubeconfig.
+	Config *rest.Config
+}
+
+// JoinOptions says which member joins which hub.
+type JoinOptions struct {
+	// Name of the MemberCluster, and of its kubeconfig Secret in HubNamespace.
+	Name string
+	// HubNamespace holds the kubeconfig Secrets the hub engages.
+	HubNamespace string
+	// MemberServer is the member API server URL the hub uses; empty means the member
+	// context's, which is wrong when the hub sees the member under another address.
+	MemberServer string
+	// TokenTimeout bounds the wait for the member's token controller; 0 means
+	// DefaultTokenTimeout.
+	TokenTimeout time.Duration
+	// PollInterval is how often the token Secret is read; 0 means DefaultPollInterval.
+	PollInterval time.Duration
+}
+
+// JoinResult is what join set up, without the token.
+type JoinResult struct {
+	// Server is the member API server URL in the hub's kubeconfig.
+	Server string
+	// Secret is the hub's kubeconfig Secret.
+	Secret client.ObjectKey
+}
+
+// Join gives the hub an identity on the member and registers the member on the hub. Every step
+// is a server-side apply, so running it again updates a member (a new server URL, say) rather
+// than failing.
+func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult, error) {
+	if o.Name == "" || o.HubNamespace == "" {
+		return nil, errors.New("joining: a member name and a hub namespace are required")
+	}
+	for _, obj := range memberObjects() {
+		if err := apply(ctx, member.Client, obj); err != nil {
+			return nil, fmt.Errorf("member %s: %w", o.Name, err)
+		}
+	}
+	token, err := waitForToken(ctx, member.Client, o.tokenTimeout(), o.pollInterval())
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", o.Name, err)
+	}
+	server := o.MemberServer
+	if server == "" {
+		server = member.Config.Host
+	}
+	kubeconfig, err := hubKubeconfig(o.Name, server, member.Config, token)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", o.Name, err)
+	}
+	for _, obj := range hubObjects(o.Name, o.HubNamespace, kubeconfig) {
+		if err := apply(ctx, hub.Client, obj); err != nil {
+			return nil, fmt.Errorf("hub: registering member %s: %w", o.Name, err)
+		}
+	}
+	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name}}, nil
+}
+
+func (o JoinOptions) tokenTimeout() time.Duration {
+	if o.TokenTimeout > 0 {
+		return o.TokenTimeout
+	}
+	return DefaultTokenTimeout
+}
+
+func (o JoinOptions) pollInterval() time.Duration {
+	if o.PollInterval > 0 {
+		return o.PollInterval
+	}
+	return DefaultPollInterval
+}
+
+// hubObjects register a member on the hub: its namespace, the kubeconfig Secret labelled for
+// the provider, and the MemberCluster naming that Secret.
+func hubObjects(name, namespace string, kubeconfig []byte) []client.Object {
+	managed := map[string]string{managedByLabel: managedByValue}
+	return []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: managed}},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      name,
+				Namespace: namespace,
+				Labels:    map[string]string{managedByLabel: managedByValue, ProviderSecretLabel: "true"},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{KubeconfigKey: kubeconfig},
+		},
+		&fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managed},
+			Spec: fleetv1alpha1.MemberClusterSpec{
+				KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretRef{Name: name, Key: KubeconfigKey},
+			},
+		},
+	}
+}
+
+// waitForToken reads the token Secret until the token controller has filled it.
+func waitForToken(ctx context.Context, c client.Client, timeout, interval time.Duration) ([]byte, error) {
+	key := client.ObjectKey{Namespace: MemberNamespace, Name: TokenSecretName}
+	var token []byte
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		var s corev1.Secret
+		if err := c.Get(ctx, key, &s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("reading Secret %s: %w", key, err)
+		}
+		token = s.Data[corev1.ServiceAccountTokenKey]
+		return len(token) > 0, nil
+	})
+	if wait.Interrupted(err) {
+		return nil, fmt.Errorf("the token controller did not fill Secret %s within %s; is kube-controller-manager running on the member? (%w)", key, timeout, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return token, nil
+}
+
+// hubKubeconfig is the kubeconfig the hub reaches the member with: the server, the member
+// context's trust settings and the hub ServiceAccount's token.
+func hubKubeconfig(name, server string, member *rest.Config, token []byte) ([]byte, error) {
+	ca := member.CAData
+	if len(ca) == 0 && member.CAFile != "" {
+		data, err := os.ReadFile(member.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the member's CA file: %w", err)
+		}
+		ca = data
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{
+		Server:                   server,
+		CertificateAuthorityData: ca,
+		InsecureSkipTLSVerify:    member.Insecure,
+		TLSServerName:            member.ServerName,
+	}
+	cfg.AuthInfos[hubUser] = &clientcmdapi.AuthInfo{Token: string(token)}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: hubUser}
+	cfg.CurrentContext = name
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("writing the hub's kubeconfig: %w", err)
+	}
+	return data, nil
+}
