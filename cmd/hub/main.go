@@ -1,7 +1,7 @@
-// Command hub is RayFleet's control plane. For now it is a manager with no controllers: the
-// membership, placement, propagation, aggregation and rollout controllers, and the
-// multicluster-runtime provider that engages member clusters, land with later issues. It already
-// takes its final flags so that deployments need not change when they do.
+// Command hub is RayFleet's control plane: a multicluster-runtime manager on the hub cluster whose
+// kubeconfig provider engages member clusters from labelled Secrets in the hub namespace (see
+// hub/membership for what `rayfleet join` must create), running the MemberCluster controller.
+// Placement, propagation, aggregation and rollout controllers land with later work.
 package main
 
 import (
@@ -10,17 +10,27 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
+	"github.com/rayfleet/rayfleet/hub/membership"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 )
 
@@ -38,6 +48,8 @@ type flags struct {
 	burst                   int
 	maxConcurrentReconciles int
 	watchNamespaces         string
+	hubNamespace            string
+	heartbeatTimeout        time.Duration
 	zap                     zap.Options
 }
 
@@ -61,6 +73,10 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 		"How many objects of one kind are reconciled in parallel.")
 	fs.StringVar(&f.watchNamespaces, "watch-namespace", "",
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	fs.StringVar(&f.hubNamespace, "hub-namespace", labels.DefaultHubNamespace,
+		"Namespace holding the members' kubeconfig Secrets (and the leader-election Lease unless --leader-election-namespace says otherwise).")
+	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", membership.DefaultHeartbeatTimeout,
+		"How old a member's ClusterReport heartbeat may be before its AgentReady condition turns False.")
 	// ISO 8601 timestamps, as KubeRay logs them, unless --zap-time-encoding says otherwise.
 	f.zap.TimeEncoder = zapcore.ISO8601TimeEncoder
 	f.zap.BindFlags(fs)
@@ -99,11 +115,25 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	cacheOpts, err := cacheOptions(f.watchNamespaces)
+	cacheOpts, err := cacheOptions(f.watchNamespaces, f.hubNamespace)
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	leaseNamespace := f.leaderElectionNamespace
+	if leaseNamespace == "" {
+		leaseNamespace = f.hubNamespace
+	}
+	provider := kubeconfig.New(kubeconfig.Options{
+		Namespace:             f.hubNamespace,
+		KubeconfigSecretLabel: membership.KubeconfigSecretLabel,
+		KubeconfigSecretKey:   membership.KubeconfigSecretKey,
+		ClusterOptions:        []cluster.Option{func(o *cluster.Options) { o.Scheme = sch }},
+		RESTOptions: []func(*rest.Config) error{func(c *rest.Config) error {
+			c.UserAgent = "rayfleet-hub/" + version
+			return nil
+		}},
+	})
+	mgr, err := mcmanager.New(restCfg, provider, ctrl.Options{
 		Scheme:                        sch,
 		Cache:                         cacheOpts,
 		Controller:                    ctrlconfig.Controller{MaxConcurrentReconciles: f.maxConcurrentReconciles},
@@ -111,30 +141,53 @@ func run(args []string) error {
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              f.leaderElectionID,
-		LeaderElectionNamespace:       f.leaderElectionNamespace,
+		LeaderElectionNamespace:       leaseNamespace,
 		LeaderElectionReleaseOnCancel: true, // the process exits right after, so a successor need not wait out the lease
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+	if err = mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding healthz check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err = mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding readyz check: %w", err)
 	}
+	ctx := ctrl.SetupSignalHandler()
+	if err = provider.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the kubeconfig provider: %w", err)
+	}
+	local := mgr.GetLocalManager()
+	members, err := membership.New(local.GetClient(), mgr, local.GetEventRecorder("membercluster-controller"),
+		membership.Options{
+			HubNamespace:     f.hubNamespace,
+			HeartbeatTimeout: f.heartbeatTimeout,
+			Registerer:       metrics.Registry,
+		})
+	if err != nil {
+		return err
+	}
+	if err = members.SetupWithManager(local); err != nil {
+		return err
+	}
 
-	ctrl.Log.WithName("setup").Info("starting hub (no controllers yet: they land with later issues)", "version", version)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	ctrl.Log.WithName("setup").Info("starting hub", "version", version, "hubNamespace", f.hubNamespace)
+	if err = mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
 }
 
 // cacheOptions restricts the cache to --watch-namespace and drops managedFields, which nothing
-// in the hub reads.
-func cacheOptions(watchNamespaces string) (cache.Options, error) {
-	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+// in the hub reads. Secrets are cached in the hub namespace only, whatever --watch-namespace
+// says: the hub reads the members' kubeconfigs there and has no business with other Secrets.
+func cacheOptions(watchNamespaces, hubNamespace string) (cache.Options, error) {
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{hubNamespace: {}}},
+		},
+	}
 	if strings.TrimSpace(watchNamespaces) == "" {
 		return opts, nil
 	}

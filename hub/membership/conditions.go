@@ -1,0 +1,187 @@
+package membership
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// Hysteresis of Reachable: one slow or failed call must not flap a member (and with it every
+// placement on it), so a True Reachable turns False only after this many consecutive failed
+// probes or once failures have lasted this long, whichever comes first. It turns True at once.
+const (
+	unreachableAfterFailures = 3
+	unreachableAfterDuration = 30 * time.Second
+)
+
+// JoinState is whether the hub engaged the member, with the reason and message for Joined.
+type JoinState struct {
+	// Joined is true when the Secret is valid and the provider engaged the member.
+	Joined bool
+	// Reason and Message explain Joined=False; they are ignored when Joined is true.
+	Reason, Message string
+}
+
+// FailureStreak counts the consecutive failed probes of a member and when the first failed.
+type FailureStreak struct {
+	// Count is the number of consecutive failed probes; zero after a success.
+	Count int
+	// Since is when the first probe of the streak failed.
+	Since time.Time
+}
+
+// Record returns the streak after a probe that ended with err at now.
+func (s FailureStreak) Record(err error, now time.Time) FailureStreak {
+	if err == nil {
+		return FailureStreak{}
+	}
+	if s.Count == 0 {
+		return FailureStreak{Count: 1, Since: now}
+	}
+	return FailureStreak{Count: s.Count + 1, Since: s.Since}
+}
+
+// exhausted reports whether the streak is long enough to turn Reachable False.
+func (s FailureStreak) exhausted(now time.Time) bool {
+	return s.Count >= unreachableAfterFailures || (s.Count > 0 && now.Sub(s.Since) >= unreachableAfterDuration)
+}
+
+// Observation is everything the reconciler saw of one member in one reconcile; Status turns it
+// into the MemberCluster status without making any calls.
+type Observation struct {
+	// Generation of the MemberCluster, recorded as observedGeneration.
+	Generation int64
+	// Now is the reconciler's clock.
+	Now time.Time
+	// HeartbeatTimeout is how old the ClusterReport heartbeat may be for AgentReady.
+	HeartbeatTimeout time.Duration
+	// Join is the Joined input.
+	Join JoinState
+	// ProbeErr is the error of this reconcile's probe of the member, nil when it succeeded;
+	// ignored when the member is not joined (no probe is made then).
+	ProbeErr error
+	// Streak is the failure streak including this reconcile's probe.
+	Streak FailureStreak
+	// Report is the member's ClusterReport read by the probe; nil when the probe failed or
+	// the member has none.
+	Report *fleetv1alpha1.ClusterReport
+	// ReportMissing is true when the probe succeeded and the member has no ClusterReport.
+	ReportMissing bool
+}
+
+// Status returns prev updated with obs: the ClusterReport mirrored when one was read (the last
+// mirror kept otherwise, so that its heartbeat keeps ageing) and the four conditions.
+// Transition times come from obs.Now, so that tests can drive them with a fake clock.
+func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alpha1.MemberClusterStatus {
+	st := *prev.DeepCopy()
+	st.ObservedGeneration = obs.Generation
+	if obs.Join.Joined && obs.ProbeErr == nil && obs.Report != nil {
+		mirror(&st, obs.Report)
+	}
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = obs.Generation
+		c.LastTransitionTime = metav1.NewTime(obs.Now)
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	set(joinedCondition(obs.Join))
+	set(reachableCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionReachable), obs))
+	set(agentReadyCondition(st.LastHeartbeatTime, obs))
+	set(readyCondition(st.Conditions))
+	return st
+}
+
+// mirror copies the member's report into the status.
+func mirror(st *fleetv1alpha1.MemberClusterStatus, report *fleetv1alpha1.ClusterReport) {
+	r := report.Status.DeepCopy()
+	st.Capacity = &r.Capacity
+	st.Nodes = &r.Nodes
+	st.Workloads = &r.Workloads
+	st.AgentVersion = r.AgentVersion
+	st.KubernetesVersion = r.KubernetesVersion
+	if !r.HeartbeatTime.IsZero() {
+		hb := r.HeartbeatTime
+		st.LastHeartbeatTime = &hb
+	}
+}
+
+func joinedCondition(j JoinState) metav1.Condition {
+	if j.Joined {
+		return metav1.Condition{Type: fleetv1alpha1.ConditionJoined, Status: metav1.ConditionTrue,
+			Reason: fleetv1alpha1.ReasonEngaged, Message: "the hub engaged the member from its kubeconfig Secret"}
+	}
+	return metav1.Condition{Type: fleetv1alpha1.ConditionJoined, Status: metav1.ConditionFalse,
+		Reason: j.Reason, Message: j.Message}
+}
+
+func reachableCondition(prev *metav1.Condition, obs Observation) metav1.Condition {
+	c := metav1.Condition{Type: fleetv1alpha1.ConditionReachable}
+	switch {
+	case !obs.Join.Joined:
+		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable
+		c.Message = "not probed: the member is not joined"
+	case obs.ProbeErr == nil:
+		c.Status, c.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable
+		c.Message = "the member's API server answers"
+	case prev != nil && prev.Status == metav1.ConditionTrue && !obs.Streak.exhausted(obs.Now):
+		// Within the hysteresis window the condition stays as it was, message included, so
+		// that a single failure writes nothing.
+		return *prev.DeepCopy()
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable
+		c.Message = obs.ProbeErr.Error()
+	}
+	return c
+}
+
+func agentReadyCondition(heartbeat *metav1.Time, obs Observation) metav1.Condition {
+	c := metav1.Condition{Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse}
+	if heartbeat == nil {
+		if obs.Join.Joined && obs.ProbeErr == nil && obs.ReportMissing {
+			c.Reason = fleetv1alpha1.ReasonClusterReportNotFound
+			c.Message = fmt.Sprintf("the member has no ClusterReport %q: is the spoke agent installed?",
+				fleetv1alpha1.ClusterReportName)
+			return c
+		}
+		c.Reason, c.Message = fleetv1alpha1.ReasonHeartbeatStale, "no heartbeat seen yet"
+		return c
+	}
+	age := obs.Now.Sub(heartbeat.Time)
+	if age > obs.HeartbeatTimeout {
+		// The message names the heartbeat rather than its age so that a stale member's status
+		// does not change (and get written) on every resync.
+		c.Reason = fleetv1alpha1.ReasonHeartbeatStale
+		c.Message = fmt.Sprintf("last heartbeat at %s, more than %s ago",
+			heartbeat.UTC().Format(time.RFC3339), obs.HeartbeatTimeout)
+		return c
+	}
+	c.Status, c.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh
+	c.Message = fmt.Sprintf("last heartbeat %s ago (timeout %s)", age.Truncate(time.Second), obs.HeartbeatTimeout)
+	return c
+}
+
+// readyCondition is True when the other three are; otherwise its message names those that are
+// not, with their messages.
+func readyCondition(conds []metav1.Condition) metav1.Condition {
+	var failing []string
+	for _, t := range []string{fleetv1alpha1.ConditionJoined, fleetv1alpha1.ConditionReachable, fleetv1alpha1.ConditionAgentReady} {
+		c := meta.FindStatusCondition(conds, t)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			msg := "unknown"
+			if c != nil {
+				msg = c.Message
+			}
+			failing = append(failing, t+": "+msg)
+		}
+	}
+	if len(failing) == 0 {
+		return metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: fleetv1alpha1.ReasonMemberReady, Message: "joined, reachable and the agent reports"}
+	}
+	return metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: fleetv1alpha1.ReasonMemberNotReady, Message: strings.Join(failing, "; ")}
+}

@@ -1,0 +1,285 @@
+package membership
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func report(heartbeat time.Time) *fleetv1alpha1.ClusterReport {
+	return &fleetv1alpha1.ClusterReport{Status: fleetv1alpha1.ClusterReportStatus{
+		HeartbeatTime:     metav1.NewTime(heartbeat),
+		AgentVersion:      "v1.0.0",
+		KubernetesVersion: "v1.36.1",
+		Capacity: fleetv1alpha1.ClusterCapacity{
+			Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			Free:        corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")},
+		},
+		Nodes:     fleetv1alpha1.NodeCounts{Total: 3, Ready: 2},
+		Workloads: fleetv1alpha1.WorkloadCounts{RayClusters: 1, RayServices: 1},
+	}}
+}
+
+// readyStatus is the status of a healthy member last seen at heartbeat.
+func readyStatus(heartbeat time.Time) fleetv1alpha1.MemberClusterStatus {
+	return Status(fleetv1alpha1.MemberClusterStatus{}, Observation{
+		Now: heartbeat, HeartbeatTimeout: DefaultHeartbeatTimeout, Join: JoinState{Joined: true},
+		Report: report(heartbeat),
+	})
+}
+
+func TestStatus(t *testing.T) {
+	probeErr := errors.New("context deadline exceeded")
+	joined := JoinState{Joined: true}
+	type want struct {
+		status  metav1.ConditionStatus
+		reason  string
+		message string // substring
+	}
+	tests := []struct {
+		name                     string
+		prev                     fleetv1alpha1.MemberClusterStatus
+		obs                      Observation
+		joined, reachable, agent want
+		ready                    metav1.ConditionStatus
+		readyMessage             string
+		wantHeartbeat            time.Time
+	}{
+		{
+			name:      "fresh report: everything True and mirrored",
+			obs:       Observation{Now: t0.Add(3 * time.Second), Join: joined, Report: report(t0)},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "last heartbeat 3s ago (timeout 40s)"},
+			ready:     metav1.ConditionTrue, wantHeartbeat: t0,
+		},
+		{
+			name:      "stale report: AgentReady False naming the heartbeat",
+			obs:       Observation{Now: t0.Add(41 * time.Second), Join: joined, Report: report(t0)},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale, "last heartbeat at 2026-03-01T12:00:00Z, more than 40s ago"},
+			ready:     metav1.ConditionFalse, readyMessage: "AgentReady: last heartbeat", wantHeartbeat: t0,
+		},
+		{
+			name:      "heartbeat exactly at the timeout is still fresh",
+			obs:       Observation{Now: t0.Add(40 * time.Second), Join: joined, Report: report(t0)},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "40s ago"},
+			ready:     metav1.ConditionTrue, wantHeartbeat: t0,
+		},
+		{
+			name:      "no ClusterReport on a reachable member",
+			obs:       Observation{Now: t0, Join: joined, ReportMissing: true},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonClusterReportNotFound, "is the spoke agent installed?"},
+			ready:     metav1.ConditionFalse, readyMessage: "AgentReady: the member has no ClusterReport",
+		},
+		{
+			name: "Secret missing: not joined, nothing probed",
+			obs: Observation{Now: t0, Join: JoinState{Reason: fleetv1alpha1.ReasonKubeconfigSecretNotFound,
+				Message: "Secret rayfleet-system/m1 not found"}},
+			joined:    want{metav1.ConditionFalse, fleetv1alpha1.ReasonKubeconfigSecretNotFound, "rayfleet-system/m1 not found"},
+			reachable: want{metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable, "not joined"},
+			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale, "no heartbeat seen yet"},
+			ready:     metav1.ConditionFalse, readyMessage: "Joined: Secret rayfleet-system/m1 not found; Reachable: not probed",
+		},
+		{
+			name: "first failure of a reachable member: hysteresis keeps it True",
+			prev: readyStatus(t0),
+			obs: Observation{Now: t0.Add(5 * time.Second), Join: joined, ProbeErr: probeErr,
+				Streak: FailureStreak{Count: 1, Since: t0.Add(5 * time.Second)}},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, "answers"},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "5s ago"},
+			ready:     metav1.ConditionTrue, wantHeartbeat: t0,
+		},
+		{
+			name: "third consecutive failure: Reachable False with the error",
+			prev: readyStatus(t0),
+			obs: Observation{Now: t0.Add(12 * time.Second), Join: joined, ProbeErr: probeErr,
+				Streak: FailureStreak{Count: 3, Since: t0.Add(2 * time.Second)}},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable, "context deadline exceeded"},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "12s ago"},
+			ready:     metav1.ConditionFalse, readyMessage: "Reachable: context deadline exceeded", wantHeartbeat: t0,
+		},
+		{
+			name: "two failures spanning 30s: Reachable False",
+			prev: readyStatus(t0),
+			obs: Observation{Now: t0.Add(35 * time.Second), Join: joined, ProbeErr: probeErr,
+				Streak: FailureStreak{Count: 2, Since: t0.Add(5 * time.Second)}},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable, "context deadline exceeded"},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "35s ago"},
+			ready:     metav1.ConditionFalse, wantHeartbeat: t0,
+		},
+		{
+			name: "unreachable member keeps its last mirror, whose heartbeat goes stale",
+			prev: readyStatus(t0),
+			obs: Observation{Now: t0.Add(60 * time.Second), Join: joined, ProbeErr: probeErr,
+				Streak: FailureStreak{Count: 6, Since: t0.Add(5 * time.Second)}},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable, "context deadline exceeded"},
+			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale, "more than 40s ago"},
+			ready:     metav1.ConditionFalse, wantHeartbeat: t0,
+		},
+		{
+			name: "first probe ever fails: False at once (no True to protect)",
+			obs: Observation{Now: t0, Join: joined, ProbeErr: probeErr,
+				Streak: FailureStreak{Count: 1, Since: t0}},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable, "context deadline exceeded"},
+			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale, "no heartbeat seen yet"},
+			ready:     metav1.ConditionFalse,
+		},
+		{
+			name: "a success after failures turns Reachable True at once",
+			prev: Status(readyStatus(t0), Observation{Now: t0.Add(40 * time.Second), Join: joined,
+				HeartbeatTimeout: DefaultHeartbeatTimeout, ProbeErr: probeErr, Streak: FailureStreak{Count: 3, Since: t0}}),
+			obs:       Observation{Now: t0.Add(41 * time.Second), Join: joined, Report: report(t0.Add(40 * time.Second))},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "1s ago"},
+			ready:     metav1.ConditionTrue, wantHeartbeat: t0.Add(40 * time.Second),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.obs.Generation = 7
+			if tt.obs.HeartbeatTimeout == 0 {
+				tt.obs.HeartbeatTimeout = DefaultHeartbeatTimeout
+			}
+			prevCopy := tt.prev.DeepCopy()
+			st := Status(tt.prev, tt.obs)
+			if !equalStatus(prevCopy, &tt.prev) {
+				t.Errorf("Status modified its input")
+			}
+			check := func(typ string, w want) {
+				t.Helper()
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				if c == nil {
+					t.Fatalf("no %s condition", typ)
+				}
+				if c.Status != w.status || c.Reason != w.reason || !strings.Contains(c.Message, w.message) {
+					t.Errorf("%s = %s/%s %q, want %s/%s containing %q", typ, c.Status, c.Reason, c.Message, w.status, w.reason, w.message)
+				}
+				if c.ObservedGeneration != 7 {
+					t.Errorf("%s observedGeneration = %d, want 7", typ, c.ObservedGeneration)
+				}
+			}
+			check(fleetv1alpha1.ConditionJoined, tt.joined)
+			check(fleetv1alpha1.ConditionReachable, tt.reachable)
+			check(fleetv1alpha1.ConditionAgentReady, tt.agent)
+			ready := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionReady)
+			if ready.Status != tt.ready || !strings.Contains(ready.Message, tt.readyMessage) {
+				t.Errorf("Ready = %s %q, want %s containing %q", ready.Status, ready.Message, tt.ready, tt.readyMessage)
+			}
+			if st.ObservedGeneration != 7 {
+				t.Errorf("observedGeneration = %d, want 7", st.ObservedGeneration)
+			}
+			switch {
+			case tt.wantHeartbeat.IsZero() && st.LastHeartbeatTime != nil:
+				t.Errorf("lastHeartbeatTime = %v, want none", st.LastHeartbeatTime)
+			case !tt.wantHeartbeat.IsZero() && (st.LastHeartbeatTime == nil || !st.LastHeartbeatTime.Time.Equal(tt.wantHeartbeat)):
+				t.Errorf("lastHeartbeatTime = %v, want %v", st.LastHeartbeatTime, tt.wantHeartbeat)
+			}
+			if !tt.wantHeartbeat.IsZero() {
+				if st.Nodes == nil || *st.Nodes != (fleetv1alpha1.NodeCounts{Total: 3, Ready: 2}) || st.AgentVersion != "v1.0.0" ||
+					st.Capacity == nil || st.Capacity.Free.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 2 {
+					t.Errorf("report not mirrored: %+v", st)
+				}
+			}
+		})
+	}
+}
+
+func equalStatus(a, b *fleetv1alpha1.MemberClusterStatus) bool {
+	return len(a.Conditions) == len(b.Conditions) && a.LastHeartbeatTime.Equal(b.LastHeartbeatTime)
+}
+
+// TestStatusTransitionTimes checks that transition times come from the injected clock and
+// move only when a condition's status changes, so that an unchanged member writes nothing.
+func TestStatusTransitionTimes(t *testing.T) {
+	clock := clocktesting.NewFakeClock(t0)
+	joined := JoinState{Joined: true}
+	st := Status(fleetv1alpha1.MemberClusterStatus{}, Observation{Now: clock.Now(), HeartbeatTimeout: time.Minute,
+		Join: joined, Report: report(t0)})
+	clock.Step(10 * time.Second)
+	again := Status(st, Observation{Now: clock.Now(), HeartbeatTimeout: time.Minute, Join: joined, Report: report(t0)})
+	for _, typ := range []string{fleetv1alpha1.ConditionJoined, fleetv1alpha1.ConditionReachable, fleetv1alpha1.ConditionReady} {
+		before := meta.FindStatusCondition(st.Conditions, typ)
+		after := meta.FindStatusCondition(again.Conditions, typ)
+		if *before != *after {
+			t.Errorf("%s changed without cause: %+v -> %+v", typ, before, after)
+		}
+	}
+	clock.Step(time.Minute)
+	stale := Status(again, Observation{Now: clock.Now(), HeartbeatTimeout: time.Minute, Join: joined, Report: report(t0)})
+	c := meta.FindStatusCondition(stale.Conditions, fleetv1alpha1.ConditionAgentReady)
+	if c.Status != metav1.ConditionFalse || !c.LastTransitionTime.Time.Equal(clock.Now()) {
+		t.Errorf("AgentReady = %+v, want False since %v", c, clock.Now())
+	}
+	staleLater := Status(stale, Observation{Now: clock.Now().Add(time.Hour), HeartbeatTimeout: time.Minute, Join: joined})
+	if !equalConds(stale.Conditions, staleLater.Conditions) {
+		t.Errorf("a stale member's conditions changed with time alone:\n%+v\n%+v", stale.Conditions, staleLater.Conditions)
+	}
+}
+
+func equalConds(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFailureStreak(t *testing.T) {
+	fail := errors.New("boom")
+	tests := []struct {
+		name          string
+		probes        []error
+		step          time.Duration
+		wantCount     int
+		wantExhausted bool
+	}{
+		{name: "no failures", probes: []error{nil, nil}, step: time.Second},
+		{name: "two quick failures", probes: []error{fail, fail}, step: time.Second, wantCount: 2},
+		{name: "three failures", probes: []error{fail, fail, fail}, step: time.Second, wantCount: 3, wantExhausted: true},
+		{name: "success resets", probes: []error{fail, fail, nil, fail}, step: time.Second, wantCount: 1},
+		{name: "two failures 30s apart", probes: []error{fail, fail}, step: 30 * time.Second, wantCount: 2, wantExhausted: true},
+		{name: "one failure never exhausts by time alone at once", probes: []error{fail}, step: time.Hour, wantCount: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s FailureStreak
+			now := t0
+			for i, err := range tt.probes {
+				if i > 0 {
+					now = now.Add(tt.step)
+				}
+				s = s.Record(err, now)
+			}
+			if s.Count != tt.wantCount || s.exhausted(now) != tt.wantExhausted {
+				t.Errorf("streak = %+v exhausted=%v, want count %d exhausted=%v", s, s.exhausted(now), tt.wantCount, tt.wantExhausted)
+			}
+		})
+	}
+}

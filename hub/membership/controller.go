@@ -1,0 +1,217 @@
+// Package membership keeps the hub's MemberClusters up to date: whether the hub engaged each
+// member (Joined), can talk to it (Reachable) and hears its spoke agent (AgentReady), and a
+// mirror of the member's ClusterReport. Status is a pure function of what one reconcile saw
+// (conditions.go); the reconciler only reads and writes.
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// Defaults of Options.
+const (
+	// DefaultHeartbeatTimeout is four missed reports of a spoke writing every 10 s.
+	DefaultHeartbeatTimeout = 40 * time.Second
+	// DefaultResyncInterval matches the spoke's report interval, so that a heartbeat going
+	// stale (which produces no event) is noticed within one report.
+	DefaultResyncInterval = 10 * time.Second
+	// DefaultProbeTimeout bounds the reachability probe: a member slower than this is counted
+	// as failing, which the hysteresis absorbs when it happens once.
+	DefaultProbeTimeout = 5 * time.Second
+)
+
+// conflictRequeue retries a status write that lost a race soon, with the fresh object: the
+// conflict only means someone else wrote first.
+const conflictRequeue = time.Second
+
+// Options configure the reconciler; zero fields take the defaults.
+type Options struct {
+	// HubNamespace holds the members' kubeconfig Secrets; labels.DefaultHubNamespace if empty.
+	HubNamespace string
+	// HeartbeatTimeout is how old a ClusterReport heartbeat may be for AgentReady.
+	HeartbeatTimeout time.Duration
+	// ResyncInterval is how often every MemberCluster is reconciled without an event.
+	ResyncInterval time.Duration
+	// ProbeTimeout bounds the reachability probe.
+	ProbeTimeout time.Duration
+	// Clock is injected for tests; the real clock if nil.
+	Clock clock.PassiveClock
+	// Registerer receives the metrics; controller-runtime's registry in production.
+	Registerer prometheus.Registerer
+}
+
+// Reconciler reconciles MemberClusters on the hub.
+type Reconciler struct {
+	hub      client.Client
+	clusters ClusterGetter
+	recorder events.EventRecorder
+	opts     Options
+	metrics  *metrics
+
+	mu      sync.Mutex
+	streaks map[string]FailureStreak // by member; in memory only: after a restart, hysteresis starts afresh
+}
+
+// New returns a Reconciler reading and writing the hub through hub and reaching members
+// through clusters.
+func New(hub client.Client, clusters ClusterGetter, recorder events.EventRecorder, opts Options) (*Reconciler, error) {
+	if opts.HubNamespace == "" {
+		opts.HubNamespace = labels.DefaultHubNamespace
+	}
+	if opts.HeartbeatTimeout <= 0 {
+		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if opts.ResyncInterval <= 0 {
+		opts.ResyncInterval = DefaultResyncInterval
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = DefaultProbeTimeout
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Registerer == nil {
+		return nil, errors.New("membership: Options.Registerer is required")
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Reconciler{hub: hub, clusters: clusters, recorder: recorder, opts: opts, metrics: m,
+		streaks: map[string]FailureStreak{}}, nil
+}
+
+// SetupWithManager registers the reconciler with the hub's local manager: MemberClusters are
+// hub objects; members are reached through the ClusterGetter, not watched, so that a member
+// without the fleet CRDs or with a dead API server still gets a status.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	hubNamespace := r.opts.HubNamespace
+	secretToMember := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if o.GetNamespace() != hubNamespace {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+	})
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("membercluster").
+		// Status writes of our own must not trigger another reconcile.
+		For(&fleetv1alpha1.MemberCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, secretToMember).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the MemberCluster controller: %w", err)
+	}
+	return nil
+}
+
+// Reconcile computes one MemberCluster's status and writes it when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", req.Name)
+	var mc fleetv1alpha1.MemberCluster
+	if err := r.hub.Get(ctx, req.NamespacedName, &mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting MemberCluster %s: %w", req.Name, err)
+	}
+	if mc.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	obs, err := r.observe(ctx, &mc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st := Status(mc.Status, obs)
+	r.metrics.observe(mc.Name, &st, obs.Now)
+	if equality.Semantic.DeepEqual(mc.Status, st) {
+		return ctrl.Result{RequeueAfter: r.opts.ResyncInterval}, nil
+	}
+	orig := mc.DeepCopy()
+	prev := mc.Status
+	mc.Status = st
+	if err := r.hub.Status().Patch(ctx, &mc, client.MergeFrom(orig), client.FieldOwner(labels.HubFieldManager)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("patching status of MemberCluster %s: %w", mc.Name, err)
+	}
+	r.recordTransitions(&mc, prev.Conditions, st.Conditions)
+	log.V(1).Info("updated MemberCluster status", "ready", meta.IsStatusConditionTrue(st.Conditions, fleetv1alpha1.ConditionReady))
+	return ctrl.Result{RequeueAfter: r.opts.ResyncInterval}, nil
+}
+
+// observe gathers the inputs of Status: the join state, and when joined a probe of the member.
+func (r *Reconciler) observe(ctx context.Context, mc *fleetv1alpha1.MemberCluster) (Observation, error) {
+	js, cl, err := join(ctx, r.hub, r.clusters, r.opts.HubNamespace, mc)
+	if err != nil {
+		return Observation{}, err
+	}
+	obs := Observation{Generation: mc.Generation, HeartbeatTimeout: r.opts.HeartbeatTimeout, Join: js}
+	if js.Joined {
+		obs.Report, obs.ReportMissing, obs.ProbeErr = probe(ctx, cl, r.opts.ProbeTimeout)
+	}
+	// Read the clock after the probe: a probe that timed out took time.
+	obs.Now = r.opts.Clock.Now()
+	obs.Streak = r.recordProbe(mc.Name, js.Joined, obs.ProbeErr, obs.Now)
+	return obs, nil
+}
+
+func (r *Reconciler) recordProbe(name string, probed bool, err error, now time.Time) FailureStreak {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := FailureStreak{}
+	if probed {
+		s = r.streaks[name].Record(err, now)
+	}
+	r.streaks[name] = s
+	return s
+}
+
+func (r *Reconciler) forget(name string) {
+	r.mu.Lock()
+	delete(r.streaks, name)
+	r.mu.Unlock()
+	r.metrics.forget(name)
+}
+
+// recordTransitions emits one event per condition whose status changed: Normal when it turned
+// True, Warning when it turned False.
+func (r *Reconciler) recordTransitions(mc *fleetv1alpha1.MemberCluster, before, after []metav1.Condition) {
+	if r.recorder == nil {
+		return
+	}
+	for _, c := range after {
+		old := meta.FindStatusCondition(before, c.Type)
+		if old != nil && old.Status == c.Status {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		if c.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.recorder.Eventf(mc, nil, eventType, c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
+	}
+}

@@ -1,0 +1,150 @@
+package membership
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/testing/envtest"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+	// testResync makes the reconciler notice fake-clock steps quickly.
+	testResync = 200 * time.Millisecond
+)
+
+// TestMembership runs the hub's manager with the kubeconfig provider against a hub and two
+// member API servers: both members turn Ready, a member whose heartbeat stops turns
+// AgentReady=False, and a member whose Secret is deleted turns Joined=False.
+func TestMembership(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	envs := envtest.StartN(t, 3, envtest.WithCRDDirectories("charts/rayfleet-hub/crds", "charts/rayfleet-spoke/crds"))
+	hub, members := envs[0], map[string]*envtest.Env{"m1": envs[1], "m2": envs[2]}
+	ns := labels.DefaultHubNamespace
+	g.Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+
+	clock := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	provider := kubeconfig.New(kubeconfig.Options{
+		Namespace:      ns,
+		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }},
+	})
+	mgr, err := mcmanager.New(hub.Config, provider, mcmanager.Options{Scheme: hub.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	mgrCtx, cancel := context.WithCancel(ctx)
+	g.Expect(provider.SetupWithManager(mgrCtx, mgr)).To(Succeed())
+	reg := prometheus.NewRegistry()
+	r, err := New(mgr.GetLocalManager().GetClient(), mgr, nil, Options{
+		HubNamespace: ns, ResyncInterval: testResync, Clock: clock, Registerer: reg})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.SetupWithManager(mgr.GetLocalManager())).To(Succeed())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mgrCtx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	writeReport := func(g Gomega, name string) {
+		c := members[name].Client
+		report := &fleetv1alpha1.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: fleetv1alpha1.ClusterReportName}}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(report), report); err != nil {
+			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+			g.Expect(c.Create(ctx, report)).To(Succeed())
+		}
+		report.Status = fleetv1alpha1.ClusterReportStatus{
+			HeartbeatTime: metav1.NewTime(clock.Now()), AgentVersion: "v9.9.9-test", KubernetesVersion: "v1.36.1",
+			Nodes: fleetv1alpha1.NodeCounts{Total: 2, Ready: 2},
+		}
+		g.Expect(c.Status().Update(ctx, report)).To(Succeed())
+	}
+	for name, env := range members {
+		g.Expect(hub.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{KubeconfigSecretLabel: "true"}},
+			Data:       map[string][]byte{KubeconfigSecretKey: env.KubeConfig},
+		})).To(Succeed())
+		g.Expect(hub.Client.Create(ctx, &fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretRef{Name: name}},
+		})).To(Succeed())
+		writeReport(g, name)
+	}
+	condition := func(g Gomega, name, typ string) *metav1.Condition {
+		var mc fleetv1alpha1.MemberCluster
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &mc)).To(Succeed())
+		c := meta.FindStatusCondition(mc.Status.Conditions, typ)
+		g.Expect(c).NotTo(BeNil(), "%s has no %s condition", name, typ)
+		return c
+	}
+
+	t.Run("both members turn Ready with the report mirrored", func(t *testing.T) {
+		g := NewWithT(t)
+		for name := range members {
+			g.Eventually(func(g Gomega) {
+				g.Expect(condition(g, name, fleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+			}, timeout, interval).Should(Succeed())
+			var mc fleetv1alpha1.MemberCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &mc)).To(Succeed())
+			g.Expect(mc.Status.AgentVersion).To(Equal("v9.9.9-test"))
+			g.Expect(mc.Status.Nodes).To(Equal(&fleetv1alpha1.NodeCounts{Total: 2, Ready: 2}))
+			g.Expect(mc.Status.LastHeartbeatTime.Time).To(BeTemporally("==", clock.Now()))
+			g.Expect(testutil.ToFloat64(r.metrics.ready.WithLabelValues(name))).To(Equal(1.0))
+		}
+		cl, err := NewClients(mgr).Client(ctx, "m1")
+		g.Expect(err).NotTo(HaveOccurred())
+		var report fleetv1alpha1.ClusterReport
+		g.Expect(cl.Get(ctx, client.ObjectKey{Name: fleetv1alpha1.ClusterReportName}, &report)).To(Succeed())
+		_, err = NewClients(mgr).Client(ctx, "nope")
+		g.Expect(err).To(HaveOccurred())
+	})
+
+	t.Run("a member whose heartbeat stops turns AgentReady=False", func(t *testing.T) {
+		g := NewWithT(t)
+		clock.Step(DefaultHeartbeatTimeout + time.Second)
+		writeReport(g, "m1") // m1 keeps reporting, m2 does not
+		g.Eventually(func(g Gomega) {
+			c := condition(g, "m2", fleetv1alpha1.ConditionAgentReady)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonHeartbeatStale))
+			g.Expect(condition(g, "m2", fleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		}, timeout, interval).Should(Succeed())
+		g.Expect(testutil.ToFloat64(r.metrics.ready.WithLabelValues("m2"))).To(Equal(0.0))
+		g.Expect(testutil.ToFloat64(r.metrics.heartbeatAge.WithLabelValues("m2"))).To(BeNumerically(">", 40))
+		g.Expect(condition(g, "m1", fleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	})
+
+	t.Run("a member whose Secret is deleted turns Joined=False", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(hub.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m1", Namespace: ns}})).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := condition(g, "m1", fleetv1alpha1.ConditionJoined)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonKubeconfigSecretNotFound))
+			g.Expect(condition(g, "m1", fleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		}, timeout, interval).Should(Succeed())
+		g.Eventually(func() error {
+			_, err := NewClients(mgr).Client(ctx, "m1")
+			return err
+		}, timeout, interval).Should(HaveOccurred(), "the provider still engages m1")
+	})
+}
