@@ -103,8 +103,10 @@ test: tools ## Run the unit and integration tests (integration tests use the env
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) go test $(TEST_FLAGS) ./...
 
 .PHONY: e2e
+# -p 1: each e2e package starts its own control planes (one member; a hub and two members), and
+# running them side by side on two cores starves both.
 e2e: build tools ## Run the end-to-end tests against local control planes.
-	$(E2E_ENV) go test -tags e2e -count=1 -timeout 30m ./e2e/...
+	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/...
 
 .PHONY: bench bench-raycluster bench-rayservice
 bench: bench-raycluster bench-rayservice ## Run the RayCluster and RayService benchmarks against local control planes.

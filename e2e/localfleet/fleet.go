@@ -1,0 +1,277 @@
+// Package localfleet starts a RayFleet fleet on this machine for e2e tests (and, later, the
+// demo): a hub control plane running bin/hub, and member control planes each running bin/spoke
+// against a Ray dashboard stand-in of its own, joined to the hub with the real `rayfleet join`.
+// Every control plane is a localcluster.Cluster; everything listens on 127.0.0.1 only and keeps
+// its state and logs under one directory (<StateDir>/hub, <StateDir>/<member>).
+package localfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/rayfleet/rayfleet/e2e/localcluster"
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
+)
+
+// DefaultReportInterval is how often the spokes write their ClusterReport: short, so that a
+// test sees a member turn ready (and a heartbeat move) within seconds.
+const DefaultReportInterval = 2 * time.Second
+
+// DefaultDashboardDeployDelay is how long a stand-in takes to bring a submitted Serve config
+// to RUNNING: long enough for the spoke to see the intermediate states, short enough for tests.
+const DefaultDashboardDeployDelay = time.Second
+
+// Identities the agents authenticate as (in system:masters), so that their requests can be
+// told apart from the test's own in audit logs.
+const (
+	// HubUser is the user bin/hub runs as on the hub.
+	HubUser = "rayfleet-hub"
+	// SpokeUser is the user bin/spoke runs as on its member.
+	SpokeUser = "rayfleet-spoke"
+)
+
+// hubClusterName is the hub's name in its kubeconfig and its state directory; members may not
+// use it.
+const hubClusterName = "hub"
+
+// Options say what fleet to start.
+type Options struct {
+	// BinDir holds the Kubernetes binaries (etcd, kube-apiserver, …, kwok); default
+	// localcluster.DefaultBinDir().
+	BinDir string
+	// RayFleetBin holds bin/hub, bin/spoke and bin/rayfleet; default DefaultRayFleetBin().
+	RayFleetBin string
+	// Members are the member clusters; their names must be unique DNS labels.
+	Members []MemberSpec
+	// StateDir holds every cluster's state and logs; default a fresh temporary directory.
+	StateDir string
+	// KeepState leaves StateDir on disk after Stop (for post-mortems).
+	KeepState bool
+	// HubNamespace is where the hub keeps the members' kubeconfig Secrets; default
+	// labels.DefaultHubNamespace.
+	HubNamespace string
+	// ReportInterval is the spokes' --report-interval; default DefaultReportInterval.
+	ReportInterval time.Duration
+	// HeartbeatTimeout is the hub's --heartbeat-timeout; zero keeps the hub's default.
+	HeartbeatTimeout time.Duration
+	// DashboardDeployDelay is the stand-ins' deploy delay; default DefaultDashboardDeployDelay.
+	DashboardDeployDelay time.Duration
+	// HubArgs and SpokeArgs are extra flags for bin/hub and every bin/spoke.
+	HubArgs, SpokeArgs []string
+}
+
+// MemberSpec describes one member cluster.
+type MemberSpec struct {
+	// Name names the member's control plane, its MemberCluster and its kubeconfig Secret.
+	Name string
+	// Labels are set on the member's MemberCluster after joining (placement selects on them).
+	Labels map[string]string
+	// Nodes are the member's fake Nodes (kwok); see localcluster.FakeNodes.
+	Nodes []localcluster.NodeSpec
+}
+
+// Fleet is a running fleet.
+type Fleet struct {
+	// Dir holds every cluster's state directory and the join logs.
+	Dir string
+	// HubNamespace is the hub's namespace (kubeconfig Secrets).
+	HubNamespace string
+	// Hub is the hub's control plane (etcd and kube-apiserver only).
+	Hub *localcluster.Cluster
+	// HubProcess is bin/hub.
+	HubProcess *localcluster.Manager
+	// Members are the members' control planes by name.
+	Members map[string]*localcluster.Cluster
+	// Spokes are the members' bin/spoke processes by member name.
+	Spokes map[string]*localcluster.Manager
+	// Dashboards are the Ray dashboard stand-ins by member name. Each member has its own: two
+	// members may host RayClusters of the same namespace and name (one hub RayService placed on
+	// both), and the stand-in keys clusters by namespace and name only.
+	Dashboards map[string]*raydashboard.Server
+
+	opts     Options
+	mu       sync.Mutex
+	stopOnce sync.Once
+}
+
+// DefaultRayFleetBin is $RAYFLEET_BIN, or bin in the repository.
+func DefaultRayFleetBin() string {
+	if d := os.Getenv("RAYFLEET_BIN"); d != "" {
+		return d
+	}
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		return "bin"
+	}
+	return filepath.Join(root, "bin")
+}
+
+// Start brings up the hub and the members' control planes concurrently, then bin/hub, then for
+// each member its dashboard stand-in and bin/spoke, joins it with `rayfleet join` and labels its
+// MemberCluster. It returns once every member is joined; that the hub has found them Ready is
+// for the caller to wait for. On error everything started so far is stopped.
+func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
+	if opts, err = withDefaults(opts); err != nil {
+		return nil, err
+	}
+	f = &Fleet{
+		HubNamespace: opts.HubNamespace,
+		Members:      map[string]*localcluster.Cluster{},
+		Spokes:       map[string]*localcluster.Manager{},
+		Dashboards:   map[string]*raydashboard.Server{},
+		opts:         opts,
+	}
+	if f.Dir, err = stateDir(opts.StateDir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.Stop()
+		}
+	}()
+	if err = f.startControlPlanes(ctx); err != nil {
+		return f, err
+	}
+	if err = f.startHub(ctx); err != nil {
+		return f, err
+	}
+	if err = f.startMembers(ctx); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// withDefaults fills in defaults and rejects options that cannot work.
+func withDefaults(o Options) (Options, error) {
+	if o.BinDir == "" {
+		o.BinDir = localcluster.DefaultBinDir()
+	}
+	if o.RayFleetBin == "" {
+		o.RayFleetBin = DefaultRayFleetBin()
+	}
+	if o.HubNamespace == "" {
+		o.HubNamespace = labels.DefaultHubNamespace
+	}
+	if o.ReportInterval == 0 {
+		o.ReportInterval = DefaultReportInterval
+	}
+	if o.DashboardDeployDelay == 0 {
+		o.DashboardDeployDelay = DefaultDashboardDeployDelay
+	}
+	seen := map[string]bool{}
+	for _, m := range o.Members {
+		if errs := validation.IsDNS1123Label(m.Name); len(errs) > 0 {
+			return o, fmt.Errorf("member name %q: %v", m.Name, errs)
+		}
+		if m.Name == hubClusterName {
+			return o, fmt.Errorf("member name %q is the hub's", m.Name)
+		}
+		if seen[m.Name] {
+			return o, fmt.Errorf("member name %q given twice", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return o, nil
+}
+
+func stateDir(dir string) (string, error) {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "rayfleet-fleet-")
+		if err != nil {
+			return "", fmt.Errorf("creating state dir: %w", err)
+		}
+		return d, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating state dir %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// Stop stops bin/hub and the spokes first (so that nothing logs errors about control planes
+// going away), then every control plane, then the stand-ins, and removes Dir unless KeepState
+// is set. It is safe to call more than once.
+func (f *Fleet) Stop() {
+	f.stopOnce.Do(func() {
+		f.mu.Lock()
+		procs := slices.Collect(maps.Values(f.Spokes))
+		if f.HubProcess != nil {
+			procs = append(procs, f.HubProcess)
+		}
+		clusters := slices.Collect(maps.Values(f.Members))
+		if f.Hub != nil {
+			clusters = append(clusters, f.Hub)
+		}
+		dashboards := slices.Collect(maps.Values(f.Dashboards))
+		f.mu.Unlock()
+
+		var wg sync.WaitGroup
+		for _, p := range procs {
+			wg.Go(p.Stop)
+		}
+		wg.Wait()
+		for _, c := range clusters {
+			wg.Go(c.Stop)
+		}
+		wg.Wait()
+		for _, d := range dashboards {
+			_ = d.Close()
+		}
+		if !f.opts.KeepState && f.Dir != "" {
+			_ = os.RemoveAll(f.Dir)
+		}
+	})
+}
+
+// DumpLogs writes the last lines of every component's log, hub first, to w.
+func (f *Fleet) DumpLogs(w io.Writer, lines int) {
+	f.mu.Lock()
+	hub := f.Hub
+	names := slices.Sorted(maps.Keys(f.Members))
+	members := make([]*localcluster.Cluster, len(names))
+	for i, n := range names {
+		members[i] = f.Members[n]
+	}
+	f.mu.Unlock()
+	for _, c := range append([]*localcluster.Cluster{hub}, members...) {
+		if c == nil {
+			continue
+		}
+		_, _ = fmt.Fprintf(w, "######## cluster %s ########\n", c.Name)
+		c.DumpLogs(w, lines)
+	}
+}
+
+// Exited returns an error naming bin/hub or any spoke that has exited; tests check it so that
+// they fail fast instead of timing out.
+func (f *Fleet) Exited() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	procs := maps.Clone(f.Spokes)
+	if f.HubProcess != nil {
+		procs[hubClusterName] = f.HubProcess
+	}
+	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		p := procs[name]
+		exited, err := p.Exited()
+		switch {
+		case exited && err != nil:
+			errs = append(errs, fmt.Errorf("%s: %s exited (log %s): %w", name, p.Name, p.LogPath, err))
+		case exited:
+			errs = append(errs, fmt.Errorf("%s: %s exited (log %s)", name, p.Name, p.LogPath))
+		}
+	}
+	return errors.Join(errs...)
+}

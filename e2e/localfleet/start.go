@@ -1,0 +1,221 @@
+package localfleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/e2e/localcluster"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
+)
+
+// hubCRDDir holds the CRDs the hub chart installs (fleet.rayfleet.io and ray.io RayServices).
+const hubCRDDir = "charts/rayfleet-hub/crds"
+
+// clusterReportCRD is the CRD a member needs for its spoke to report; SpokeCRDDir falls back to
+// ray.io CRDs only when the chart's CRDs are missing, and a fleet cannot work without it.
+const clusterReportCRD = "clusterreports.fleet.rayfleet.io"
+
+// crdDirs returns the hub's and the members' CRD directories.
+func crdDirs(binDir string) (hub string, member []string, err error) {
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		return "", nil, err
+	}
+	hub = filepath.Join(root, hubCRDDir)
+	spoke, err := localcluster.SpokeCRDDir(binDir)
+	if err != nil {
+		return "", nil, err
+	}
+	if !dirMentions(spoke, clusterReportCRD) {
+		return "", nil, fmt.Errorf("no %s CRD in %s; run `make manifests`", clusterReportCRD, spoke)
+	}
+	gateway, err := localcluster.GatewayAPICRDDir()
+	if err != nil {
+		return "", nil, err
+	}
+	return hub, []string{spoke, gateway}, nil
+}
+
+// dirMentions reports whether a YAML file in dir contains s.
+func dirMentions(dir, s string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil && bytes.Contains(data, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// startControlPlanes starts the hub's and every member's control plane at once: each takes
+// seconds, mostly waiting, so on two cores starting them together is still much quicker.
+func (f *Fleet) startControlPlanes(ctx context.Context) error {
+	hubCRDs, memberCRDs, err := crdDirs(f.opts.BinDir)
+	if err != nil {
+		return err
+	}
+	all := []localcluster.Options{{
+		Name: hubClusterName, BinDir: f.opts.BinDir, StateDir: filepath.Join(f.Dir, hubClusterName),
+		KeepState: true, CRDDirs: []string{hubCRDs},
+	}}
+	for _, m := range f.opts.Members {
+		all = append(all, localcluster.Options{
+			Name: m.Name, BinDir: f.opts.BinDir, StateDir: filepath.Join(f.Dir, m.Name),
+			// The fleet removes its whole directory itself; see Stop.
+			KeepState: true,
+			Scheduler: true,
+			// Its token controller fills the hub identity's token Secret `rayfleet join` waits for.
+			ControllerManager: true,
+			Nodes:             m.Nodes,
+			CRDDirs:           memberCRDs,
+		})
+	}
+	clusters := make([]*localcluster.Cluster, len(all))
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, o := range all {
+		wg.Go(func() {
+			clusters[i], errs[i] = localcluster.Start(ctx, o)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("starting the control plane of %s: %w", o.Name, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, c := range clusters {
+		if c == nil || errs[i] != nil {
+			continue // Start stopped it already
+		}
+		if i == 0 {
+			f.Hub = c
+		} else {
+			f.Members[c.Name] = c
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startHub runs bin/hub against the hub and waits until it is ready.
+func (f *Fleet) startHub(ctx context.Context) error {
+	kubeconfig, _, err := f.Hub.UserKubeconfig(HubUser)
+	if err != nil {
+		return err
+	}
+	args := []string{"--zap-devel", "--hub-namespace=" + f.HubNamespace}
+	if f.opts.HeartbeatTimeout > 0 {
+		args = append(args, "--heartbeat-timeout="+f.opts.HeartbeatTimeout.String())
+	}
+	m, err := f.Hub.StartManager(ctx, "hub", filepath.Join(f.opts.RayFleetBin, "hub"), kubeconfig,
+		append(args, f.opts.HubArgs...), nil)
+	if err != nil {
+		return fmt.Errorf("starting bin/hub: %w", err)
+	}
+	f.mu.Lock()
+	f.HubProcess = m
+	f.mu.Unlock()
+	return nil
+}
+
+// startMembers brings up every member's agent and joins it, all members at once.
+func (f *Fleet) startMembers(ctx context.Context) error {
+	errs := make([]error, len(f.opts.Members))
+	var wg sync.WaitGroup
+	for i, spec := range f.opts.Members {
+		wg.Go(func() {
+			if err := f.startMember(ctx, spec); err != nil {
+				errs[i] = fmt.Errorf("member %s: %w", spec.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// startMember starts the member's dashboard stand-in and spoke, joins it and labels its
+// MemberCluster. What it starts is recorded at once so that Stop finds it on a later error.
+func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
+	f.mu.Lock()
+	member := f.Members[spec.Name]
+	f.mu.Unlock()
+	dash := raydashboard.New(raydashboard.Options{DeployDelay: f.opts.DashboardDeployDelay})
+	dashURL, err := dash.Start("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.Dashboards[spec.Name] = dash
+	f.mu.Unlock()
+
+	kubeconfig, _, err := member.UserKubeconfig(SpokeUser)
+	if err != nil {
+		return err
+	}
+	args := append([]string{
+		"--zap-devel",
+		"--dashboard-address-template=" + raydashboard.DashboardTemplate(dashURL),
+		"--serve-proxy-address-template=" + raydashboard.ProxyTemplate(dashURL),
+		"--report-interval=" + f.opts.ReportInterval.String(),
+	}, f.opts.SpokeArgs...)
+	spoke, err := member.StartManager(ctx, "spoke", filepath.Join(f.opts.RayFleetBin, "spoke"), kubeconfig, args, nil)
+	if err != nil {
+		return fmt.Errorf("starting bin/spoke: %w", err)
+	}
+	f.mu.Lock()
+	f.Spokes[spec.Name] = spoke
+	f.mu.Unlock()
+
+	if err := f.join(ctx, spec.Name, member); err != nil {
+		return err
+	}
+	return f.labelMember(ctx, spec.Name, spec.Labels)
+}
+
+// join runs the real `rayfleet join` with both admin kubeconfigs; the member kubeconfig's
+// server is the loopback URL, which the hub (on the same machine) reaches as is. The output
+// goes to <Dir>/join-<name>.log.
+func (f *Fleet) join(ctx context.Context, name string, member *localcluster.Cluster) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(f.opts.RayFleetBin, "rayfleet"), "join",
+		"--hub-kubeconfig", f.Hub.Kubeconfig, "--member-kubeconfig", member.Kubeconfig,
+		"--hub-namespace", f.HubNamespace, "--name", name)
+	out, err := cmd.CombinedOutput()
+	logPath := filepath.Join(f.Dir, "join-"+name+".log")
+	if writeErr := os.WriteFile(logPath, out, 0o600); writeErr != nil && err == nil {
+		err = fmt.Errorf("writing %s: %w", logPath, writeErr)
+	}
+	if err != nil {
+		return fmt.Errorf("rayfleet join --name %s: %w\n%s", name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// labelMember merges labels into the MemberCluster's: `rayfleet join` takes none, and a merge
+// patch leaves the labels join applied alone.
+func (f *Fleet) labelMember(ctx context.Context, name string, labels map[string]string) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return fmt.Errorf("encoding labels of MemberCluster %s: %w", name, err)
+	}
+	mc := &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := f.Hub.Client.Patch(ctx, mc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("labelling MemberCluster %s: %w", name, err)
+	}
+	return nil
+}
