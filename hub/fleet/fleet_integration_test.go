@@ -1,0 +1,301 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/testing/envtest"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
+)
+
+// Shared timeouts: the reconciler resyncs every second in these tests.
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+	// settle is long enough for a few resyncs: what has not happened by then will not.
+	settle = 3 * time.Second
+	ns     = "team"
+)
+
+// staticMembers is the Members of the tests: clients of the member API servers by name.
+type staticMembers map[string]client.Client
+
+func (m staticMembers) Client(_ context.Context, name string) (client.Client, error) {
+	if c, ok := m[name]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("member %s is not engaged", name)
+}
+
+// fleetHarness is a hub and two members (eu and us) with the hub reconciler running; the test
+// plays the membership code (MemberCluster status) and the spokes (member RayService status).
+type fleetHarness struct {
+	hub     client.Client
+	members staticMembers
+}
+
+func startFleet(t *testing.T) *fleetHarness {
+	t.Helper()
+	envs := envtest.StartN(t, 3, envtest.WithCRDDirectories("charts/rayfleet-hub/crds", "charts/rayfleet-spoke/crds"))
+	if os.Getenv("TEST_LOGS") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	}
+	h := &fleetHarness{hub: envs[0].Client, members: staticMembers{"eu": envs[1].Client, "us": envs[2].Client}}
+	ctx := context.Background()
+	if err := h.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, region := range map[string]string{"eu": "eu", "us": "us"} {
+		h.joinMember(t, name, region)
+	}
+	mgr, err := ctrl.NewManager(envs[0].Config, ctrl.Options{
+		Scheme:     envs[0].Scheme,
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReconciler(mgr, h.members, Options{Resync: time.Second, MetricsRegisterer: prometheus.NewRegistry()})
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return h
+}
+
+// joinMember creates a Ready MemberCluster with room for any test RayService.
+func (h *fleetHarness) joinMember(t *testing.T, name, region string) {
+	t.Helper()
+	ctx := context.Background()
+	mc := &fleetv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"region": region}},
+		Spec:       fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretRef{Name: name}},
+	}
+	if err := h.hub.Create(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
+		Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonMemberReady,
+	})
+	free := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("1Ti")}
+	mc.Status.Capacity = &fleetv1alpha1.ClusterCapacity{Allocatable: free, Free: free}
+	if err := h.hub.Status().Update(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *fleetHarness) createPolicy(g Gomega, name string, spec fleetv1alpha1.PlacementPolicySpec) {
+	pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	g.Expect(h.hub.Create(context.Background(), pp)).To(Succeed())
+}
+
+func (h *fleetHarness) createRayService(g Gomega, name, policy string) {
+	rs := raybuilder.MakeRayService(name, ns).Annotation(labels.PlacementPolicy, policy).Obj()
+	rs.UID, rs.Generation = "", 0
+	g.Expect(h.hub.Create(context.Background(), rs)).To(Succeed())
+}
+
+// memberCopy returns the member's RayService name, nil when it has none.
+func (h *fleetHarness) memberCopy(g Gomega, cluster, name string) *rayv1.RayService {
+	var rs rayv1.RayService
+	err := h.members[cluster].Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &rs)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return &rs
+}
+
+func (h *fleetHarness) hubRayService(g Gomega, name string) *rayv1.RayService {
+	var rs rayv1.RayService
+	g.Expect(h.hub.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &rs)).To(Succeed())
+	return &rs
+}
+
+func (h *fleetHarness) binding(g Gomega, name string) *fleetv1alpha1.RayServiceBinding {
+	var b fleetv1alpha1.RayServiceBinding
+	g.Expect(h.hub.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &b)).To(Succeed())
+	return &b
+}
+
+// setMemberReady writes the member copy's status as its spoke would: current generation, Ready.
+// The write is retried, as the hub may apply the copy in between.
+func (h *fleetHarness) setMemberReady(g Gomega, cluster, name string) {
+	g.Eventually(func(g Gomega) { h.writeMemberReady(g, cluster, name) }, timeout, interval).Should(Succeed())
+}
+
+func (h *fleetHarness) writeMemberReady(g Gomega, cluster, name string) {
+	rs := h.memberCopy(g, cluster, name)
+	g.Expect(rs).NotTo(BeNil())
+	rs.Status.ObservedGeneration = rs.Generation
+	now := metav1.Now()
+	rs.Status.LastUpdateTime = &now
+	rs.Status.ServiceStatus = rayv1.Running
+	rs.Status.NumServeEndpoints = 1
+	rs.Status.ActiveServiceStatus.RayClusterName = name + "-abcde"
+	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{
+		Type: string(rayv1.RayServiceReady), Status: metav1.ConditionTrue, Reason: string(rayv1.RayServiceInitializing),
+	})
+	g.Expect(h.members[cluster].Status().Update(context.Background(), rs)).To(Succeed())
+}
+
+func hubReady(rs *rayv1.RayService) bool {
+	return meta.IsStatusConditionTrue(rs.Status.Conditions, string(rayv1.RayServiceReady))
+}
+
+func TestFleetReconciler(t *testing.T) {
+	h := startFleet(t)
+	g := NewWithT(t)
+	h.createPolicy(g, "eu-only", fleetv1alpha1.PlacementPolicySpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+	})
+	h.createPolicy(g, "both", fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2)})
+
+	t.Run("a selector for region=eu places on the eu member only", func(t *testing.T) {
+		g := NewWithT(t)
+		h.createRayService(g, "sel", "eu-only")
+		g.Eventually(func(g Gomega) {
+			rs := h.memberCopy(g, "eu", "sel")
+			g.Expect(rs).NotTo(BeNil())
+			g.Expect(rs.Labels).To(HaveKeyWithValue(labels.OriginName, "sel"))
+			g.Expect(h.binding(g, "sel").Spec.Clusters).To(Equal([]string{"eu"}))
+		}, timeout, interval).Should(Succeed())
+		g.Consistently(func(g Gomega) { g.Expect(h.memberCopy(g, "us", "sel")).To(BeNil()) }, settle, interval).Should(Succeed())
+		b := h.binding(g, "sel")
+		g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1alpha1.ConditionPlaced)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1alpha1.ConditionPropagated)).To(BeTrue())
+		g.Expect(metav1.IsControlledBy(b, h.hubRayService(g, "sel"))).To(BeTrue())
+	})
+
+	t.Run("clusters: 2 lands on both, Ready only when both are", func(t *testing.T) {
+		g := NewWithT(t)
+		h.createRayService(g, "two", "both")
+		g.Eventually(func(g Gomega) {
+			g.Expect(h.memberCopy(g, "eu", "two")).NotTo(BeNil())
+			g.Expect(h.memberCopy(g, "us", "two")).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+		h.setMemberReady(g, "eu", "two")
+		g.Eventually(func(g Gomega) {
+			b := h.binding(g, "two")
+			g.Expect(b.Status.Clusters).To(HaveLen(2))
+			g.Expect(b.Status.Clusters[0].ActiveRayCluster).To(Equal("two-abcde"))
+			ready := meta.FindStatusCondition(h.hubRayService(g, "two").Status.Conditions, string(rayv1.RayServiceReady))
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Message).To(HavePrefix("1/2 clusters ready"))
+		}, timeout, interval).Should(Succeed())
+		g.Expect(hubReady(h.hubRayService(g, "two"))).To(BeFalse())
+		h.setMemberReady(g, "us", "two")
+		g.Eventually(func(g Gomega) {
+			rs := h.hubRayService(g, "two")
+			g.Expect(hubReady(rs)).To(BeTrue())
+			g.Expect(rs.Status.NumServeEndpoints).To(Equal(int32(2)))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("a member copy deleted by hand is restored", func(t *testing.T) {
+		g := NewWithT(t)
+		old := h.memberCopy(g, "us", "two")
+		g.Expect(old).NotTo(BeNil())
+		g.Expect(h.members["us"].Delete(context.Background(), old)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			rs := h.memberCopy(g, "us", "two")
+			g.Expect(rs).NotTo(BeNil())
+			g.Expect(rs.UID).NotTo(Equal(old.UID))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("a spec change reaches both members", func(t *testing.T) {
+		g := NewWithT(t)
+		// Retried: the hub's own writes (status, finalizer) may come in between.
+		g.Eventually(func(g Gomega) {
+			rs := h.hubRayService(g, "two")
+			raybuilder.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.99.0")
+			g.Expect(h.hub.Update(context.Background(), rs)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			for _, cluster := range []string{"eu", "us"} {
+				m := h.memberCopy(g, cluster, "two")
+				g.Expect(m).NotTo(BeNil())
+				g.Expect(m.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image).To(Equal("rayproject/ray:2.99.0"))
+			}
+		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("a foreign member RayService is left alone", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		g.Expect(h.members["eu"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).
+			To(Or(Succeed(), WithTransform(apierrors.IsAlreadyExists, BeTrue())))
+		foreign := raybuilder.MakeRayService("mine", ns).Image("rayproject/ray:foreign").Obj()
+		foreign.UID, foreign.Generation = "", 0
+		g.Expect(h.members["eu"].Create(ctx, foreign)).To(Succeed())
+		h.createRayService(g, "mine", "eu-only")
+		g.Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(h.binding(g, "mine").Status.Conditions, fleetv1alpha1.ConditionPropagated)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonForeignRayService))
+		}, timeout, interval).Should(Succeed())
+		m := h.memberCopy(g, "eu", "mine")
+		g.Expect(m.Labels).NotTo(HaveKey(labels.OriginName))
+		g.Expect(m.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image).To(Equal("rayproject/ray:foreign"))
+	})
+
+	t.Run("an invalid RayService is never placed", func(t *testing.T) {
+		g := NewWithT(t)
+		// The CRD schema accepts it; the spoke's validation does not (not a YAML mapping).
+		rs := raybuilder.MakeRayService("bad", ns).ServeConfig("[1, 2]").Obj()
+		rs.UID, rs.Generation = "", 0
+		g.Expect(h.hub.Create(context.Background(), rs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(h.hubRayService(g, "bad").Status.Conditions, string(rayv1.RayServiceReady))
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonValidationFailed))
+		}, timeout, interval).Should(Succeed())
+		g.Expect(h.binding(g, "bad").Spec.Clusters).To(BeEmpty())
+		g.Expect(h.memberCopy(g, "eu", "bad")).To(BeNil())
+		g.Expect(h.memberCopy(g, "us", "bad")).To(BeNil())
+	})
+
+	t.Run("deleting the hub RayService deletes the member copies", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(h.hub.Delete(context.Background(), h.hubRayService(g, "two"))).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(h.memberCopy(g, "eu", "two")).To(BeNil())
+			g.Expect(h.memberCopy(g, "us", "two")).To(BeNil())
+			err := h.hub.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "two"}, &rayv1.RayService{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}, timeout, interval).Should(Succeed())
+		// The foreign object of another test is still there.
+		g.Expect(h.memberCopy(g, "eu", "mine")).NotTo(BeNil())
+	})
+}

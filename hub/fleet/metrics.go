@@ -1,0 +1,123 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// metrics are the reconciler's Prometheus metrics. A nil *metrics records nothing.
+type metrics struct {
+	decisions *prometheus.CounterVec
+	clusters  *prometheus.GaugeVec
+	latency   prometheus.Histogram
+
+	mu sync.Mutex
+	// observed is, per hub RayService and cluster, the member status lastUpdateTime already
+	// counted in latency: a status seen again on a resync is not a new change.
+	observed map[types.NamespacedName]map[string]time.Time
+}
+
+// newMetrics registers the metrics on reg; metrics already registered (a second reconciler in
+// one process, as in tests) are shared.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rayfleet_placement_decisions_total",
+			Help: "Placement decisions by result: placed, partial, none, policy_not_found, policy_invalid.",
+		}, []string{"result"}),
+		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rayfleet_rayservice_clusters",
+			Help: "Number of member clusters a hub RayService is placed on.",
+		}, []string{"namespace", "name"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "rayfleet_member_status_latency_seconds",
+			Help:    "Time from a member RayService's status lastUpdateTime to the hub status write reflecting it.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
+		}),
+		observed: map[types.NamespacedName]map[string]time.Time{},
+	}
+	var err error
+	if m.decisions, err = register(reg, m.decisions); err != nil {
+		return nil, err
+	}
+	if m.clusters, err = register(reg, m.clusters); err != nil {
+		return nil, err
+	}
+	if m.latency, err = register(reg, m.latency); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under its name.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, fmt.Errorf("register hub metrics: %w", err)
+	}
+	return c, nil
+}
+
+// decision counts a placement decision.
+func (m *metrics) decision(result string) {
+	if m == nil {
+		return
+	}
+	m.decisions.WithLabelValues(result).Inc()
+}
+
+// placed sets how many clusters a RayService is placed on.
+func (m *metrics) placed(key types.NamespacedName, n int) {
+	if m == nil {
+		return
+	}
+	m.clusters.WithLabelValues(key.Namespace, key.Name).Set(float64(n))
+}
+
+// statusWritten observes, for every member copy whose status changed since last counted, the
+// time from its lastUpdateTime to now, the hub status write.
+func (m *metrics) statusWritten(key types.NamespacedName, copies map[string]*rayv1.RayService, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := m.observed[key]
+	if seen == nil {
+		seen = map[string]time.Time{}
+		m.observed[key] = seen
+	}
+	for cluster, member := range copies {
+		if member == nil || member.Status.LastUpdateTime == nil {
+			continue
+		}
+		updated := member.Status.LastUpdateTime.Time
+		if last, ok := seen[cluster]; ok && !updated.After(last) {
+			continue
+		}
+		seen[cluster] = updated
+		m.latency.Observe(max(now.Sub(updated).Seconds(), 0))
+	}
+}
+
+// forget drops what is kept for a RayService that is gone.
+func (m *metrics) forget(key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.clusters.DeleteLabelValues(key.Namespace, key.Name)
+	m.mu.Lock()
+	delete(m.observed, key)
+	m.mu.Unlock()
+}

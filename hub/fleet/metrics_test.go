@@ -1,0 +1,67 @@
+package fleet
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestStatusLatencyCountsEachMemberStatusOnce(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "ns", Name: "rs"}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	withUpdate := func(at time.Time) *rayv1.RayService {
+		u := metav1.NewTime(at)
+		return &rayv1.RayService{Status: rayv1.RayServiceStatuses{LastUpdateTime: &u}}
+	}
+	steps := []struct {
+		name   string
+		copies map[string]*rayv1.RayService
+		want   int
+	}{
+		{name: "two new member statuses", copies: map[string]*rayv1.RayService{"a": withUpdate(t0), "b": withUpdate(t0)}, want: 2},
+		{name: "the same statuses again (a resync)", copies: map[string]*rayv1.RayService{"a": withUpdate(t0), "b": withUpdate(t0)}, want: 2},
+		{name: "one member updated", copies: map[string]*rayv1.RayService{"a": withUpdate(t0.Add(time.Second)), "b": withUpdate(t0)}, want: 3},
+		{name: "no copy or no update time counts nothing", copies: map[string]*rayv1.RayService{"c": nil, "d": {}}, want: 3},
+	}
+	for _, st := range steps {
+		m.statusWritten(key, st.copies, t0.Add(2*time.Second))
+		if got := histogramCount(t, reg); got != st.want {
+			t.Errorf("%s: %d observations, want %d", st.name, got, st.want)
+		}
+	}
+	m.placed(key, 2)
+	if got := testutil.ToFloat64(m.clusters.WithLabelValues("ns", "rs")); got != 2 {
+		t.Errorf("clusters gauge = %v, want 2", got)
+	}
+	m.forget(key)
+	if got := testutil.CollectAndCount(m.clusters); got != 0 {
+		t.Errorf("after forget, %d gauge series, want 0", got)
+	}
+	var nilMetrics *metrics
+	nilMetrics.decision(resultPlaced) // must not panic
+}
+
+// histogramCount reads the number of latency observations from reg.
+func histogramCount(t *testing.T, reg *prometheus.Registry) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "rayfleet_member_status_latency_seconds" && len(mf.GetMetric()) == 1 {
+			return int(mf.GetMetric()[0].GetHistogram().GetSampleCount())
+		}
+	}
+	return 0
+}

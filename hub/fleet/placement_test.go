@@ -1,0 +1,235 @@
+package fleet
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+
+	"github.com/rayfleet/rayfleet/hub/placement"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+func readyCond(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+	return []metav1.Condition{{Type: fleetv1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg}}
+}
+
+func TestMemberOf(t *testing.T) {
+	free := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "nvidia.com/gpu": resource.MustParse("2")}
+	taint := corev1.Taint{Key: "gpu", Value: "a100", Effect: corev1.TaintEffectNoSchedule}
+	deleted := metav1.Now()
+	tests := []struct {
+		name string
+		mc   fleetv1alpha1.MemberCluster
+		want placement.Member
+	}{{
+		name: "ready with labels, taints and free capacity",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m1", Labels: map[string]string{"region": "eu"}},
+			Spec:       fleetv1alpha1.MemberClusterSpec{Taints: []corev1.Taint{taint}},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions: readyCond(metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReady, ""),
+				Capacity:   &fleetv1alpha1.ClusterCapacity{Free: free},
+			},
+		},
+		want: placement.Member{Name: "m1", Labels: map[string]string{"region": "eu"}, Taints: []corev1.Taint{taint}, Ready: true, Free: free},
+	}, {
+		name: "no Ready condition yet, no capacity",
+		mc:   fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m2"}},
+		want: placement.Member{Name: "m2", NotReadyReason: "no Ready condition yet"},
+	}, {
+		name: "not ready names the message",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m3"},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions: readyCond(metav1.ConditionFalse, fleetv1alpha1.ReasonMemberNotReady, "AgentReady is False"),
+			},
+		},
+		want: placement.Member{Name: "m3", NotReadyReason: "not ready: AgentReady is False"},
+	}, {
+		name: "not ready without a message names the reason",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m4"},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions: readyCond(metav1.ConditionUnknown, fleetv1alpha1.ReasonMemberNotReady, ""),
+			},
+		},
+		want: placement.Member{Name: "m4", NotReadyReason: "not ready: MemberNotReady"},
+	}, {
+		name: "a member being removed is not ready even if Ready",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m5", DeletionTimestamp: &deleted},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions: readyCond(metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReady, ""),
+			},
+		},
+		want: placement.Member{Name: "m5", NotReadyReason: "being removed from the fleet"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := memberOf(&tt.mc)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("memberOf() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPolicyOf(t *testing.T) {
+	tests := []struct {
+		name         string
+		spec         fleetv1alpha1.PlacementPolicySpec
+		wantClusters int
+		wantSelector string
+		wantErr      bool
+	}{
+		{name: "empty spec is one cluster, any cluster", wantClusters: 1},
+		{name: "clusters and selector", spec: fleetv1alpha1.PlacementPolicySpec{
+			Clusters:        ptr.To[int32](3),
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+		}, wantClusters: 3, wantSelector: "region=eu"},
+		{name: "an invalid selector is an error", spec: fleetv1alpha1.PlacementPolicySpec{
+			ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "Near"}}},
+		}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: tt.spec}
+			got, err := policyOf(pp)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("policyOf() error = %v, wantErr %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			if got.Clusters != tt.wantClusters {
+				t.Errorf("Clusters = %d, want %d", got.Clusters, tt.wantClusters)
+			}
+			var sel string
+			if got.Selector != nil {
+				sel = got.Selector.String()
+			}
+			if sel != tt.wantSelector {
+				t.Errorf("Selector = %q, want %q", sel, tt.wantSelector)
+			}
+			if tt.wantSelector != "" && !got.Selector.Matches(k8slabels.Set{"region": "eu"}) {
+				t.Errorf("selector %q does not match region=eu", sel)
+			}
+		})
+	}
+}
+
+func TestMemberChange(t *testing.T) {
+	base := fleetv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "m", Labels: map[string]string{"region": "eu"}},
+		Status: fleetv1alpha1.MemberClusterStatus{
+			Conditions: readyCond(metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReady, ""),
+			Capacity:   &fleetv1alpha1.ClusterCapacity{Free: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+		},
+	}
+	tests := []struct {
+		name   string
+		modify func(*fleetv1alpha1.MemberCluster)
+		want   change
+	}{
+		{name: "heartbeat only", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Status.LastHeartbeatTime = &metav1.Time{Time: time.Unix(100, 0)}
+		}, want: changeNone},
+		{name: "free capacity", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Status.Capacity.Free[corev1.ResourceCPU] = resource.MustParse("2")
+		}, want: changeCapacity},
+		{name: "readiness", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Status.Conditions = readyCond(metav1.ConditionFalse, fleetv1alpha1.ReasonMemberNotReady, "")
+		}, want: changePlacement},
+		{name: "labels", modify: func(mc *fleetv1alpha1.MemberCluster) { mc.Labels["region"] = "us" }, want: changePlacement},
+		{name: "taints", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+		}, want: changePlacement},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := base.DeepCopy()
+			tt.modify(next)
+			if got := memberChange(&base, next); got != tt.want {
+				t.Errorf("memberChange() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBindingChanged(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(t0.Add(d)); return &t }
+	status := func(seen *metav1.Time, active string) *fleetv1alpha1.RayServiceBindingStatus {
+		return &fleetv1alpha1.RayServiceBindingStatus{Clusters: []fleetv1alpha1.ClusterStatus{{Name: "m1", LastSeenTime: seen, ActiveRayCluster: active}}}
+	}
+	tests := []struct {
+		name       string
+		prev, next *fleetv1alpha1.RayServiceBindingStatus
+		want       bool
+	}{
+		{name: "only lastSeenTime moved a little", prev: status(at(0), "a"), next: status(at(10*time.Second), "a"), want: false},
+		{name: "lastSeenTime is stale", prev: status(at(0), "a"), next: status(at(lastSeenRefresh), "a"), want: true},
+		{name: "first sighting", prev: status(nil, ""), next: status(at(0), ""), want: true},
+		{name: "member state changed", prev: status(at(0), "a"), next: status(at(time.Second), "b"), want: true},
+		{name: "kept entry unchanged", prev: status(at(0), "a"), next: status(at(0), "a"), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := bindingChanged(tt.prev, tt.next); got != tt.want {
+				t.Errorf("bindingChanged() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPropagatedCondition(t *testing.T) {
+	copyWith := func(hash string) *rayv1.RayService {
+		return &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{labels.SpecHash: hash}}}
+	}
+	tests := []struct {
+		name       string
+		s          scope
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{{
+		name: "every placed cluster holds the applied hash",
+		s: scope{placed: []string{"a", "b"}, applied: map[string]string{"a": "h", "b": "h"},
+			copies: map[string]*rayv1.RayService{"a": copyWith("h"), "b": copyWith("h")}},
+		wantStatus: metav1.ConditionTrue, wantReason: fleetv1alpha1.ReasonApplied,
+	}, {
+		name: "a copy with an older hash is pending",
+		s: scope{placed: []string{"a"}, applied: map[string]string{"a": "new"},
+			copies: map[string]*rayv1.RayService{"a": copyWith("old")}},
+		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonApplyPending,
+	}, {
+		name: "an unreachable cluster failed",
+		s: scope{placed: []string{"a"}, unreachable: map[string]error{"a": errors.New("down")},
+			copies: map[string]*rayv1.RayService{}},
+		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonApplyFailed,
+	}, {
+		name:       "a foreign copy wins over the rest",
+		s:          scope{placed: []string{"a"}, foreign: []string{"a"}, unreachable: map[string]error{"b": errors.New("down")}},
+		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonForeignRayService,
+	}, {
+		name:       "an invalid RayService",
+		s:          scope{invalid: errors.New("bad")},
+		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonValidationFailed,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := propagatedCondition(&tt.s)
+			if got.Status != tt.wantStatus || got.Reason != tt.wantReason {
+				t.Errorf("propagatedCondition() = %s/%s (%s), want %s/%s", got.Status, got.Reason, got.Message, tt.wantStatus, tt.wantReason)
+			}
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// Least privilege on the hub: member access is the Members implementation's business.
+//
+// +kubebuilder:rbac:groups=ray.io,resources=rayservices,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayservices/status,verbs=get;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayservices/finalizers,verbs=update
+// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=rayservicebindings,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=rayservicebindings/status,verbs=get;patch
+// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=memberclusters;placementpolicies,verbs=get;list;watch
+
+// SetupWithManager registers the metrics, the reconciler and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	m, err := newMetrics(r.opts.MetricsRegisterer)
+	if err != nil {
+		return err
+	}
+	r.metrics = m
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("hub-rayservice").
+		// Our own status and finalizer writes need no reconcile.
+		For(&rayv1.RayService{}, ctrlbuilder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+			deletionStarted(),
+		))).
+		// Someone else editing or deleting a binding is undone; our status writes are not news.
+		Owns(&fleetv1alpha1.RayServiceBinding{}, ctrlbuilder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&fleetv1alpha1.MemberCluster{}, r.memberClusterHandler()).
+		Watches(&fleetv1alpha1.PlacementPolicy{}, handler.EnqueueRequestsFromMapFunc(r.rayServicesOfPolicy)).
+		WatchesRawSource(source.Channel(r.events, &handler.TypedEnqueueRequestForObject[*rayv1.RayService]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("set up the hub RayService controller: %w", err)
+	}
+	return nil
+}
+
+// deletionStarted passes the update that sets deletionTimestamp, which need not change the
+// generation.
+func deletionStarted() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+	}
+}
+
+// rayServicesOfPolicy maps a PlacementPolicy to the RayServices of its namespace: which of
+// them it places depends on annotations and on the policy's name being "default".
+func (r *Reconciler) rayServicesOfPolicy(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.rayServices(ctx, client.InNamespace(obj.GetNamespace()))
+}
+
+// rayServices lists hub RayServices from the cache as requests.
+func (r *Reconciler) rayServices(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var list rayv1.RayServiceList
+	if err := r.client.List(ctx, &list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing RayServices to requeue failed")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// underPlaced lists the RayServices whose binding is not fully placed: the only ones a change
+// of free capacity can move.
+func (r *Reconciler) underPlaced(ctx context.Context) []reconcile.Request {
+	var list fleetv1alpha1.RayServiceBindingList
+	if err := r.client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing RayServiceBindings to requeue failed")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		b := &list.Items[i]
+		if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1alpha1.ConditionPlaced) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+		}
+	}
+	return out
+}
+
+// memberClusterHandler requeues RayServices on MemberCluster changes. A member joining,
+// leaving, or changing readiness, labels or taints can change any placement; a change of its
+// free capacity alone (every heartbeat) only matters to RayServices not fully placed, and the
+// heartbeat itself to none.
+func (r *Reconciler) memberClusterHandler() handler.EventHandler {
+	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.rayServices(ctx) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			all(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			all(ctx, q)
+		},
+		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			all(ctx, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			oldMC, okOld := e.ObjectOld.(*fleetv1alpha1.MemberCluster)
+			newMC, okNew := e.ObjectNew.(*fleetv1alpha1.MemberCluster)
+			if !okOld || !okNew {
+				return
+			}
+			switch memberChange(oldMC, newMC) {
+			case changePlacement:
+				all(ctx, q)
+			case changeCapacity:
+				for _, req := range r.underPlaced(ctx) {
+					q.Add(req)
+				}
+			}
+		},
+	}
+}
+
+// change is how much a MemberCluster update matters to placement.
+type change int
+
+const (
+	changeNone change = iota
+	changeCapacity
+	changePlacement
+)
+
+// memberChange classifies a MemberCluster update by what the planner reads of it.
+func memberChange(oldMC, newMC *fleetv1alpha1.MemberCluster) change {
+	a, b := memberOf(oldMC), memberOf(newMC)
+	if a.Ready != b.Ready || !equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
+		!equality.Semantic.DeepEqual(a.Taints, b.Taints) {
+		return changePlacement
+	}
+	if !equality.Semantic.DeepEqual(a.Free, b.Free) {
+		return changeCapacity
+	}
+	return changeNone
+}
