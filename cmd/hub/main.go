@@ -1,7 +1,8 @@
 // Command hub is RayFleet's control plane: a multicluster-runtime manager on the hub cluster whose
 // kubeconfig provider engages member clusters from labelled Secrets in the hub namespace (see
-// hub/membership for what `rayfleet join` must create), running the MemberCluster controller.
-// Placement, propagation, aggregation and rollout controllers land with later work.
+// hub/membership for what `rayfleet join` must create), running the MemberCluster controller
+// and the hub RayService reconciler (hub/fleet), which places, propagates and aggregates.
+// Rollout controllers land with later work.
 package main
 
 import (
@@ -29,10 +30,20 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
+	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 )
+
+// The hub's own cluster, beyond what hub/fleet declares: the membership controller, the
+// kubeconfig provider (Secrets in the hub namespace), leader election and events.
+//
+// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=memberclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=core,namespace=rayfleet-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=rayfleet-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -50,6 +61,7 @@ type flags struct {
 	watchNamespaces         string
 	hubNamespace            string
 	heartbeatTimeout        time.Duration
+	resync                  time.Duration
 	zap                     zap.Options
 }
 
@@ -77,6 +89,8 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 		"Namespace holding the members' kubeconfig Secrets (and the leader-election Lease unless --leader-election-namespace says otherwise).")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", membership.DefaultHeartbeatTimeout,
 		"How old a member's ClusterReport heartbeat may be before its AgentReady condition turns False.")
+	fs.DurationVar(&f.resync, "resync", fleet.DefaultResync,
+		"How often every hub RayService is reconciled without an event; member status changes also arrive by watch.")
 	// ISO 8601 timestamps, as KubeRay logs them, unless --zap-time-encoding says otherwise.
 	f.zap.TimeEncoder = zapcore.ISO8601TimeEncoder
 	f.zap.BindFlags(fs)
@@ -168,6 +182,16 @@ func run(args []string) error {
 		return err
 	}
 	if err = members.SetupWithManager(local); err != nil {
+		return err
+	}
+	rayServices := fleet.NewReconciler(local, membership.NewClients(mgr), fleet.Options{
+		Resync:                  f.resync,
+		MaxConcurrentReconciles: f.maxConcurrentReconciles,
+	})
+	if err = rayServices.SetupWithManager(local); err != nil {
+		return err
+	}
+	if err = setupMemberWatch(mgr, rayServices); err != nil {
 		return err
 	}
 

@@ -17,14 +17,14 @@ func TestFlagDefaults(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if f.hubNamespace != "rayfleet-system" || f.heartbeatTimeout != 40*time.Second {
-		t.Errorf("defaults: hub namespace %q, heartbeat timeout %s", f.hubNamespace, f.heartbeatTimeout)
+	if f.hubNamespace != "rayfleet-system" || f.heartbeatTimeout != 40*time.Second || f.resync != 10*time.Second {
+		t.Errorf("defaults: hub namespace %q, heartbeat timeout %s, resync %s", f.hubNamespace, f.heartbeatTimeout, f.resync)
 	}
-	if err := fs.Parse([]string{"--hub-namespace=fleet", "--heartbeat-timeout=1m"}); err != nil {
+	if err := fs.Parse([]string{"--hub-namespace=fleet", "--heartbeat-timeout=1m", "--resync=30s"}); err != nil {
 		t.Fatal(err)
 	}
-	if f.hubNamespace != "fleet" || f.heartbeatTimeout != time.Minute {
-		t.Errorf("parsed: hub namespace %q, heartbeat timeout %s", f.hubNamespace, f.heartbeatTimeout)
+	if f.hubNamespace != "fleet" || f.heartbeatTimeout != time.Minute || f.resync != 30*time.Second {
+		t.Errorf("parsed: hub namespace %q, heartbeat timeout %s, resync %s", f.hubNamespace, f.heartbeatTimeout, f.resync)
 	}
 }
 

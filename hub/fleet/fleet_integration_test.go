@@ -299,3 +299,55 @@ func TestFleetReconciler(t *testing.T) {
 		g.Expect(h.memberCopy(g, "eu", "mine")).NotTo(BeNil())
 	})
 }
+
+// TestFleetToleratesNotReadyMember checks that a member blipping to not Ready keeps its copy
+// for the policy's failover toleration, and only then loses the RayService to another member.
+func TestFleetToleratesNotReadyMember(t *testing.T) {
+	h := startFleet(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	h.createPolicy(g, "tolerant", fleetv1alpha1.PlacementPolicySpec{
+		Failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](4)},
+	})
+	h.createRayService(g, "blip", "tolerant")
+	var first string
+	g.Eventually(func(g Gomega) {
+		clusters := h.binding(g, "blip").Spec.Clusters
+		g.Expect(clusters).To(HaveLen(1))
+		first = clusters[0]
+		g.Expect(h.memberCopy(g, first, "blip")).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+	other := map[string]string{"eu": "us", "us": "eu"}[first]
+
+	g.Eventually(func(g Gomega) {
+		var mc fleetv1alpha1.MemberCluster
+		g.Expect(h.hub.Get(ctx, types.NamespacedName{Name: first}, &mc)).To(Succeed())
+		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
+			Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonMemberNotReady,
+			Message: "Reachable is False",
+		})
+		g.Expect(h.hub.Status().Update(ctx, &mc)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	notReadyAt := time.Now()
+
+	// Within the window the placement holds and says why.
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(h.binding(g, "blip").Status.Conditions, fleetv1alpha1.ConditionPlaced)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring(first + ": not ready: Reachable is False since"))
+		g.Expect(c.Message).To(ContainSubstring("tolerated until"))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(h.binding(g, "blip").Spec.Clusters).To(Equal([]string{first}))
+		g.Expect(h.memberCopy(g, first, "blip")).NotTo(BeNil())
+		g.Expect(h.memberCopy(g, other, "blip")).To(BeNil())
+	}, 2*time.Second, interval).Should(Succeed())
+
+	// After it the RayService fails over.
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.binding(g, "blip").Spec.Clusters).To(Equal([]string{other}))
+		g.Expect(h.memberCopy(g, other, "blip")).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+	// LastTransitionTime has second precision, so the window may end up to a second early.
+	g.Expect(time.Since(notReadyAt)).To(BeNumerically(">=", 3*time.Second))
+}

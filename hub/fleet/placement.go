@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,8 @@ type scope struct {
 	foreign     []string
 	// kept are clusters no longer placed whose copy could not be removed yet.
 	kept []string
+	// wake is when a not-ready member's toleration ends; zero when none is tolerated.
+	wake time.Time
 }
 
 func newScope(hub *rayv1.RayService) *scope {
@@ -81,6 +84,7 @@ func (r *Reconciler) place(ctx context.Context, s *scope) error {
 	name, builtIn := placement.PolicyName(s.hub.Annotations, names)
 	s.policyName = name
 	policy := placement.BuiltInPolicy()
+	toleration := tolerationOf(nil)
 	if !builtIn {
 		i := slices.Index(names, name)
 		if i < 0 {
@@ -94,13 +98,17 @@ func (r *Reconciler) place(ctx context.Context, s *scope) error {
 			return nil
 		}
 		s.overrides = pps.Items[i].Spec.Overrides
+		toleration = tolerationOf(&pps.Items[i])
 	}
 
 	previous := slices.Clone(s.placed)
+	members := membersOf(s.memberClusters)
+	tol := tolerateNotReady(members, s.memberClusters, previous, toleration, r.clock.Now())
+	s.wake = tol.wake
 	d := placement.Plan(placement.Input{
 		Demand:  placement.DemandOf(s.hub),
 		Policy:  policy,
-		Members: membersOf(s.memberClusters),
+		Members: members,
 		Current: previous,
 		Held:    heldBy(s),
 	})
@@ -112,7 +120,11 @@ func (r *Reconciler) place(ctx context.Context, s *scope) error {
 	case !d.Placed:
 		result, reason, status = resultPartial, fleetv1alpha1.ReasonInsufficientClusters, metav1.ConditionFalse
 	}
-	s.placedCond = metav1.Condition{Type: fleetv1alpha1.ConditionPlaced, Status: status, Reason: reason, Message: d.Message}
+	msg := d.Message
+	if len(tol.notes) > 0 {
+		msg += "; " + strings.Join(tol.notes, "; ")
+	}
+	s.placedCond = metav1.Condition{Type: fleetv1alpha1.ConditionPlaced, Status: status, Reason: reason, Message: msg}
 	r.metrics.decision(result)
 	if !slices.Equal(previous, d.Clusters) && len(d.Clusters) > 0 {
 		r.recorder.Eventf(s.hub, nil, corev1.EventTypeNormal, "Placed", "Place",

@@ -163,7 +163,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.opts.Resync}, nil
+	return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
+}
+
+// requeueAfter is the periodic resync, or sooner when a tolerated member's time runs out, so
+// the RayService fails over then and not up to a resync later.
+func (r *Reconciler) requeueAfter(s *scope) time.Duration {
+	if s.wake.IsZero() {
+		return r.opts.Resync
+	}
+	return min(r.opts.Resync, max(s.wake.Sub(r.clock.Now()), time.Millisecond))
 }
 
 // validate runs the spoke's own validation: a RayService the spokes would reject is never
