@@ -3,7 +3,7 @@
 // hub RayService, which keeps KubeRay's shape so that the tools people already use on a
 // RayService (kubectl columns, dashboards, scripts reading conditions) work on the hub too.
 // It is pure: no API calls and no clock, so every rule is tested with plain tables and the
-// reconciler writes the hub status only when Changed says so.
+// reconciler writes the hub status only when shared/raystatus says it changed.
 package aggregate
 
 import (

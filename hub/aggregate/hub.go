@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -159,22 +158,4 @@ func truncate(msg string) string {
 		return msg
 	}
 	return strings.ToValidUTF8(msg[:maxMessageLength], "")
-}
-
-// Changed reports whether the hub status must be written: whether next differs from prev in
-// anything but the lastUpdateTime fields, which change on every computation.
-func Changed(prev, next *rayv1.RayServiceStatuses) bool {
-	if prev == nil || next == nil {
-		return prev != next
-	}
-	return !equality.Semantic.DeepEqual(withoutUpdateTimes(prev), withoutUpdateTimes(next))
-}
-
-// withoutUpdateTimes returns a copy of st with its lastUpdateTime fields cleared.
-func withoutUpdateTimes(st *rayv1.RayServiceStatuses) *rayv1.RayServiceStatuses {
-	c := st.DeepCopy()
-	c.LastUpdateTime = nil
-	c.ActiveServiceStatus.RayClusterStatus.LastUpdateTime = nil
-	c.PendingServiceStatus.RayClusterStatus.LastUpdateTime = nil
-	return c
 }

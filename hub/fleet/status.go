@@ -16,6 +16,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/aggregate"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/raystatus"
 )
 
 // lastSeenRefresh is how stale a binding entry's lastSeenTime may get before it alone is worth
@@ -52,7 +53,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 			return fmt.Errorf("patch RayServiceBinding %s status: %w", s.key, err)
 		}
 	}
-	if aggregate.Changed(&s.hub.Status, &hubStatus) {
+	if raystatus.RayServiceChanged(&s.hub.Status, &hubStatus) {
 		orig := s.hub.DeepCopy()
 		s.hub.Status = hubStatus
 		if err := r.client.Status().Patch(ctx, s.hub, client.MergeFrom(orig)); err != nil {

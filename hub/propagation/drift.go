@@ -1,13 +1,13 @@
 package propagation
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayfleet/rayfleet/shared/jsonsubset"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -95,83 +95,8 @@ func ownedKeyMissing(fieldSet map[string]json.RawMessage, desired, member map[st
 }
 
 // specContained reports whether every field desired sets has the same value in member,
-// comparing the JSON forms that apply sends and the server stores.
+// comparing the JSON forms that apply sends and the server stores. A spec that cannot be
+// encoded is not contained: re-applying is the safe answer.
 func specContained(desired, member *rayv1.RayServiceSpec) bool {
-	want, errWant := jsonValue(desired)
-	have, errHave := jsonValue(member)
-	if errWant != nil || errHave != nil {
-		// A spec that cannot be encoded cannot be compared; re-applying is the safe answer.
-		return false
-	}
-	return contained(want, have)
-}
-
-// jsonValue is v as generic JSON with numbers kept as written.
-func jsonValue(v any) (any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// contained reports whether the generic JSON value want is contained in have: objects by key
-// (a null or empty value in want is "not set"), lists element by element with equal length,
-// scalars by equality.
-func contained(want, have any) bool {
-	switch w := want.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return len(w) == 0 && have == nil
-		}
-		for k, wv := range w {
-			hv, present := h[k]
-			if !present && !isEmpty(wv) {
-				return false
-			}
-			if present && !contained(wv, hv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok {
-			return len(w) == 0 && have == nil
-		}
-		if len(w) != len(h) {
-			return false
-		}
-		for i := range w {
-			if !contained(w[i], h[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return want == have
-	}
-}
-
-// isEmpty reports whether a generic JSON value sets nothing: null, {} or [].
-func isEmpty(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return len(t) == 0
-	case []any:
-		return len(t) == 0
-	default:
-		return false
-	}
+	return jsonsubset.Covers(member, desired)
 }

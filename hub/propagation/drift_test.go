@@ -138,26 +138,3 @@ func TestDriftedEdges(t *testing.T) {
 		t.Error("nothing desired is reported as drift")
 	}
 }
-
-func TestContained(t *testing.T) {
-	tests := []struct {
-		name       string
-		want, have any
-		contained  bool
-	}{
-		{"empty object wanted, key absent", map[string]any{"a": map[string]any{}}, map[string]any{}, true},
-		{"empty list wanted, key absent", map[string]any{"a": []any{}}, map[string]any{}, true},
-		{"null wanted", map[string]any{"a": nil}, map[string]any{"a": "x"}, true},
-		{"object wanted, scalar there", map[string]any{"a": map[string]any{"b": "c"}}, map[string]any{"a": "x"}, false},
-		{"list wanted, object there", []any{"x"}, map[string]any{}, false},
-		{"list shorter on the member", []any{"x", "y"}, []any{"x"}, false},
-		{"scalar differs", "1", "2", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := contained(tc.want, tc.have); got != tc.contained {
-				t.Errorf("contained = %v, want %v", got, tc.contained)
-			}
-		})
-	}
-}

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/shared/raystatus"
 	"github.com/rayfleet/rayfleet/shared/validation"
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/status"
@@ -68,7 +69,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}, s.incremental, metav1.NewTime(r.clock.Now()))
 	r.report(ctx, s, out)
 
-	if status.Changed(&s.original.Status, &next) {
+	if raystatus.RayServiceChanged(&s.original.Status, &next) {
 		if err := r.writeStatus(ctx, s, next); err != nil {
 			if apierrors.IsNotFound(err) {
 				return ctrl.Result{}, nil // deleted meanwhile

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/rayfleet/rayfleet/shared/jsonsubset"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/spoke/builder"
 )
@@ -141,7 +142,7 @@ var httpRouteKind = objectKind[*gwv1.HTTPRoute]{
 }
 
 // ensure creates desired when it is missing, or merge-patches the existing object's spec to
-// desired's when it does not already say what desired says (see covers), and returns the
+// desired's when it does not already say what desired says (jsonsubset.Covers), and returns the
 // object as it now stands. A settled object costs no write.
 func ensure[T client.Object](ctx context.Context, r *Reconciler, s *scope, desired, existing T, k objectKind[T]) (T, error) {
 	var zero T
@@ -162,7 +163,7 @@ func ensure[T client.Object](ctx context.Context, r *Reconciler, s *scope, desir
 	case err != nil:
 		return zero, fmt.Errorf("get %s %s/%s: %w", k.name, desired.GetNamespace(), desired.GetName(), err)
 	}
-	if covers(k.spec(existing), k.spec(desired)) {
+	if jsonsubset.Covers(k.spec(existing), k.spec(desired)) {
 		return existing, nil
 	}
 	updated, ok := existing.DeepCopyObject().(T)

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rayfleet/rayfleet/shared/rayspec"
+	"github.com/rayfleet/rayfleet/shared/raystatus"
 	"github.com/rayfleet/rayfleet/shared/validation"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/status"
 )
@@ -77,7 +78,7 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (invalid bool) {
 // finishInvalid writes the status of an invalid RayService. It is not requeued: only a new
 // spec can make it valid, and a spec change brings a reconcile of its own.
 func (r *Reconciler) finishInvalid(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !status.Changed(&s.original.Status, &s.rs.Status) {
+	if !raystatus.RayServiceChanged(&s.original.Status, &s.rs.Status) {
 		return ctrl.Result{}, nil
 	}
 	if err := r.writeStatus(ctx, s, s.rs.Status); err != nil {

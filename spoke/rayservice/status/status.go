@@ -3,14 +3,13 @@
 // promotion of the pending cluster, the next pending cluster's name, numServeEndpoints, the
 // Ready and UpgradeInProgress conditions and serviceStatus. It makes no API calls and reads no
 // clock; the reconciler observes, calls Compute, acts on the Outcome (events, deletions) and
-// writes the status once when Changed says so.
+// writes the status once when shared/raystatus says it changed.
 package status
 
 import (
 	"fmt"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -210,19 +209,4 @@ func prepare(st *rayv1.RayServiceStatuses, name string, incremental bool) {
 		return
 	}
 	st.PendingServiceStatus.TargetCapacity = ptr.To[int32](0)
-}
-
-// Changed reports whether next differs from prev in anything but the lastUpdateTime fields
-// (the RayService's and those of the embedded RayCluster statuses), which move on every
-// write. Unlike KubeRay, values are compared (not pointers) and observedGeneration counts.
-func Changed(prev, next *rayv1.RayServiceStatuses) bool {
-	return !equality.Semantic.DeepEqual(comparable(prev), comparable(next))
-}
-
-func comparable(st *rayv1.RayServiceStatuses) *rayv1.RayServiceStatuses {
-	c := st.DeepCopy()
-	c.LastUpdateTime = nil
-	c.ActiveServiceStatus.RayClusterStatus.LastUpdateTime = nil
-	c.PendingServiceStatus.RayClusterStatus.LastUpdateTime = nil
-	return c
 }

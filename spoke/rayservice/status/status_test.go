@@ -308,58 +308,6 @@ func TestInitializingTimeoutState(t *testing.T) {
 	}
 }
 
-func TestChanged(t *testing.T) {
-	base := func() *rayv1.RayServiceStatuses {
-		st := &rayv1.RayServiceStatuses{
-			ObservedGeneration: 1,
-			LastUpdateTime:     ptr.To(metav1.NewTime(now.Add(-time.Hour))),
-			ActiveServiceStatus: rayv1.RayServiceStatus{RayClusterName: "a", TrafficRoutedPercent: ptr.To[int32](100),
-				Applications:     map[string]rayv1.AppStatus{"app": {Status: "RUNNING"}},
-				RayClusterStatus: rayv1.RayClusterStatus{State: rayv1.Ready, LastUpdateTime: ptr.To(metav1.NewTime(now.Add(-time.Hour)))}},
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: now})
-		return st
-	}
-	tests := []struct {
-		name   string
-		mutate func(st *rayv1.RayServiceStatuses)
-		want   bool
-	}{
-		{"identical", func(*rayv1.RayServiceStatuses) {}, false},
-		{"lastUpdateTime only", func(st *rayv1.RayServiceStatuses) { st.LastUpdateTime = ptr.To(now) }, false},
-		{"embedded cluster lastUpdateTime only", func(st *rayv1.RayServiceStatuses) {
-			st.ActiveServiceStatus.RayClusterStatus.LastUpdateTime = ptr.To(now)
-		}, false},
-		// KubeRay compares the pointers, so an equal value counts as a change.
-		{"same traffic, another pointer", func(st *rayv1.RayServiceStatuses) {
-			st.ActiveServiceStatus.TrafficRoutedPercent = ptr.To[int32](100)
-		}, false},
-		{"empty and missing deployments", func(st *rayv1.RayServiceStatuses) {
-			st.ActiveServiceStatus.Applications["app"] = rayv1.AppStatus{Status: "RUNNING", Deployments: map[string]rayv1.ServeDeploymentStatus{}}
-		}, false},
-		{"traffic moved", func(st *rayv1.RayServiceStatuses) { st.ActiveServiceStatus.TrafficRoutedPercent = ptr.To[int32](90) }, true},
-		{"observedGeneration", func(st *rayv1.RayServiceStatuses) { st.ObservedGeneration = 2 }, true},
-		{"endpoints", func(st *rayv1.RayServiceStatuses) { st.NumServeEndpoints = 3 }, true},
-		{"application status", func(st *rayv1.RayServiceStatuses) {
-			st.ActiveServiceStatus.Applications["app"] = rayv1.AppStatus{Status: "DEPLOYING"}
-		}, true},
-		{"embedded cluster state", func(st *rayv1.RayServiceStatuses) { st.ActiveServiceStatus.RayClusterStatus.State = rayv1.Suspended }, true},
-		{"condition message", func(st *rayv1.RayServiceStatuses) { st.Conditions[0].Message = "x" }, true},
-		{"pending cluster named", func(st *rayv1.RayServiceStatuses) { st.PendingServiceStatus.RayClusterName = "p" }, true},
-		{"serviceStatus", func(st *rayv1.RayServiceStatuses) { st.ServiceStatus = rayv1.Running }, true},
-		{"target capacity", func(st *rayv1.RayServiceStatuses) { st.PendingServiceStatus.TargetCapacity = ptr.To[int32](0) }, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			prev, next := base(), base()
-			tt.mutate(next)
-			if got := Changed(prev, next); got != tt.want {
-				t.Fatalf("Changed = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestReadyEndpoints(t *testing.T) {
 	ep := func(uid string, ready *bool) discoveryv1.Endpoint {
 		e := discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ready}}

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/rayfleet/rayfleet/shared/jsonsubset"
 )
 
 func TestCovers(t *testing.T) {
@@ -32,7 +34,7 @@ func TestCovers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := covers(tt.have, tt.want); got != tt.ok {
+			if got := jsonsubset.Covers(tt.have, tt.want); got != tt.ok {
 				t.Fatalf("covers = %v, want %v", got, tt.ok)
 			}
 		})
