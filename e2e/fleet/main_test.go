@@ -1,8 +1,10 @@
 //go:build e2e
 
 // Package fleet runs RayFleet end to end on a local fleet (see e2e/localfleet): a hub control
-// plane running bin/hub, and two members (regions us and eu, two kwok Nodes each, GPUs on eu)
-// each running bin/spoke against a Ray dashboard stand-in, joined with `rayfleet join`.
+// plane running bin/hub, and three members (regions us, eu and ap, two kwok Nodes each, GPUs on
+// eu only) each running bin/spoke against a Ray dashboard stand-in, joined with `rayfleet join`.
+// The ap member is for TestUnreachableMemberNothingDeleted, which cuts it off: every other test
+// places by region on us and eu only.
 //
 //	make build && go test -tags e2e ./e2e/fleet/   # binaries from bin/ and bin/k8s
 //	RAYFLEET_E2E_KEEP=1 go test -tags e2e …         # keep the state dir (logs) afterwards
@@ -28,10 +30,11 @@ const (
 	poll    = 250 * time.Millisecond
 )
 
-// The members: a CPU-only one in region us and a GPU one in region eu.
+// The members: CPU-only ones in regions us and ap, and a GPU one in region eu.
 const (
 	memberUS   = "us"
 	memberEU   = "eu"
+	memberAP   = "ap"
 	regionKey  = "region"
 	gpusPerEU  = 4
 	nodesPerMb = 2
@@ -57,6 +60,11 @@ func run(m *testing.M) int {
 				Name:   memberEU,
 				Labels: map[string]string{regionKey: memberEU},
 				Nodes:  localcluster.FakeNodes(nodesPerMb, localcluster.NodeSpec{CPU: "32", Memory: "128Gi", GPUs: gpusPerEU}),
+			},
+			{
+				Name:   memberAP,
+				Labels: map[string]string{regionKey: memberAP},
+				Nodes:  localcluster.FakeNodes(nodesPerMb, localcluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
 			},
 		},
 		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",

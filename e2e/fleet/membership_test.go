@@ -16,7 +16,7 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
-// Both members, joined by the real CLI, turn Ready on the hub, keep the labels they were given
+// Every member, joined by the real CLI, turn Ready on the hub, keep the labels they were given
 // and mirror their spoke's report: nodes, allocatable CPU and GPUs (only the eu member has any).
 func TestJoinedMembersBecomeReady(t *testing.T) {
 	tests := []struct {
@@ -26,6 +26,7 @@ func TestJoinedMembersBecomeReady(t *testing.T) {
 	}{
 		{member: memberUS, wantCPU: "32"},
 		{member: memberEU, wantCPU: "64", wantGPU: gpusPerEU * nodesPerMb},
+		{member: memberAP, wantCPU: "32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.member, func(t *testing.T) {

@@ -57,7 +57,7 @@ func TestTwoClustersReadyOnlyWhenBoth(t *testing.T) {
 	t.Parallel()
 	const ns, name = "placement-two", "svc"
 	createNamespace(t, ns)
-	createPolicy(t, ns, "both", fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2)})
+	createPolicy(t, ns, "both", fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2), ClusterSelector: usOrEU})
 	createHubRayService(t, ns, name, "both")
 
 	// Hold the us copy back as soon as the us spoke names its cluster.
@@ -110,6 +110,12 @@ func TestTwoClustersReadyOnlyWhenBoth(t *testing.T) {
 	})
 }
 
+// usOrEU selects the us and eu members: the ap member is cut off by
+// TestUnreachableMemberNothingDeleted while the other tests run.
+var usOrEU = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+	Key: regionKey, Operator: metav1.LabelSelectorOpIn, Values: []string{memberUS, memberEU},
+}}}
+
 // settle is how long a state that must not change is watched.
 const settle = 1 * time.Second
 
@@ -131,10 +137,22 @@ func createPolicy(t *testing.T, ns, name string, spec fleetv1alpha1.PlacementPol
 
 // createHubRayService applies a small RayService to the hub, placed by policy, and deletes it
 // at the end so that its member copies go too.
-func createHubRayService(t *testing.T, ns, name, policy string) {
+func createHubRayService(t *testing.T, ns, name, policy string) *rayv1.RayService {
 	t.Helper()
+	return applyHubRayService(t, newHubRayService(ns, name, policy))
+}
+
+// newHubRayService is the small RayService of createHubRayService, for tests to change first.
+func newHubRayService(ns, name, policy string) *rayv1.RayService {
 	rs := raybuilder.MakeRayService(name, ns).ReplicaBounds(0, 1, 2).Annotation(labels.PlacementPolicy, policy).Obj()
 	rs.UID, rs.Generation = "", 0
+	return rs
+}
+
+// applyHubRayService creates rs on the hub and deletes it at the end of the test.
+func applyHubRayService(t *testing.T, rs *rayv1.RayService) *rayv1.RayService {
+	t.Helper()
+	ns, name := rs.Namespace, rs.Name
 	if err := fleet.Hub.Client.Create(t.Context(), rs); err != nil {
 		t.Fatalf("creating RayService %s/%s on the hub: %v", ns, name, err)
 	}
@@ -143,6 +161,7 @@ func createHubRayService(t *testing.T, ns, name, policy string) {
 			t.Errorf("deleting RayService %s/%s on the hub: %v", ns, name, err)
 		}
 	})
+	return rs
 }
 
 func hubRayService(g gomega.Gomega, ns, name string) *rayv1.RayService {

@@ -103,6 +103,9 @@ type Fleet struct {
 	opts     Options
 	mu       sync.Mutex
 	stopOnce sync.Once
+	// cutOff are the members whose API server StopMemberAPIServer stopped: their spokes may
+	// exit on their own from then on, which Exited does not count as a failure.
+	cutOff map[string]bool
 }
 
 // DefaultRayFleetBin is $RAYFLEET_BIN, or bin in the repository.
@@ -264,6 +267,9 @@ func (f *Fleet) Exited() error {
 		procs[hubClusterName] = f.HubProcess
 	}
 	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		if f.cutOff[name] {
+			continue
+		}
 		p := procs[name]
 		exited, err := p.Exited()
 		switch {
@@ -275,3 +281,32 @@ func (f *Fleet) Exited() error {
 	}
 	return errors.Join(errs...)
 }
+
+// StopMemberAPIServer stops the member's kube-apiserver (etcd, the spoke and the stand-in keep
+// running), so that the hub can no longer reach the member: an outage as the hub sees it. The
+// member stays stopped until the fleet is; from then on its spoke, which loses its API server
+// too, may exit without Exited reporting it.
+func (f *Fleet) StopMemberAPIServer(name string) error {
+	f.mu.Lock()
+	member := f.Members[name]
+	if member != nil {
+		if f.cutOff == nil {
+			f.cutOff = map[string]bool{}
+		}
+		f.cutOff[name] = true
+	}
+	f.mu.Unlock()
+	if member == nil {
+		return fmt.Errorf("no member %q", name)
+	}
+	for _, p := range member.Components() {
+		if p.Name == apiServerProcess {
+			p.Stop()
+			return nil
+		}
+	}
+	return fmt.Errorf("member %s has no %s process", name, apiServerProcess)
+}
+
+// apiServerProcess is the name localcluster gives the API server among a cluster's Components.
+const apiServerProcess = "kube-apiserver"
