@@ -108,14 +108,17 @@ test: tools ## Run the unit and integration tests (integration tests use the env
 e2e: build tools ## Run the end-to-end tests against local control planes.
 	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/...
 
-.PHONY: bench bench-raycluster bench-rayservice
-bench: bench-raycluster bench-rayservice ## Run the RayCluster and RayService benchmarks against local control planes.
+.PHONY: bench bench-raycluster bench-rayservice bench-hub
+bench: bench-raycluster bench-rayservice bench-hub ## Run the RayCluster, RayService and hub benchmarks against local control planes.
 
 bench-raycluster: build tools ## Run the RayCluster benchmark (BENCH_ARGS=...).
 	$(E2E_ENV) go run ./e2e/bench/raycluster $(BENCH_ARGS)
 
 bench-rayservice: build tools ## Run the RayService benchmark (RAYSERVICE_BENCH_ARGS=...).
 	$(E2E_ENV) go run ./e2e/bench/rayservice $(RAYSERVICE_BENCH_ARGS)
+
+bench-hub: build tools ## Run the hub benchmark: placement, status latency, RSS, writes (HUB_BENCH_ARGS=...).
+	$(E2E_ENV) go run ./e2e/bench/hub $(HUB_BENCH_ARGS)
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).

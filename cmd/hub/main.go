@@ -48,6 +48,14 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// Client-side rate limits of the hub's clients (see bindFlags).
+const (
+	defaultQPS         = 1000
+	defaultBurst       = 2000
+	defaultMemberQPS   = 200
+	defaultMemberBurst = 400
+)
+
 // flags holds the command line of the hub; it matches the spoke's.
 type flags struct {
 	metricsAddr             string
@@ -57,6 +65,8 @@ type flags struct {
 	leaderElectionNamespace string
 	qps                     float64
 	burst                   int
+	memberQPS               float64
+	memberBurst             int
 	maxConcurrentReconciles int
 	watchNamespaces         string
 	hubNamespace            string
@@ -77,10 +87,18 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 		"Name of the Lease used for leader election.")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; defaults to the Pod's namespace in-cluster.")
-	fs.Float64Var(&f.qps, "kube-api-qps", 100,
+	// Placing a RayService costs the hub about 6 writes on its own cluster and one on a member;
+	// at client-go's defaults (5 QPS per member client) or KubeRay's 100 the client-side limiter,
+	// not the API servers, would set the pace of a 1,000-RayService fleet. The API servers' own
+	// priority and fairness protects them.
+	fs.Float64Var(&f.qps, "kube-api-qps", defaultQPS,
 		"Queries per second the hub may send to the hub's Kubernetes API server; negative turns client-side throttling off.")
-	fs.IntVar(&f.burst, "kube-api-burst", 200,
+	fs.IntVar(&f.burst, "kube-api-burst", defaultBurst,
 		"Burst of queries the hub may send to the hub's Kubernetes API server.")
+	fs.Float64Var(&f.memberQPS, "member-api-qps", defaultMemberQPS,
+		"Queries per second the hub may send to each member's Kubernetes API server; negative turns client-side throttling off.")
+	fs.IntVar(&f.memberBurst, "member-api-burst", defaultMemberBurst,
+		"Burst of queries the hub may send to each member's Kubernetes API server.")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 16,
 		"How many objects of one kind are reconciled in parallel.")
 	fs.StringVar(&f.watchNamespaces, "watch-namespace", "",
@@ -144,6 +162,7 @@ func run(args []string) error {
 		ClusterOptions:        []cluster.Option{func(o *cluster.Options) { o.Scheme = sch }},
 		RESTOptions: []func(*rest.Config) error{func(c *rest.Config) error {
 			c.UserAgent = "rayfleet-hub/" + version
+			c.QPS, c.Burst = float32(f.memberQPS), f.memberBurst
 			return nil
 		}},
 	})

@@ -28,6 +28,29 @@ func TestFlagDefaults(t *testing.T) {
 	}
 }
 
+func TestRateLimitFlags(t *testing.T) {
+	tests := []struct {
+		args                  []string
+		qps, memberQPS        float64
+		burst, memberBurstArg int
+	}{
+		{nil, defaultQPS, defaultMemberQPS, defaultBurst, defaultMemberBurst},
+		{[]string{"--kube-api-qps=50", "--kube-api-burst=60", "--member-api-qps=-1", "--member-api-burst=7"}, 50, -1, 60, 7},
+	}
+	for _, tt := range tests {
+		var f flags
+		fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		bindFlags(fs, &f)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if f.qps != tt.qps || f.burst != tt.burst || f.memberQPS != tt.memberQPS || f.memberBurst != tt.memberBurstArg {
+			t.Errorf("%v: qps %v burst %d member qps %v burst %d", tt.args, f.qps, f.burst, f.memberQPS, f.memberBurst)
+		}
+	}
+}
+
 func TestCacheOptions(t *testing.T) {
 	tests := []struct {
 		name           string

@@ -1,0 +1,287 @@
+// Command hub benchmarks the hub alone: bin/hub on a hub control plane with members that are
+// bare control planes (no spokes, no kwok; the harness writes their ClusterReports and their
+// RayServices' status), so that every figure is the hub's. It creates many RayServices on the
+// hub, spread over the members by a "default" PlacementPolicy with clusters: 1, and reports how
+// fast every member copy exists; then it turns the copies Ready one by one in a paced stream
+// and reports how fast each change shows on the hub RayService; and the hub's memory, CPU and
+// API writes per RayService (from the audit logs of the hub and the members, by the hub's own
+// client certificate).
+//
+//	go run ./e2e/bench/hub -services 1000 -members 3
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
+	"github.com/rayfleet/rayfleet/e2e/localcluster"
+	"github.com/rayfleet/rayfleet/e2e/localfleet"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
+)
+
+// hubUser is the identity of bin/hub on the hub and on every member; the audit policies record
+// its writes only.
+const hubUser = localfleet.HubUser
+
+// benchNamespace holds the benchmark's RayServices on the hub (and their copies on members).
+const benchNamespace = "bench"
+
+// Targets from issue 4, printed next to the figures.
+const (
+	targetPlaced    = 60 * time.Second
+	targetStatusP99 = time.Second
+	targetRSSBytes  = 300 << 20
+)
+
+// config is the command line.
+type config struct {
+	services, members, parallel int
+	hubBin                      string
+	hubArgs                     []string
+	reportInterval              time.Duration
+	statusInterval              time.Duration
+	timeout, settle             time.Duration
+	keep                        bool
+	auditLevel                  string
+}
+
+func main() {
+	cfg := parseFlags()
+	// The informers log through controller-runtime; the report is all that matters.
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags() config {
+	var c config
+	var hubArgs string
+	flag.IntVar(&c.services, "services", 1000, "RayServices to create on the hub")
+	flag.IntVar(&c.members, "members", 3, "member control planes")
+	flag.IntVar(&c.parallel, "parallel", 100, "concurrent creates")
+	flag.StringVar(&c.hubBin, "hub", filepath.Join(localfleet.DefaultRayFleetBin(), "hub"), "hub binary")
+	flag.StringVar(&hubArgs, "hub-args", "", "extra hub flags, space separated (e.g. --max-concurrent-reconciles=32)")
+	flag.DurationVar(&c.statusInterval, "status-interval", 20*time.Millisecond,
+		"pace of the member status changes: one copy turned Ready every interval")
+	flag.DurationVar(&c.reportInterval, "report-interval", 2*time.Second,
+		"how often the harness rewrites each member's ClusterReport, as a spoke's --report-interval")
+	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
+	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after the last change, wait until the hub has not written for this long")
+	flag.BoolVar(&c.keep, "keep", false, "keep the control planes' state dirs (logs, audit logs)")
+	flag.StringVar(&c.auditLevel, "audit-level", "Metadata", "audit level of the hub's writes: Metadata, or Request to keep their bodies")
+	flag.Parse()
+	c.hubArgs = strings.Fields(hubArgs)
+	c.parallel = max(1, c.parallel)
+	c.members = max(1, c.members)
+	return c
+}
+
+func run(ctx context.Context, cfg config) error {
+	b, err := startControlPlanes(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer b.stop()
+	if cfg.keep {
+		fmt.Fprintln(os.Stderr, "bench: hub state and logs in", b.hub.Dir)
+		for _, name := range b.names {
+			fmt.Fprintf(os.Stderr, "bench: %s state and audit log in %s\n", name, b.members[name].Dir)
+		}
+	}
+	// The reports count the copies as the spokes would see them; set before the heartbeats
+	// start reading it.
+	copies := newCopyTracker(cfg.services)
+	b.copiesOn = copies.on
+	// The harness's heartbeats stop with the run.
+	hbCtx, stopHeartbeats := context.WithCancel(ctx)
+	defer stopHeartbeats()
+	if err = b.heartbeat(hbCtx, cfg.reportInterval); err != nil {
+		return err
+	}
+	if err = b.startHub(ctx, cfg); err != nil {
+		return err
+	}
+	if err = b.join(ctx); err != nil {
+		return err
+	}
+	if err = b.waitMembersReady(ctx); err != nil {
+		b.hub.DumpLogs(os.Stderr, 60)
+		return err
+	}
+	res, err := measure(ctx, cfg, b, copies)
+	if err != nil {
+		b.hub.DumpLogs(os.Stderr, 60)
+		return err
+	}
+	printReport(os.Stdout, cfg, res)
+	return nil
+}
+
+// result is everything the report shows.
+type result struct {
+	placedIn, statusIn  time.Duration
+	placeLat, statusLat []time.Duration
+	perMember           map[string]int
+	usagePlaced, usage  localcluster.Usage
+	// writes are the hub's writes by cluster ("hub" or "member"), split at the moment every
+	// copy existed.
+	writes map[string]benchutil.WriteCounts
+}
+
+func measure(ctx context.Context, cfg config, b *bench, copies *copyTracker) (result, error) {
+	res := result{writes: map[string]benchutil.WriteCounts{}}
+	if err := b.hub.CreateNamespace(ctx, benchNamespace); err != nil {
+		return res, err
+	}
+	one := int32(1)
+	policy := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: "default"},
+		Spec:       fleetv1alpha1.PlacementPolicySpec{Clusters: &one},
+	}
+	if err := b.hub.Client.Create(ctx, policy); err != nil {
+		return res, fmt.Errorf("creating PlacementPolicy: %w", err)
+	}
+	for _, name := range b.names {
+		if err := watchCopies(ctx, b.members[name], name, copies); err != nil {
+			return res, err
+		}
+	}
+	hubStatus := benchutil.NewReadiness(cfg.services)
+	if err := watchHubReady(ctx, b.hub, hubStatus); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	if err := createServices(ctx, cfg, b.hub.Client, copies.placed); err != nil {
+		return res, err
+	}
+	if err := waitDone(ctx, b, copies.placed, cfg.timeout, "member copies"); err != nil {
+		return res, err
+	}
+	var placedAt time.Time
+	res.placeLat, placedAt = copies.placed.Latencies()
+	res.placedIn = placedAt.Sub(start)
+	res.perMember = copies.perMember()
+	var err error
+	if res.usagePlaced, err = b.hubProc.Usage(); err != nil {
+		return res, err
+	}
+	// Let the placement's writes (status, bindings) finish, so the stream measures the status
+	// path rather than a queue still busy with placing.
+	if err = benchutil.WaitQuiet(ctx, b.hub.AuditLogPath(), cfg.settle); err != nil {
+		return res, err
+	}
+	statusStart := time.Now()
+	if err = streamReady(ctx, cfg, b, copies, hubStatus); err != nil {
+		return res, err
+	}
+	if err = waitDone(ctx, b, hubStatus, cfg.timeout, "hub RayServices Ready"); err != nil {
+		return res, err
+	}
+	var readyAt time.Time
+	res.statusLat, readyAt = hubStatus.Latencies()
+	res.statusIn = readyAt.Sub(statusStart)
+	if err = benchutil.WaitQuiet(ctx, b.hub.AuditLogPath(), cfg.settle); err != nil {
+		return res, err
+	}
+	if res.usage, err = b.hubProc.Usage(); err != nil {
+		return res, err
+	}
+	return res, countWrites(b, placedAt, &res)
+}
+
+// countWrites tallies the hub's writes to the hub and, summed, to the members.
+func countWrites(b *bench, placedAt time.Time, res *result) error {
+	hub, err := benchutil.CountWrites(b.hub.AuditLogPath(), hubUser, benchutil.Window{}, placedAt)
+	if err != nil {
+		return err
+	}
+	res.writes["hub"] = hub
+	var all []benchutil.WriteCounts
+	for _, name := range b.names {
+		wc, err := benchutil.CountWrites(b.members[name].AuditLogPath(), hubUser, benchutil.Window{}, placedAt)
+		if err != nil {
+			return fmt.Errorf("member %s: %w", name, err)
+		}
+		all = append(all, wc)
+	}
+	res.writes["member"] = sumCounts(all)
+	return nil
+}
+
+// sumCounts adds write tallies together.
+func sumCounts(all []benchutil.WriteCounts) benchutil.WriteCounts {
+	out := benchutil.WriteCounts{ByKey: map[benchutil.WriteKey]int{}, Failures: map[string]int{}}
+	for _, wc := range all {
+		for k, v := range wc.ByKey {
+			out.ByKey[k] += v
+		}
+		for k, v := range wc.Failures {
+			out.Failures[k] += v
+		}
+		out.Total += wc.Total
+		out.BeforeSplit += wc.BeforeSplit
+		out.Status += wc.Status
+		out.Conflicts += wc.Conflicts
+		out.Failed += wc.Failed
+	}
+	return out
+}
+
+// waitDone waits until r is complete, failing early when bin/hub exits.
+func waitDone(ctx context.Context, b *bench, r *benchutil.Readiness, timeout time.Duration, what string) error {
+	select {
+	case <-r.AllDone():
+		return nil
+	case <-b.hubProc.Done():
+		return fmt.Errorf("bin/hub exited while waiting for %s (log %s)", what, b.hubProc.LogPath)
+	case <-time.After(timeout):
+		return fmt.Errorf("%s: only %d done after %v", what, r.ReadyCount(), timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// createServices creates the hub RayServices with cfg.parallel concurrent creates, recording
+// each one's creation time just before its request is sent.
+func createServices(ctx context.Context, cfg config, c client.Client, tracker *benchutil.Readiness) error {
+	sem := make(chan struct{}, cfg.parallel)
+	errs := make([]error, cfg.services)
+	var wg sync.WaitGroup
+	for i := range cfg.services {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			name := serviceName(i)
+			rs := raybuilder.MakeRayService(name, benchNamespace).ReplicaBounds(0, 1, 1).Obj()
+			rs.UID, rs.Generation = "", 0
+			tracker.MarkCreated(name, time.Now())
+			if err := c.Create(ctx, rs); err != nil {
+				errs[i] = fmt.Errorf("creating RayService %s: %w", name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func serviceName(i int) string { return fmt.Sprintf("rs-%04d", i) }
