@@ -54,8 +54,8 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: demo
-demo: ## Start a local fleet (not yet available).
-	@echo "make demo is not yet available: it lands with the charts/demo issue"
+demo: build tools ## Start a local fleet (hub + two members), place a sample RayService on both, print the status (DEMO_ARGS=-exit stops after).
+	$(E2E_ENV) go run ./e2e/demo $(DEMO_ARGS)
 
 .PHONY: tools
 tools: ## Build etcd, kube-apiserver, kubectl, kwok, helm, controller-gen into bin/k8s (cached).
