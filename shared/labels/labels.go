@@ -125,6 +125,8 @@ const (
 	// HubFieldManager is the server-side apply field manager of everything the hub writes to
 	// members; drift under other managers is reverted by applying again.
 	HubFieldManager = "rayfleet-hub"
+	// SpokeFieldManager is the field manager of every write the spoke makes on its member.
+	SpokeFieldManager = "rayfleet-spoke"
 	// DefaultHubNamespace is the hub's namespace unless configured otherwise: it holds the
 	// members' kubeconfig Secrets and the hub's leader-election lease.
 	DefaultHubNamespace = "rayfleet-system"

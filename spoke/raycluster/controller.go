@@ -43,7 +43,7 @@ const (
 const podClusterIndex = "rayfleet.io/pod-cluster"
 
 // fieldManager is the field manager of every write the spoke makes.
-const fieldManager = "rayfleet-spoke"
+const fieldManager = labels.SpokeFieldManager
 
 // Least privilege: objects the spoke only creates are read with get, never listed or watched.
 //

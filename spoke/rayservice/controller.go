@@ -58,7 +58,7 @@ const (
 )
 
 // fieldManager is the field manager of every write the spoke makes.
-const fieldManager = "rayfleet-spoke"
+const fieldManager = labels.SpokeFieldManager
 
 // Least privilege: what the reconciler reads through the cache is listed and watched; the
 // rest is only got, created or patched. Events are the manager's (cmd/spoke).
