@@ -104,9 +104,10 @@ test: tools ## Run the unit and integration tests (integration tests use the env
 
 .PHONY: e2e
 # -p 1: each e2e package starts its own control planes (one member; a hub and two members), and
-# running them side by side on two cores starves both.
+# running them side by side on two cores starves both. internal/ holds the local fleet itself
+# (control planes, the dashboard stand-in), whose own tests start control planes too.
 e2e: build tools ## Run the end-to-end tests against local control planes.
-	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/...
+	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/... ./internal/...
 
 .PHONY: bench bench-raycluster bench-rayservice bench-hub
 bench: bench-raycluster bench-rayservice bench-hub ## Run the RayCluster, RayService and hub benchmarks against local control planes.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
-	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 )
 
 // testDeletionDelaySeconds replaces the 60 s default rayClusterDeletionDelaySeconds, so that

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
-	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 )
 
 // restartDeletionDelaySeconds leaves room for a spoke restart between the moment the old

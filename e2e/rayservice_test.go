@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
-	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 )
 
 // consistentlyFor is how long a test watches that nothing more happens: longer than the

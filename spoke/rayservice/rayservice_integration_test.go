@@ -15,7 +15,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
-	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 )
 
 // newServeConfig adds an application to the default Serve config.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
-	"github.com/rayfleet/rayfleet/e2e/localcluster"
-	"github.com/rayfleet/rayfleet/shared/testing/raydashboard"
+	"github.com/rayfleet/rayfleet/internal/localcluster"
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 )
 
 // dashboardOps are the stand-in's operations, in report order.
