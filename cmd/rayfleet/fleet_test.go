@@ -21,6 +21,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 )
 
@@ -138,8 +139,8 @@ func checkMember(ctx context.Context, t *testing.T, c client.Client) {
 	if err := c.Get(ctx, client.ObjectKey{Name: membership.ClusterRoleName}, &role); err != nil {
 		t.Fatal(err)
 	}
-	if len(role.Rules) != len(membership.HubRules()) {
-		t.Errorf("ClusterRole rules = %+v, want %+v", role.Rules, membership.HubRules())
+	if len(role.Rules) != len(hubaccess.HubRules()) {
+		t.Errorf("ClusterRole rules = %+v, want %+v", role.Rules, hubaccess.HubRules())
 	}
 	var binding rbacv1.ClusterRoleBinding
 	if err := c.Get(ctx, client.ObjectKey{Name: membership.ClusterRoleName}, &binding); err != nil {

@@ -4,28 +4,25 @@
 package membership
 
 import (
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/hubaccess"
 )
 
-// Names of the hub's identity on a member. They are fixed, not derived from the member's name,
-// because a member belongs to one hub and the spoke chart creates the same ServiceAccount.
+// Names of the hub's identity on a member (see hubaccess).
 const (
-	// MemberNamespace holds the hub's ServiceAccount and token on the member; it is the spoke's
-	// namespace too.
-	MemberNamespace = labels.DefaultHubNamespace
+	// MemberNamespace holds the hub's ServiceAccount and token on the member.
+	MemberNamespace = hubaccess.DefaultNamespace
 	// ServiceAccountName is the ServiceAccount the hub acts as on the member.
-	ServiceAccountName = "rayfleet-hub"
+	ServiceAccountName = hubaccess.ServiceAccountName
 	// ClusterRoleName names both the ClusterRole and the ClusterRoleBinding of the hub.
-	ClusterRoleName = "rayfleet-hub"
+	ClusterRoleName = hubaccess.ClusterRoleName
 	// TokenSecretName is the long-lived token Secret of ServiceAccountName.
-	TokenSecretName = "rayfleet-hub-token"
+	TokenSecretName = hubaccess.TokenSecretName
 )
 
 // Hub-side keys.
@@ -49,32 +46,6 @@ const managedByLabel = "app.kubernetes.io/managed-by"
 // managedByValue is the value of managedByLabel.
 const managedByValue = "rayfleet"
 
-// HubRules are the permissions the hub holds on a member: what propagation, aggregation and
-// membership need, and deliberately nothing on Secrets, Pods or other workloads, so that a
-// leaked hub kubeconfig cannot read a member's credentials or exec into its Pods.
-func HubRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{
-			// Propagation applies and deletes member copies; aggregation reads their status.
-			APIGroups: []string{rayv1.GroupVersion.Group},
-			Resources: []string{"rayservices"},
-			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-		},
-		{
-			// A member copy lands in the hub RayService's namespace, created when missing.
-			APIGroups: []string{corev1.GroupName},
-			Resources: []string{"namespaces"},
-			Verbs:     []string{"get", "list", "watch", "create"},
-		},
-		{
-			// Membership mirrors the spoke's heartbeat and capacity.
-			APIGroups: []string{fleetv1alpha1.GroupVersion.Group},
-			Resources: []string{"clusterreports"},
-			Verbs:     []string{"get", "list", "watch"},
-		},
-	}
-}
-
 // memberObjects are the hub's identity on a member, in creation order (a Secret's
 // ServiceAccount must exist before the token controller fills it).
 func memberObjects() []client.Object {
@@ -84,7 +55,7 @@ func memberObjects() []client.Object {
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: meta(MemberNamespace, "")},
 		&corev1.ServiceAccount{ObjectMeta: meta(ServiceAccountName, MemberNamespace)},
-		&rbacv1.ClusterRole{ObjectMeta: meta(ClusterRoleName, ""), Rules: HubRules()},
+		&rbacv1.ClusterRole{ObjectMeta: meta(ClusterRoleName, ""), Rules: hubaccess.HubRules()},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: meta(ClusterRoleName, ""),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRoleName},

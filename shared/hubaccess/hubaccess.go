@@ -1,0 +1,54 @@
+// Package hubaccess is the contract for the hub's identity on a member cluster: the names of
+// its ServiceAccount, RBAC and token Secret, and the only permissions it holds there. The spoke
+// chart renders it, `rayfleet join` creates it when no chart did, and the tests compare both
+// against HubRules.
+package hubaccess
+
+import (
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// Default names of the hub's identity on a member. They are fixed, not derived from the
+// member's name, because a member belongs to one hub.
+const (
+	// DefaultNamespace holds the hub's ServiceAccount and token on the member; it is the
+	// spoke's namespace too.
+	DefaultNamespace = labels.DefaultHubNamespace
+	// ServiceAccountName is the ServiceAccount the hub acts as on the member.
+	ServiceAccountName = "rayfleet-hub"
+	// ClusterRoleName names both the ClusterRole and the ClusterRoleBinding of the hub.
+	ClusterRoleName = "rayfleet-hub"
+	// TokenSecretName is the long-lived token Secret of ServiceAccountName.
+	TokenSecretName = "rayfleet-hub-token"
+)
+
+// HubRules are the permissions the hub holds on a member: what propagation, aggregation and
+// membership need, and deliberately nothing on Secrets, Pods or other workloads, so that a
+// leaked hub kubeconfig cannot read a member's credentials or exec into its Pods.
+func HubRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{
+			// Propagation applies and deletes member copies; aggregation reads their status.
+			APIGroups: []string{rayv1.GroupVersion.Group},
+			Resources: []string{"rayservices"},
+			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+		},
+		{
+			// A member copy lands in the hub RayService's namespace, created when missing.
+			APIGroups: []string{corev1.GroupName},
+			Resources: []string{"namespaces"},
+			Verbs:     []string{"get", "list", "watch", "create"},
+		},
+		{
+			// Membership mirrors the spoke's heartbeat and capacity.
+			APIGroups: []string{fleetv1alpha1.GroupVersion.Group},
+			Resources: []string{"clusterreports"},
+			Verbs:     []string{"get", "list", "watch"},
+		},
+	}
+}
