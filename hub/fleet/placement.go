@@ -125,7 +125,9 @@ func (r *Reconciler) place(ctx context.Context, s *scope) error {
 		msg += "; " + strings.Join(tol.notes, "; ")
 	}
 	s.placedCond = metav1.Condition{Type: fleetv1alpha1.ConditionPlaced, Status: status, Reason: reason, Message: msg}
-	r.metrics.decision(result)
+	if placedChanged(s) {
+		r.metrics.decision(result)
+	}
 	if !slices.Equal(previous, d.Clusters) && len(d.Clusters) > 0 {
 		r.recorder.Eventf(s.hub, nil, corev1.EventTypeNormal, "Placed", "Place",
 			"placed on %s", strings.Join(d.Clusters, ", "))
@@ -136,8 +138,22 @@ func (r *Reconciler) place(ctx context.Context, s *scope) error {
 // keepPlacement records a decision that leaves the clusters as they were.
 func (r *Reconciler) keepPlacement(s *scope, result, reason, msg string) {
 	s.placedCond = metav1.Condition{Type: fleetv1alpha1.ConditionPlaced, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
-	r.metrics.decision(result)
-	r.recorder.Eventf(s.hub, nil, corev1.EventTypeWarning, reason, "Place", "%s", msg)
+	if placedChanged(s) {
+		r.metrics.decision(result)
+		r.recorder.Eventf(s.hub, nil, corev1.EventTypeWarning, reason, "Place", "%s", msg)
+	}
+}
+
+// placedChanged reports whether this reconcile's Placed condition differs from the one the
+// binding records: a resync that decides what was already decided is not a new decision, so it
+// neither counts in rayfleet_placement_decisions_total nor repeats a Warning event.
+func placedChanged(s *scope) bool {
+	if s.binding == nil {
+		return true
+	}
+	prev := meta.FindStatusCondition(s.binding.Status.Conditions, fleetv1alpha1.ConditionPlaced)
+	return prev == nil || prev.Status != s.placedCond.Status || prev.Reason != s.placedCond.Reason ||
+		prev.Message != s.placedCond.Message
 }
 
 // heldBy is what the RayService's copies already hold on their current clusters: a copy whose

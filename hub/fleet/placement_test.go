@@ -233,3 +233,36 @@ func TestPropagatedCondition(t *testing.T) {
 		})
 	}
 }
+
+func TestPlacedChanged(t *testing.T) {
+	placed := metav1.Condition{Type: fleetv1alpha1.ConditionPlaced, Status: metav1.ConditionTrue,
+		Reason: fleetv1alpha1.ReasonClustersChosen, Message: "2/2 clusters chosen"}
+	withPlaced := func(c metav1.Condition) *fleetv1alpha1.RayServiceBinding {
+		return &fleetv1alpha1.RayServiceBinding{Status: fleetv1alpha1.RayServiceBindingStatus{Conditions: []metav1.Condition{c}}}
+	}
+	other := func(mutate func(*metav1.Condition)) metav1.Condition {
+		c := placed
+		mutate(&c)
+		return c
+	}
+	tests := []struct {
+		name    string
+		binding *fleetv1alpha1.RayServiceBinding
+		want    bool
+	}{
+		{name: "first decision, no binding yet", want: true},
+		{name: "binding without a Placed condition", binding: &fleetv1alpha1.RayServiceBinding{}, want: true},
+		{name: "resync deciding the same", binding: withPlaced(placed), want: false},
+		{name: "status flipped", binding: withPlaced(other(func(c *metav1.Condition) { c.Status = metav1.ConditionFalse })), want: true},
+		{name: "reason changed", binding: withPlaced(other(func(c *metav1.Condition) { c.Reason = fleetv1alpha1.ReasonNoClusterFits })), want: true},
+		{name: "message changed", binding: withPlaced(other(func(c *metav1.Condition) { c.Message = "1/2 clusters chosen" })), want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scope{binding: tt.binding, placedCond: placed}
+			if got := placedChanged(s); got != tt.want {
+				t.Errorf("placedChanged = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -79,7 +79,7 @@ func (r *Reconciler) propagateTo(ctx context.Context, s *scope, name string) err
 	}
 	if propagation.OwnershipOf(s.hub, member) == propagation.Foreign {
 		s.foreign = append(s.foreign, name)
-		r.recorder.Eventf(s.hub, nil, corev1.EventTypeWarning, "Conflict", "Propagate",
+		r.recorder.Eventf(s.hub, memberRef(name), corev1.EventTypeWarning, "Conflict", "Propagate",
 			"cluster %s has a RayService %s not created by the hub; leaving it alone", name, s.key)
 		return nil
 	}
@@ -112,7 +112,7 @@ func (r *Reconciler) propagateTo(ctx context.Context, s *scope, name string) err
 		return s.applyErrs[name]
 	}
 	s.copies[name] = got
-	r.recorder.Eventf(s.hub, nil, corev1.EventTypeNormal, "Propagated", "Propagate",
+	r.recorder.Eventf(s.hub, memberRef(name), corev1.EventTypeNormal, "Propagated", "Propagate",
 		"applied RayService %s to cluster %s", s.key, name)
 	return nil
 }
@@ -237,7 +237,14 @@ func (r *Reconciler) removeCopy(ctx context.Context, s *scope, name string) (gon
 		}
 		return false, fmt.Errorf("delete RayService %s on cluster %s: %w", s.key, name, err)
 	}
-	r.recorder.Eventf(s.hub, nil, corev1.EventTypeNormal, "Removed", "Remove",
+	r.recorder.Eventf(s.hub, memberRef(name), corev1.EventTypeNormal, "Removed", "Remove",
 		"deleted RayService %s from cluster %s: no longer placed there", s.key, name)
 	return false, nil
+}
+
+// memberRef is the MemberCluster an event about one cluster's copy relates to. The events API
+// folds events with the same object, reason and related object into one series and keeps the
+// first message, so without it "Removed from us" would hide a later "Removed from eu".
+func memberRef(name string) *fleetv1alpha1.MemberCluster {
+	return &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
