@@ -84,7 +84,7 @@ func join(ctx context.Context, hub client.Reader, clusters ClusterGetter, hubNam
 		if errors.Is(err, multicluster.ErrClusterNotFound) {
 			// The provider engages asynchronously (and retries failures with backoff); the
 			// resync notices when it has.
-			return notJoined(fleetv1alpha1.ReasonKubeconfigInvalid, fmt.Sprintf(
+			return notJoined(fleetv1alpha1.ReasonEngaging, fmt.Sprintf(
 				"Secret %s is valid but the hub has not engaged the member yet (see the hub's kubeconfig-provider log)",
 				key)), nil, nil
 		}

@@ -34,6 +34,9 @@ const (
 	ReasonKubeconfigSecretNotFound = "KubeconfigSecretNotFound"
 	// ReasonKubeconfigInvalid (Joined=False): the Secret's kubeconfig does not parse or connect.
 	ReasonKubeconfigInvalid = "KubeconfigInvalid"
+	// ReasonEngaging (Joined=False): the kubeconfig Secret is valid and the hub is still
+	// connecting to the member (the provider retries a failing connection with backoff).
+	ReasonEngaging = "Engaging"
 	// ReasonAPIServerReachable (Reachable=True): the last list/watch calls succeeded.
 	ReasonAPIServerReachable = "APIServerReachable"
 	// ReasonAPIServerUnreachable (Reachable=False): list/watch calls failed or timed out.

@@ -1,0 +1,99 @@
+package membership
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/scheme"
+)
+
+// engaged is a ClusterGetter that knows the named clusters only.
+type engaged map[string]bool
+
+func (e engaged) GetCluster(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	if e[string(name)] {
+		return nil, nil // join only passes the cluster on
+	}
+	return nil, fmt.Errorf("cluster %s: %w", name, multicluster.ErrClusterNotFound)
+}
+
+func TestJoin(t *testing.T) {
+	const ns = "rayfleet-system"
+	kubeconfig := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: m, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: m, context: {cluster: m, user: u}}]
+current-context: m
+`)
+	secret := func(mutate func(*corev1.Secret)) *corev1.Secret {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{KubeconfigSecretLabel: "true"}},
+			Data:       map[string][]byte{KubeconfigSecretKey: kubeconfig},
+		}
+		if mutate != nil {
+			mutate(s)
+		}
+		return s
+	}
+	member := func(ref fleetv1alpha1.KubeconfigSecretRef) *fleetv1alpha1.MemberCluster {
+		return &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"},
+			Spec: fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: ref}}
+	}
+	ownRef := fleetv1alpha1.KubeconfigSecretRef{Name: "m1", Key: KubeconfigSecretKey}
+	tests := []struct {
+		name       string
+		mc         *fleetv1alpha1.MemberCluster
+		secret     *corev1.Secret
+		engaged    engaged
+		wantJoined bool
+		wantReason string
+	}{
+		{name: "engaged", mc: member(ownRef), secret: secret(nil), engaged: engaged{"m1": true}, wantJoined: true},
+		{name: "valid but not engaged yet", mc: member(ownRef), secret: secret(nil), engaged: engaged{},
+			wantReason: fleetv1alpha1.ReasonEngaging},
+		{name: "Secret missing", mc: member(ownRef), engaged: engaged{"m1": true},
+			wantReason: fleetv1alpha1.ReasonKubeconfigSecretNotFound},
+		{name: "Secret named unlike the member", mc: member(fleetv1alpha1.KubeconfigSecretRef{Name: "other"}),
+			secret: secret(nil), engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigInvalid},
+		{name: "another key", mc: member(fleetv1alpha1.KubeconfigSecretRef{Name: "m1", Key: "config"}),
+			secret: secret(nil), engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigInvalid},
+		{name: "provider label missing", mc: member(ownRef), secret: secret(func(s *corev1.Secret) { s.Labels = nil }),
+			engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigInvalid},
+		{name: "key empty", mc: member(ownRef), secret: secret(func(s *corev1.Secret) { s.Data = nil }),
+			engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigSecretNotFound},
+		{name: "kubeconfig does not parse", mc: member(ownRef),
+			secret:  secret(func(s *corev1.Secret) { s.Data[KubeconfigSecretKey] = []byte("clusters: {") }),
+			engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := fake.NewClientBuilder().WithScheme(sch)
+			if tt.secret != nil {
+				b = b.WithObjects(tt.secret)
+			}
+			var hub client.Reader = b.Build()
+			js, _, err := join(context.Background(), hub, tt.engaged, ns, tt.mc)
+			if err != nil {
+				t.Fatalf("join: %v", err)
+			}
+			if js.Joined != tt.wantJoined || js.Reason != tt.wantReason {
+				t.Errorf("join = {Joined: %v, Reason: %q, Message: %q}, want {Joined: %v, Reason: %q}",
+					js.Joined, js.Reason, js.Message, tt.wantJoined, tt.wantReason)
+			}
+		})
+	}
+}
