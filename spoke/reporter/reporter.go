@@ -26,7 +26,7 @@ import (
 //
 // +kubebuilder:rbac:groups=core,resources=nodes;pods,verbs=list;watch
 // +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=clusterreports,verbs=get;create
-// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=clusterreports/status,verbs=patch
+// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=clusterreports/status,verbs=update
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters;rayservices,verbs=list;watch
 
 // DefaultInterval is how often the report is written: the hub's default heartbeat timeout
@@ -296,11 +296,15 @@ func (r *Reporter) write(ctx context.Context, in reportInput, obs observation) e
 	} else if err != nil {
 		return fmt.Errorf("reading ClusterReport %s: %w", key.Name, err)
 	}
-	base := report.DeepCopy()
 	in.generation = report.Generation
-	report.Status = buildStatus(&base.Status, in, obs)
-	if err := r.client.Status().Patch(ctx, report, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("patching the status of ClusterReport %s: %w", key.Name, err)
+	report.Status = buildStatus(&report.Status, in, obs)
+	// The whole status is sent, resourceVersion included. A merge patch computed against the
+	// typed object leaves out fields whose new value equals the Go zero value (say
+	// rayServicesReady: 0), and against a stored status without that struct the API server
+	// then rejects the patch for a missing required field. The spoke is the report's only
+	// writer, so a conflict means a second spoke replica is writing: the next tick retries.
+	if err := r.client.Status().Update(ctx, report); err != nil {
+		return fmt.Errorf("updating the status of ClusterReport %s: %w", key.Name, err)
 	}
 	return nil
 }

@@ -207,3 +207,37 @@ func expectList(g Gomega, got, want corev1.ResourceList) {
 		g.Expect(v.Cmp(q)).To(Equal(0), "%s: got %s, want %s", name, v.String(), q.String())
 	}
 }
+
+// TestReporterFirstReportWithZeroCounts covers a first report whose counts are partly zero (a
+// RayService not Ready yet): every count must reach the API server, which requires them all.
+func TestReporterFirstReportWithZeroCounts(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := envtest.Start(t)
+	c := e.Client
+	createNode(t, g, c, "cpu-node", rl("cpu", "8", "memory", "32Gi", "pods", "110"))
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})).To(Succeed())
+	g.Expect(c.Create(ctx, raybuilder.MakeRayService("svc", "team").Obj())).To(Succeed())
+
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	r, err := New(mgr, Options{Interval: testInterval, Clock: clocktesting.NewFakeClock(time.Now())})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mgr.Add(r)).To(Succeed())
+	mgrCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mgrCtx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	g.Eventually(func(g Gomega) {
+		var report fleetv1alpha1.ClusterReport
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: fleetv1alpha1.ClusterReportName}, &report)).To(Succeed())
+		g.Expect(report.Status.Workloads).To(Equal(fleetv1alpha1.WorkloadCounts{RayServices: 1}))
+		g.Expect(report.Status.Nodes).To(Equal(fleetv1alpha1.NodeCounts{Total: 1, Ready: 1}))
+	}, timeout, interval).Should(Succeed())
+}
