@@ -2,17 +2,21 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -25,6 +29,9 @@ import (
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 )
 
+// waitTimeout bounds waits on the API servers; generous for a busy 2-core machine.
+const waitTimeout = 30 * time.Second
+
 // fakeToken stands in for the JWT the token controller writes; envtest runs no controllers.
 const fakeToken = "fake-token-do-not-print"
 
@@ -34,15 +41,7 @@ var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 // TestFleet drives join, status and unjoin as a user would, against a hub and a member API
 // server.
 func TestFleet(t *testing.T) {
-	envs := envtest.StartN(t, 2, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
-	hub, member := envs[0], envs[1]
-	dir := t.TempDir()
-	hubFile, memberFile := filepath.Join(dir, "hub"), filepath.Join(dir, "member")
-	for file, data := range map[string][]byte{hubFile: hub.KubeConfig, memberFile: member.KubeConfig} {
-		if err := os.WriteFile(file, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hub, member, hubFile, memberFile := startHubAndMember(t)
 	memberRest, err := clientcmd.RESTConfigFromKubeConfig(member.KubeConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +51,11 @@ func TestFleet(t *testing.T) {
 
 	// No token controller yet: join gives up with a message saying what to check.
 	stdout, stderr, code := runCLI(t, append(joinArgs, "--token-timeout", "300ms")...)
-	if code != 1 || !strings.Contains(stderr, "the token controller did not fill Secret rayfleet-system/rayfleet-hub-token within 300ms") {
+	if code != 1 || !strings.Contains(stderr, "the token controller did not fill Secret rayfleet-system/rayfleet-hub-access-token within 300ms") {
 		t.Fatalf("join without a token controller: code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
-	fillToken(ctx, t, member.Client)
+	fillToken(ctx, t, member.Client, membership.DefaultMemberNamespace)
 	stdout, stderr, code = runCLI(t, joinArgs...)
 	if code != 0 || !strings.Contains(stdout, "member m1 joined: the hub reaches "+memberRest.Host) {
 		t.Fatalf("join: code %d, stdout %q, stderr %q", code, stdout, stderr)
@@ -64,8 +63,8 @@ func TestFleet(t *testing.T) {
 	if strings.Contains(stdout+stderr, fakeToken) {
 		t.Errorf("join printed the token: %q %q", stdout, stderr)
 	}
-	checkMember(ctx, t, member.Client)
-	checkHub(ctx, t, hub.Client, memberRest.Host, memberRest.CAData)
+	checkMember(ctx, t, member.Client, membership.DefaultMemberNamespace)
+	checkHub(ctx, t, hub.Client, "m1", memberRest.Host, memberRest.CAData, fakeToken)
 
 	// An admin taints the member; re-joining with another server URL keeps the taint.
 	taint := []byte(`{"spec":{"taints":[{"key":"gpu","value":"reserved","effect":"NoSchedule"}]}}`)
@@ -76,7 +75,7 @@ func TestFleet(t *testing.T) {
 	if _, stderr, code = runCLI(t, append(joinArgs, "--member-server", "https://m1.example:6443")...); code != 0 {
 		t.Fatalf("re-join: code %d, stderr %q", code, stderr)
 	}
-	checkHub(ctx, t, hub.Client, "https://m1.example:6443", memberRest.CAData)
+	checkHub(ctx, t, hub.Client, "m1", "https://m1.example:6443", memberRest.CAData, fakeToken)
 	if err := hub.Client.Get(ctx, client.ObjectKey{Name: "m1"}, mc); err != nil || len(mc.Spec.Taints) != 1 {
 		t.Errorf("after re-join: taints %v, error %v; want the admin's taint kept", mc.Spec.Taints, err)
 	}
@@ -109,6 +108,217 @@ func TestFleet(t *testing.T) {
 	}
 }
 
+// TestJoinIdentityOwners covers who owns the hub's identity on the member: a spoke chart
+// (join creates nothing on the member and hands the hub the chart's token; unjoin leaves it)
+// or join itself, in the default member namespace or another one.
+func TestJoinIdentityOwners(t *testing.T) {
+	hub, member, hubFile, memberFile := startHubAndMember(t)
+	memberRest, err := clientcmd.RESTConfigFromKubeConfig(member.KubeConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		// chartNamespace is where a chart-made identity is installed first; "" means none.
+		chartNamespace string
+		// memberNamespace is --member-namespace; "" means the flag's default.
+		memberNamespace string
+		wantJoinErr     string
+	}{
+		{name: "chart identity", chartNamespace: "rayfleet-system"},
+		{name: "chart identity in another namespace", chartNamespace: "ray-spoke", memberNamespace: "ray-spoke"},
+		{name: "chart identity in another namespace, not named", chartNamespace: "ray-spoke",
+			wantJoinErr: "ClusterRoleBinding rayfleet-hub-access (managed by Helm) exists but Secret rayfleet-system/rayfleet-hub-access-token does not, " +
+				"and join does not take over objects it did not create; it binds ServiceAccount ray-spoke/rayfleet-hub-access: pass --member-namespace ray-spoke"},
+		{name: "join identity in another namespace", memberNamespace: "fleet-agent"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			name := fmt.Sprintf("m%d", i)
+			namespace := cmp.Or(tt.memberNamespace, membership.DefaultMemberNamespace)
+			chartToken := "chart-token-" + name
+			if tt.chartNamespace != "" {
+				installChartIdentity(ctx, t, member.Client, tt.chartNamespace, chartToken)
+			}
+			nsArgs := []string{"--name", name}
+			if tt.memberNamespace != "" {
+				nsArgs = append(nsArgs, "--member-namespace", tt.memberNamespace)
+			}
+			joinArgs := append([]string{"join", "--hub-kubeconfig", hubFile, "--member-kubeconfig", memberFile}, nsArgs...)
+
+			if tt.wantJoinErr != "" {
+				stdout, stderr, code := runCLI(t, joinArgs...)
+				if code != 1 || !strings.Contains(stderr, tt.wantJoinErr) {
+					t.Fatalf("join: code %d, stdout %q, stderr %q; want an error containing %q", code, stdout, stderr, tt.wantJoinErr)
+				}
+				if created := createdByJoin(ctx, t, member.Client); len(created) > 0 {
+					t.Errorf("a failed join created %v on the member", created)
+				}
+				return
+			}
+			// Without a chart, the token controller fills join's Secret while join waits for it.
+			stdout, stderr, code := runJoin(ctx, t, member.Client, joinArgs, namespace, tt.chartNamespace == "")
+			if code != 0 || strings.Contains(stdout+stderr, chartToken) || strings.Contains(stdout+stderr, fakeToken) {
+				t.Fatalf("join: code %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+			const usingChart = "using the hub identity installed by the spoke chart: Secret "
+			if tt.chartNamespace != "" {
+				if want := usingChart + tt.chartNamespace + "/rayfleet-hub-access-token (managed by Helm)\n"; !strings.HasPrefix(stdout, want) {
+					t.Errorf("join stdout %q, want it to start with %q", stdout, want)
+				}
+				if created := createdByJoin(ctx, t, member.Client); len(created) > 0 {
+					t.Errorf("join created %v on a member whose chart installed the hub identity", created)
+				}
+				checkHub(ctx, t, hub.Client, name, memberRest.Host, memberRest.CAData, chartToken)
+			} else {
+				if strings.Contains(stdout, usingChart) {
+					t.Errorf("join stdout %q, want no chart identity used", stdout)
+				}
+				checkMember(ctx, t, member.Client, namespace)
+				checkHub(ctx, t, hub.Client, name, memberRest.Host, memberRest.CAData, fakeToken)
+			}
+
+			stdout, stderr, code = runCLI(t, append([]string{"unjoin", "--hub-kubeconfig", hubFile, "--member-kubeconfig", memberFile}, nsArgs...)...)
+			if code != 0 || !strings.HasPrefix(stdout, "member "+name+" unjoined\n") {
+				t.Fatalf("unjoin: code %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+			checkUnjoined(ctx, t, hub.Client, member.Client, name, namespace, tt.chartNamespace != "", stdout)
+		})
+	}
+}
+
+// runJoin runs join, playing the token controller for the Secret join creates in namespace
+// when fill is set.
+func runJoin(ctx context.Context, t *testing.T, member client.Client, args []string, namespace string, fill bool) (stdout, stderr string, code int) {
+	t.Helper()
+	if !fill {
+		return runCLI(t, args...)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stdout, stderr, code = runCLI(t, args...)
+	}()
+	fillToken(ctx, t, member, namespace)
+	<-done
+	return stdout, stderr, code
+}
+
+// checkUnjoined checks that member name is gone from the hub, and that its identity on the
+// member is gone too unless a chart installed it: then it is kept and listed in stdout.
+func checkUnjoined(ctx context.Context, t *testing.T, hub, member client.Client, name, namespace string, chart bool, stdout string) {
+	t.Helper()
+	for _, obj := range []client.Object{
+		&fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "rayfleet-system"}},
+	} {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("after unjoin, hub %T %s: error %v, want NotFound", obj, client.ObjectKeyFromObject(obj), err)
+		}
+	}
+	for _, obj := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: membership.TokenSecretName, Namespace: namespace}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: membership.ClusterRoleName}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: membership.ClusterRoleName}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: membership.ServiceAccountName, Namespace: namespace}},
+	} {
+		err := member.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		switch {
+		case chart && err != nil:
+			t.Errorf("unjoin removed the chart's %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
+		case !chart && !apierrors.IsNotFound(err):
+			t.Errorf("after unjoin, member %T %s: error %v, want NotFound", obj, client.ObjectKeyFromObject(obj), err)
+		}
+	}
+	if chart {
+		want := fmt.Sprintf("  Secret %s/rayfleet-hub-access-token (managed by Helm)\n  ClusterRoleBinding rayfleet-hub-access (managed by Helm)\n"+
+			"  ClusterRole rayfleet-hub-access (managed by Helm)\n  ServiceAccount %s/rayfleet-hub-access (managed by Helm)\n", namespace, namespace)
+		if !strings.HasSuffix(stdout, want) {
+			t.Errorf("unjoin stdout %q, want it to list what it left:\n%s", stdout, want)
+		}
+	} else if stdout != "member "+name+" unjoined\n" {
+		t.Errorf("unjoin stdout %q, want nothing left listed", stdout)
+	}
+}
+
+// installChartIdentity creates what the spoke chart's hubAccess renders in namespace, with
+// the token already filled, and removes it when the test ends.
+func installChartIdentity(ctx context.Context, t *testing.T, c client.Client, namespace, token string) {
+	t.Helper()
+	helm := map[string]string{membership.ManagedByLabel: "Helm"}
+	helmMeta := func(name, ns string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: helm}
+	}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: helmMeta(hubaccess.ServiceAccountName, namespace)},
+		&rbacv1.ClusterRole{ObjectMeta: helmMeta(hubaccess.ClusterRoleName, ""), Rules: hubaccess.HubRules()},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: helmMeta(hubaccess.ClusterRoleName, ""),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hubaccess.ClusterRoleName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hubaccess.ServiceAccountName, Namespace: namespace}},
+		},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: hubaccess.TokenSecretName, Namespace: namespace, Labels: helm,
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: hubaccess.ServiceAccountName},
+			},
+			Type: corev1.SecretTypeServiceAccountToken,
+			Data: map[string][]byte{corev1.ServiceAccountTokenKey: []byte(token)},
+		},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
+		}
+		t.Cleanup(func() {
+			// The test's context is gone by now.
+			if err := c.Delete(context.Background(), obj); err != nil {
+				t.Errorf("removing %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
+			}
+		})
+	}
+}
+
+// createdByJoin lists the member's objects labelled as created by join.
+func createdByJoin(ctx context.Context, t *testing.T, c client.Client) []string {
+	t.Helper()
+	var names []string
+	for _, list := range []client.ObjectList{
+		&corev1.NamespaceList{}, &corev1.ServiceAccountList{}, &corev1.SecretList{},
+		&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{},
+	} {
+		if err := c.List(ctx, list, client.MatchingLabels{membership.ManagedByLabel: membership.ManagedByValue}); err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range items {
+			obj := item.(client.Object)
+			names = append(names, fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj)))
+		}
+	}
+	return names
+}
+
+// startHubAndMember starts a hub and a member API server and writes their admin kubeconfigs.
+func startHubAndMember(t *testing.T) (hub, member *envtest.Env, hubFile, memberFile string) {
+	t.Helper()
+	envs := envtest.StartN(t, 2, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
+	dir := t.TempDir()
+	hubFile, memberFile = filepath.Join(dir, "hub"), filepath.Join(dir, "member")
+	for file, data := range map[string][]byte{hubFile: envs[0].KubeConfig, memberFile: envs[1].KubeConfig} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return envs[0], envs[1], hubFile, memberFile
+}
+
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
@@ -116,13 +326,16 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errOut.String(), code
 }
 
-// fillToken plays the token controller for the Secret an earlier join created.
-func fillToken(ctx context.Context, t *testing.T, c client.Client) {
+// fillToken plays the token controller for the Secret join creates in namespace, waiting for
+// it when join is still running.
+func fillToken(ctx context.Context, t *testing.T, c client.Client, namespace string) {
 	t.Helper()
 	var s corev1.Secret
-	key := client.ObjectKey{Namespace: membership.MemberNamespace, Name: membership.TokenSecretName}
-	if err := c.Get(ctx, key, &s); err != nil {
-		t.Fatalf("the token Secret join should have created: %v", err)
+	key := client.ObjectKey{Namespace: namespace, Name: membership.TokenSecretName}
+	gomega.NewWithT(t).Eventually(func() error { return c.Get(ctx, key, &s) }).
+		WithTimeout(waitTimeout).Should(gomega.Succeed(), "the token Secret join should create")
+	if s.Labels[membership.ManagedByLabel] != membership.ManagedByValue {
+		t.Errorf("token Secret labels %v, want %s=%s", s.Labels, membership.ManagedByLabel, membership.ManagedByValue)
 	}
 	if s.Type != corev1.SecretTypeServiceAccountToken || s.Annotations[corev1.ServiceAccountNameKey] != membership.ServiceAccountName {
 		t.Fatalf("token Secret type %q annotations %v", s.Type, s.Annotations)
@@ -133,7 +346,8 @@ func fillToken(ctx context.Context, t *testing.T, c client.Client) {
 	}
 }
 
-func checkMember(ctx context.Context, t *testing.T, c client.Client) {
+// checkMember checks the identity join created on the member in namespace.
+func checkMember(ctx context.Context, t *testing.T, c client.Client, namespace string) {
 	t.Helper()
 	var role rbacv1.ClusterRole
 	if err := c.Get(ctx, client.ObjectKey{Name: membership.ClusterRoleName}, &role); err != nil {
@@ -146,19 +360,21 @@ func checkMember(ctx context.Context, t *testing.T, c client.Client) {
 	if err := c.Get(ctx, client.ObjectKey{Name: membership.ClusterRoleName}, &binding); err != nil {
 		t.Fatal(err)
 	}
-	want := rbacv1.Subject{Kind: "ServiceAccount", Name: membership.ServiceAccountName, Namespace: "rayfleet-system"}
+	want := rbacv1.Subject{Kind: "ServiceAccount", Name: membership.ServiceAccountName, Namespace: namespace}
 	if len(binding.Subjects) != 1 || binding.Subjects[0] != want || binding.RoleRef.Name != membership.ClusterRoleName {
 		t.Errorf("ClusterRoleBinding subjects %+v role %+v", binding.Subjects, binding.RoleRef)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "rayfleet-system", Name: membership.ServiceAccountName}, &corev1.ServiceAccount{}); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: membership.ServiceAccountName}, &corev1.ServiceAccount{}); err != nil {
 		t.Error(err)
 	}
 }
 
-func checkHub(ctx context.Context, t *testing.T, c client.Client, wantServer string, wantCA []byte) {
+// checkHub checks member name's registration on the hub: the kubeconfig Secret (server, CA,
+// token) and the MemberCluster naming it.
+func checkHub(ctx context.Context, t *testing.T, c client.Client, name, wantServer string, wantCA []byte, wantToken string) {
 	t.Helper()
 	var s corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "rayfleet-system", Name: "m1"}, &s); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "rayfleet-system", Name: name}, &s); err != nil {
 		t.Fatal(err)
 	}
 	if s.Labels["sigs.k8s.io/multicluster-runtime-kubeconfig"] != "true" {
@@ -172,15 +388,15 @@ func checkHub(ctx context.Context, t *testing.T, c client.Client, wantServer str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rest.Host != wantServer || rest.BearerToken != fakeToken || !bytes.Equal(rest.CAData, wantCA) || rest.CertData != nil {
-		t.Errorf("kubeconfig: server %q token %q CA %d bytes client cert %v; want %q, the ServiceAccount token, the member CA",
-			rest.Host, rest.BearerToken, len(rest.CAData), rest.CertData != nil, wantServer)
+	if rest.Host != wantServer || rest.BearerToken != wantToken || !bytes.Equal(rest.CAData, wantCA) || rest.CertData != nil {
+		t.Errorf("kubeconfig: server %q token %q CA %d bytes client cert %v; want %q, token %q, the member CA",
+			rest.Host, rest.BearerToken, len(rest.CAData), rest.CertData != nil, wantServer, wantToken)
 	}
 	var mc fleetv1alpha1.MemberCluster
-	if err := c.Get(ctx, client.ObjectKey{Name: "m1"}, &mc); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &mc); err != nil {
 		t.Fatal(err)
 	}
-	if ref := mc.Spec.KubeconfigSecretRef; ref.Name != "m1" || ref.Key != "kubeconfig" {
+	if ref := mc.Spec.KubeconfigSecretRef; ref.Name != name || ref.Key != "kubeconfig" {
 		t.Errorf("MemberCluster kubeconfigSecretRef = %+v", ref)
 	}
 }

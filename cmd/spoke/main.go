@@ -32,6 +32,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
+	"github.com/rayfleet/rayfleet/spoke/features"
 	"github.com/rayfleet/rayfleet/spoke/raycluster"
 	"github.com/rayfleet/rayfleet/spoke/rayservice"
 	"github.com/rayfleet/rayfleet/spoke/reporter"
@@ -71,6 +72,7 @@ type flags struct {
 	dashboardTemplate       string
 	proxyTemplate           string
 	reportInterval          time.Duration
+	featureGates            *features.Gates
 	zap                     zap.Options
 }
 
@@ -115,6 +117,10 @@ func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
 			"spoke runs outside the member's network (the local fleet maps it to a loopback stand-in).")
 	fs.DurationVar(&f.reportInterval, "report-interval", reporter.DefaultInterval,
 		"How often the spoke writes the member's ClusterReport (heartbeat, capacity, counts) for the hub; 0 turns reporting off.")
+	// KubeRay's gate names, so that a KubeRay operator's --feature-gates carries over; a gate
+	// the spoke cannot honour fails here rather than being ignored.
+	f.featureGates = features.New()
+	fs.Var(f.featureGates, "feature-gates", features.Usage())
 	// ISO 8601 timestamps, as KubeRay logs them, unless --zap-time-encoding says otherwise.
 	f.zap.TimeEncoder = zapcore.ISO8601TimeEncoder
 	f.zap.BindFlags(fs)

@@ -146,6 +146,7 @@ func TestParseArgs(t *testing.T) {
 		want        flags
 		wantWorkers int
 		wantDevel   bool
+		wantGates   string
 		wantHelp    bool
 		wantErr     bool
 	}{
@@ -195,6 +196,20 @@ func TestParseArgs(t *testing.T) {
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: true},
 		{name: "stray argument", args: []string{"extra"}, wantErr: true},
 		{name: "bad worker count", args: []string{"--max-concurrent-reconciles=many"}, wantErr: true},
+		{
+			name: "KubeRay feature gates the spoke honours",
+			args: []string{"--feature-gates=RayServiceIncrementalUpgrade=true,RayClusterStatusConditions=true"},
+			want: flags{
+				metricsAddr: ":8080", probeAddr: ":8081", leaderElectionID: defaultLeaderElectionID,
+				qps: defaultQPS, burst: defaultBurst,
+				dashboardTemplate: dashboard.DefaultDashboardTemplate, proxyTemplate: dashboard.DefaultProxyTemplate,
+				reportInterval: reporter.DefaultInterval,
+			},
+			wantWorkers: 16,
+			wantGates:   "RayClusterStatusConditions=true,RayServiceIncrementalUpgrade=true",
+		},
+		{name: "feature the spoke always has turned off", args: []string{"--feature-gates=RayMultiHostIndexing=false"}, wantErr: true},
+		{name: "RayJob feature gate", args: []string{"--feature-gates=RayJobDeletionPolicy=true"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,6 +228,10 @@ func TestParseArgs(t *testing.T) {
 				t.Errorf("zap Development = %v, want %v", f.zap.Development, tt.wantDevel)
 			}
 			f.zap = zap.Options{}
+			if got := f.featureGates.String(); got != tt.wantGates {
+				t.Errorf("feature gates = %q, want %q", got, tt.wantGates)
+			}
+			f.featureGates = nil
 			if diff := cmp.Diff(tt.want, f, cmp.AllowUnexported(flags{})); diff != "" {
 				t.Errorf("flags (-want +got):\n%s", diff)
 			}

@@ -14,17 +14,18 @@ import (
 )
 
 // Default names of the hub's identity on a member. They are fixed, not derived from the
-// member's name, because a member belongs to one hub.
+// member's name, because a member belongs to one hub; "-access" keeps them apart from the hub
+// chart's own ServiceAccount and ClusterRole (rayfleet-hub) when the hub is a member too.
 const (
 	// DefaultNamespace holds the hub's ServiceAccount and token on the member; it is the
 	// spoke's namespace too.
 	DefaultNamespace = labels.DefaultHubNamespace
 	// ServiceAccountName is the ServiceAccount the hub acts as on the member.
-	ServiceAccountName = "rayfleet-hub"
+	ServiceAccountName = "rayfleet-hub-access"
 	// ClusterRoleName names both the ClusterRole and the ClusterRoleBinding of the hub.
-	ClusterRoleName = "rayfleet-hub"
+	ClusterRoleName = "rayfleet-hub-access"
 	// TokenSecretName is the long-lived token Secret of ServiceAccountName.
-	TokenSecretName = "rayfleet-hub-token"
+	TokenSecretName = "rayfleet-hub-access-token"
 )
 
 // HubRules are the permissions the hub holds on a member: what propagation, aggregation and

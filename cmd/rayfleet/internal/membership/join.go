@@ -46,6 +46,10 @@ type JoinOptions struct {
 	Name string
 	// HubNamespace holds the kubeconfig Secrets the hub engages.
 	HubNamespace string
+	// MemberNamespace holds the hub's ServiceAccount and token on the member: the spoke
+	// chart's release namespace when the chart installed them. Empty means
+	// DefaultMemberNamespace.
+	MemberNamespace string
 	// MemberServer is the member API server URL the hub uses; empty means the member
 	// context's, which is wrong when the hub sees the member under another address.
 	MemberServer string
@@ -62,21 +66,32 @@ type JoinResult struct {
 	Server string
 	// Secret is the hub's kubeconfig Secret.
 	Secret client.ObjectKey
+	// Existing is the token Secret of a hub identity join found on the member and used as is
+	// (normally installed by the spoke chart); nil when join applied its own.
+	Existing *ObjectRef
 }
 
-// Join gives the hub an identity on the member and registers the member on the hub. Every step
-// is a server-side apply, so running it again updates a member (a new server URL, say) rather
-// than failing.
+// Join gives the hub an identity on the member and registers the member on the hub. A hub
+// identity already on the member that join did not create (the spoke chart's) is used as is;
+// otherwise join applies its own. Every write is a server-side apply, so running it again
+// updates a member (a new server URL, say) rather than failing.
 func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult, error) {
 	if o.Name == "" || o.HubNamespace == "" {
 		return nil, errors.New("joining: a member name and a hub namespace are required")
 	}
-	for _, obj := range memberObjects() {
-		if err := apply(ctx, member.Client, obj); err != nil {
-			return nil, fmt.Errorf("member %s: %w", o.Name, err)
+	namespace := o.memberNamespace()
+	existing, err := existingIdentity(ctx, member.Client, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", o.Name, err)
+	}
+	if existing == nil {
+		for _, obj := range memberObjects(namespace) {
+			if applyErr := apply(ctx, member.Client, obj); applyErr != nil {
+				return nil, fmt.Errorf("member %s: %w", o.Name, applyErr)
+			}
 		}
 	}
-	token, err := waitForToken(ctx, member.Client, o.tokenTimeout(), o.pollInterval())
+	token, err := waitForToken(ctx, member.Client, namespace, o.tokenTimeout(), o.pollInterval())
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
@@ -93,7 +108,14 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 			return nil, fmt.Errorf("hub: registering member %s: %w", o.Name, err)
 		}
 	}
-	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name}}, nil
+	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name}, Existing: existing}, nil
+}
+
+func (o JoinOptions) memberNamespace() string {
+	if o.MemberNamespace != "" {
+		return o.MemberNamespace
+	}
+	return DefaultMemberNamespace
 }
 
 func (o JoinOptions) tokenTimeout() time.Duration {
@@ -113,14 +135,14 @@ func (o JoinOptions) pollInterval() time.Duration {
 // hubObjects register a member on the hub: its namespace, the kubeconfig Secret labelled for
 // the provider, and the MemberCluster naming that Secret.
 func hubObjects(name, namespace string, kubeconfig []byte) []client.Object {
-	managed := map[string]string{managedByLabel: managedByValue}
+	managed := map[string]string{ManagedByLabel: ManagedByValue}
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: managed}},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      name,
 				Namespace: namespace,
-				Labels:    map[string]string{managedByLabel: managedByValue, ProviderSecretLabel: "true"},
+				Labels:    map[string]string{ManagedByLabel: ManagedByValue, ProviderSecretLabel: "true"},
 			},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{KubeconfigKey: kubeconfig},
@@ -135,8 +157,8 @@ func hubObjects(name, namespace string, kubeconfig []byte) []client.Object {
 }
 
 // waitForToken reads the token Secret until the token controller has filled it.
-func waitForToken(ctx context.Context, c client.Client, timeout, interval time.Duration) ([]byte, error) {
-	key := client.ObjectKey{Namespace: MemberNamespace, Name: TokenSecretName}
+func waitForToken(ctx context.Context, c client.Client, namespace string, timeout, interval time.Duration) ([]byte, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: TokenSecretName}
 	var token []byte
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		var s corev1.Secret

@@ -4,10 +4,15 @@
 package membership
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
@@ -15,8 +20,9 @@ import (
 
 // Names of the hub's identity on a member (see hubaccess).
 const (
-	// MemberNamespace holds the hub's ServiceAccount and token on the member.
-	MemberNamespace = hubaccess.DefaultNamespace
+	// DefaultMemberNamespace holds the hub's ServiceAccount and token on the member unless
+	// JoinOptions.MemberNamespace says otherwise; the spoke chart's release namespace.
+	DefaultMemberNamespace = hubaccess.DefaultNamespace
 	// ServiceAccountName is the ServiceAccount the hub acts as on the member.
 	ServiceAccountName = hubaccess.ServiceAccountName
 	// ClusterRoleName names both the ClusterRole and the ClusterRoleBinding of the hub.
@@ -40,41 +46,142 @@ const (
 // updates those fields and leaves what others set (taints added by an admin, say) alone.
 const FieldManager = "rayfleet-cli"
 
-// managedByLabel marks the objects join created so that an admin can find them.
-const managedByLabel = "app.kubernetes.io/managed-by"
+// ManagedByLabel marks the objects join created. Unjoin deletes only member objects carrying
+// it with ManagedByValue, so that a hub identity the spoke chart installed (managed-by=Helm)
+// is neither taken over by join nor deleted behind Helm's back.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
 
-// managedByValue is the value of managedByLabel.
-const managedByValue = "rayfleet"
+// ManagedByValue is the value of ManagedByLabel on what join created.
+const ManagedByValue = "rayfleet"
+
+// ObjectRef names one object of the hub's identity and who manages it.
+type ObjectRef struct {
+	// Kind is the object's kind, e.g. "ClusterRole".
+	Kind string
+	// Key is the object's namespace (empty when cluster-scoped) and name.
+	Key client.ObjectKey
+	// ManagedBy is the object's ManagedByLabel value; empty when it has none.
+	ManagedBy string
+}
+
+// String is "Kind namespace/name (managed by X)".
+func (r ObjectRef) String() string {
+	s := r.Kind + " " + r.Key.String()
+	if r.Key.Namespace == "" {
+		s = r.Kind + " " + r.Key.Name
+	}
+	if r.ManagedBy != "" {
+		s += " (managed by " + r.ManagedBy + ")"
+	}
+	return s
+}
 
 // memberObjects are the hub's identity on a member, in creation order (a Secret's
 // ServiceAccount must exist before the token controller fills it).
-func memberObjects() []client.Object {
-	meta := func(name, namespace string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{managedByLabel: managedByValue}}
+func memberObjects(namespace string) []client.Object {
+	meta := func(name, ns string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedByValue}}
 	}
 	return []client.Object{
-		&corev1.Namespace{ObjectMeta: meta(MemberNamespace, "")},
-		&corev1.ServiceAccount{ObjectMeta: meta(ServiceAccountName, MemberNamespace)},
+		&corev1.Namespace{ObjectMeta: meta(namespace, "")},
+		&corev1.ServiceAccount{ObjectMeta: meta(ServiceAccountName, namespace)},
 		&rbacv1.ClusterRole{ObjectMeta: meta(ClusterRoleName, ""), Rules: hubaccess.HubRules()},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: meta(ClusterRoleName, ""),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRoleName},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: MemberNamespace}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: namespace}},
 		},
-		tokenSecret(),
+		tokenSecret(namespace),
+	}
+}
+
+// identityObjects are the hub identity's objects unjoin may remove, token first so that the
+// hub loses access before anything else changes. The namespace is not among them: the spoke
+// runs in it.
+func identityObjects(namespace string) []client.Object {
+	return []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: TokenSecretName, Namespace: namespace}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: namespace}},
 	}
 }
 
 // tokenSecret asks the token controller for a long-lived token of ServiceAccountName: bound
 // tokens expire, and the hub must keep reaching the member without the CLI running again.
-func tokenSecret() *corev1.Secret {
+func tokenSecret(namespace string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        TokenSecretName,
-			Namespace:   MemberNamespace,
-			Labels:      map[string]string{managedByLabel: managedByValue},
+			Namespace:   namespace,
+			Labels:      map[string]string{ManagedByLabel: ManagedByValue},
 			Annotations: map[string]string{corev1.ServiceAccountNameKey: ServiceAccountName},
 		},
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
+}
+
+// ownedByJoin reports whether join created obj.
+func ownedByJoin(obj client.Object) bool {
+	return obj.GetLabels()[ManagedByLabel] == ManagedByValue
+}
+
+// refOf names obj, which c has read.
+func refOf(c client.Client, obj client.Object) ObjectRef {
+	kind := fmt.Sprintf("%T", obj)
+	if gvk, err := apiutil.GVKForObject(obj, c.Scheme()); err == nil {
+		kind = gvk.Kind
+	}
+	return ObjectRef{Kind: kind, Key: client.ObjectKeyFromObject(obj), ManagedBy: obj.GetLabels()[ManagedByLabel]}
+}
+
+// existingIdentity finds a hub identity on the member that join did not create, normally the
+// spoke chart's: its token Secret in namespace, returned to be used as is. It returns nil when
+// join should apply its own identity, and an error when applying would take over objects
+// someone else manages (a chart installed into another namespace, say) or the Secret is not a
+// token.
+func existingIdentity(ctx context.Context, c client.Client, namespace string) (*ObjectRef, error) {
+	var token corev1.Secret
+	key := client.ObjectKey{Namespace: namespace, Name: TokenSecretName}
+	err := c.Get(ctx, key, &token)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, checkNoForeignIdentity(ctx, c, namespace)
+	case err != nil:
+		return nil, fmt.Errorf("reading Secret %s: %w", key, err)
+	case ownedByJoin(&token):
+		return nil, nil
+	case token.Type != corev1.SecretTypeServiceAccountToken:
+		return nil, fmt.Errorf("secret %s exists but is of type %q, not a ServiceAccount token; remove it or pick another --member-namespace", key, token.Type)
+	}
+	ref := refOf(c, &token)
+	return &ref, nil
+}
+
+// checkNoForeignIdentity fails when, without a token Secret in namespace, part of a hub
+// identity someone else manages exists: applying would force-own Helm's objects and rebind
+// its ClusterRole to another namespace.
+func checkNoForeignIdentity(ctx context.Context, c client.Client, namespace string) error {
+	for _, obj := range identityObjects(namespace)[1:] {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading %s: %w", refOf(c, obj), err)
+		}
+		if ownedByJoin(obj) {
+			continue
+		}
+		hint := ""
+		if b, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
+			for _, s := range b.Subjects {
+				if s.Kind == rbacv1.ServiceAccountKind && s.Namespace != namespace {
+					hint = fmt.Sprintf("; it binds ServiceAccount %s/%s: pass --member-namespace %s", s.Namespace, s.Name, s.Namespace)
+				}
+			}
+		}
+		return fmt.Errorf("%s exists but Secret %s/%s does not, and join does not take over objects it did not create%s",
+			refOf(c, obj), namespace, TokenSecretName, hint)
+	}
+	return nil
 }
