@@ -20,6 +20,8 @@ const (
 	none = "-"
 	// statusPending: the cluster is chosen but its copy is not running yet (or not seen yet).
 	statusPending = "Pending"
+	// revisionApplying: the member has not yet observed the spec the hub applied there.
+	revisionApplying = "(applying)"
 	// statusRemoving: the cluster is no longer chosen but its copy still runs.
 	statusRemoving = "Removing"
 	// clusterNone marks a RayService placed nowhere; its status column shows why.
@@ -77,13 +79,13 @@ func bindingRows(b *fleetv1alpha1.RayServiceBinding) [][]string {
 	slices.Sort(names)
 	rows := make([][]string, 0, len(names))
 	for _, name := range names {
-		rows = append(rows, clusterRow(key, name, slices.Contains(b.Spec.Clusters, name), seen[name], b.Spec.SpecHash))
+		rows = append(rows, clusterRow(key, name, slices.Contains(b.Spec.Clusters, name), seen[name]))
 	}
 	return rows
 }
 
 // clusterRow is one RayService copy; cs is nil until the hub has seen the copy.
-func clusterRow(key, cluster string, chosen bool, cs *fleetv1alpha1.ClusterStatus, wantHash string) []string {
+func clusterRow(key, cluster string, chosen bool, cs *fleetv1alpha1.ClusterStatus) []string {
 	status := statusPending
 	if !chosen {
 		status = statusRemoving
@@ -98,13 +100,13 @@ func clusterRow(key, cluster string, chosen bool, cs *fleetv1alpha1.ClusterStatu
 	if c := meta.FindStatusCondition(cs.Conditions, fleetv1alpha1.ConditionReady); c != nil {
 		ready = string(c.Status)
 	}
-	revision := none
+	// The hub sets the entry's spec hash only once the member has observed the spec the hub
+	// last applied there (this cluster's overrides included), so an empty one on a copy the hub
+	// has seen is a copy still catching up: what a user looks for during a rollout. Comparing
+	// with the binding's hash instead would flag every cluster with overrides forever.
+	revision := revisionApplying
 	if cs.SpecHash != "" {
 		revision = shortHash(cs.SpecHash)
-		// A copy still running an older spec is what a user looks for during a rollout.
-		if wantHash != "" && cs.SpecHash != wantHash {
-			revision += " (want " + shortHash(wantHash) + ")"
-		}
 	}
 	return []string{key, cluster, status, ready, fmt.Sprint(cs.NumServeEndpoints), revision}
 }
