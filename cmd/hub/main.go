@@ -32,6 +32,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
+	"github.com/rayfleet/rayfleet/hub/policy"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 )
@@ -211,6 +212,9 @@ func run(args []string) error {
 		return err
 	}
 	if err = setupMemberWatch(mgr, rayServices); err != nil {
+		return err
+	}
+	if err = policy.New(local.GetClient(), local.GetEventRecorder("placementpolicy-controller")).SetupWithManager(local); err != nil {
 		return err
 	}
 

@@ -153,3 +153,27 @@ func decodeSpec(doc []byte, spec *rayv1.RayServiceSpec) error {
 	}
 	return nil
 }
+
+// CheckOverrides returns why the hub could not use an override on some cluster, nil when it
+// could use them all: every selector must parse, and every patch, applied alone to an empty
+// spec, must leave a valid RayService spec (a misspelt field or a wrong type fails here).
+func CheckOverrides(overrides []fleetv1alpha1.ClusterOverride) error {
+	for i := range overrides {
+		o := &overrides[i]
+		if _, err := selects(o.ClusterSelector, nil); err != nil {
+			return fmt.Errorf("override %d: %w", i, err)
+		}
+		patch, err := patchObject(o.Patch.Raw)
+		if err != nil {
+			return fmt.Errorf("override %d: %w", i, err)
+		}
+		doc, err := jsonpatch.MergePatch([]byte("{}"), patch)
+		if err != nil {
+			return fmt.Errorf("override %d: applying merge patch: %w", i, err)
+		}
+		if err := decodeSpec(doc, &rayv1.RayServiceSpec{}); err != nil {
+			return fmt.Errorf("override %d: %w", i, err)
+		}
+	}
+	return nil
+}

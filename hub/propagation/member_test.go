@@ -221,7 +221,27 @@ func TestMemberRayServiceErrors(t *testing.T) {
 					t.Errorf("error %q does not contain %q", err, want)
 				}
 			}
+			// The policy check finds the same fault without a RayService or a cluster.
+			err = CheckOverrides([]fleetv1alpha1.ClusterOverride{good, tc.override})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "override 1") {
+				t.Errorf("CheckOverrides = %v, want an error naming override 1 and containing %q", err, tc.wantErr)
+			}
 		})
+	}
+}
+
+func TestCheckOverridesAcceptsUsablePatches(t *testing.T) {
+	overrides := []fleetv1alpha1.ClusterOverride{
+		override(map[string]string{"region": "eu"}, `{"serveConfigV2":"applications: []"}`),
+		// null removes a field: valid on any spec.
+		override(nil, `{"rayClusterDeletionDelaySeconds":null}`),
+		override(nil, `{"rayClusterConfig":{"workerGroupSpecs":[{"groupName":"gpu","replicas":2}]}}`),
+	}
+	if err := CheckOverrides(overrides); err != nil {
+		t.Errorf("CheckOverrides = %v, want nil", err)
+	}
+	if err := CheckOverrides(nil); err != nil {
+		t.Errorf("CheckOverrides(nil) = %v, want nil", err)
 	}
 }
 
