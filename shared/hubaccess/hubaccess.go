@@ -14,8 +14,8 @@ import (
 )
 
 // Default names of the hub's identity on a member. They are fixed, not derived from the
-// member's name, because a member belongs to one hub; "-access" keeps them apart from the hub
-// chart's own ServiceAccount and ClusterRole (rayfleet-hub) when the hub is a member too.
+// member's name, because a member belongs to one hub. "-access" sets them apart from the hub
+// chart's own ServiceAccount and ClusterRole (rayfleet-hub), which run the hub on its cluster.
 const (
 	// DefaultNamespace holds the hub's ServiceAccount and token on the member; it is the
 	// spoke's namespace too.
