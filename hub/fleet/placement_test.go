@@ -223,6 +223,10 @@ func TestPropagatedCondition(t *testing.T) {
 		name:       "an invalid RayService",
 		s:          scope{invalid: errors.New("bad")},
 		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonValidationFailed,
+	}, {
+		name:       "placed nowhere is not applied",
+		s:          scope{copies: map[string]*rayv1.RayService{}},
+		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonNotPlaced,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

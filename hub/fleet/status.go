@@ -127,6 +127,11 @@ func propagatedCondition(s *scope) metav1.Condition {
 			s.key, strings.Join(s.foreign, ", "))
 		return c
 	}
+	if len(s.placed) == 0 {
+		// "Applied on 0/0 clusters" would read as success.
+		c.Reason, c.Message = fleetv1alpha1.ReasonNotPlaced, "placed on no cluster; see the Placed condition"
+		return c
+	}
 	var failed, pending []string
 	for _, name := range s.placed {
 		if err := s.unreachable[name]; err != nil {

@@ -90,6 +90,9 @@ const (
 	// ReasonApplyFailed (Propagated=False): applying to some clusters failed; the message names
 	// them with their errors.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonNotPlaced (Propagated=False): no cluster is chosen, so there is nothing to apply;
+	// the Placed condition says why.
+	ReasonNotPlaced = "NotPlaced"
 	// ReasonForeignRayService (Propagated=False): a member already has a RayService of that
 	// name that the hub did not create; the hub leaves it alone.
 	ReasonForeignRayService = "ForeignRayService"
