@@ -105,13 +105,13 @@ func (r *Reconciler) place(ctx context.Context, s *scope) error {
 	members := membersOf(s.memberClusters)
 	tol := tolerateNotReady(members, s.memberClusters, previous, toleration, r.clock.Now())
 	s.wake = tol.wake
-	d := placement.Plan(placement.Input{
+	d := r.reserved.plan(s.key, placement.Input{
 		Demand:  placement.DemandOf(s.hub),
 		Policy:  policy,
 		Members: members,
 		Current: previous,
 		Held:    heldBy(s),
-	})
+	}, reportTimes(s.memberClusters), r.clock.Now())
 	s.placed = d.Clusters
 	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue
 	switch {
@@ -179,6 +179,18 @@ func membersOf(mcs map[string]*fleetv1alpha1.MemberCluster) []placement.Member {
 	out := make([]placement.Member, 0, len(mcs))
 	for _, name := range slices.Sorted(maps.Keys(mcs)) {
 		out = append(out, memberOf(mcs[name]))
+	}
+	return out
+}
+
+// reportTimes are the members' last mirrored heartbeats: the time their free capacity was
+// measured.
+func reportTimes(mcs map[string]*fleetv1alpha1.MemberCluster) map[string]time.Time {
+	out := make(map[string]time.Time, len(mcs))
+	for name, mc := range mcs {
+		if mc.Status.LastHeartbeatTime != nil {
+			out[name] = mc.Status.LastHeartbeatTime.Time
+		}
 	}
 	return out
 }

@@ -74,6 +74,8 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	clock    clock.Clock
 	metrics  *metrics
+	// reserved remembers recent placements until the members' reports include them.
+	reserved *reservations
 	events   chan event.TypedGenericEvent[*rayv1.RayService]
 	opts     Options
 }
@@ -98,6 +100,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		members:  members,
 		recorder: mgr.GetEventRecorder("rayfleet-hub"),
 		clock:    opts.Clock,
+		reserved: newReservations(),
 		events:   make(chan event.TypedGenericEvent[*rayv1.RayService], enqueueBuffer),
 		opts:     opts,
 	}
@@ -128,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &hub); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
+			r.reserved.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get RayService %s: %w", req.NamespacedName, err)
