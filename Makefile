@@ -23,6 +23,7 @@ CRD_OPTIONS := crd:maxDescLen=0,generateEmbeddedObjectMeta=true,allowDangerousTy
 SPOKE_CRDS := charts/rayfleet-spoke/crds
 HUB_CRDS   := charts/rayfleet-hub/crds
 SPOKE_RBAC := charts/rayfleet-spoke/generated
+HUB_RBAC   := charts/rayfleet-hub/generated
 # The fleet API's CRDs (group fleet.rayfleet.io) by plural: the hub serves all but ClusterReport,
 # which lives on the members. A new kind is shipped only once it is listed here.
 FLEET_API        := ./shared/api/...
@@ -33,7 +34,7 @@ FLEET_SPOKE_CRDS := clusterreports
 GATEWAY_CRDS      := config/crd/gateway-api
 GATEWAY_CRD_KINDS := gatewayclasses gateways httproutes referencegrants
 # Where `make generate manifests` writes; `make verify` fails when regenerating changes them.
-VERIFY_PATHS := $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC) $(GATEWAY_CRDS) shared
+VERIFY_PATHS := $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC) $(HUB_RBAC) $(GATEWAY_CRDS) shared
 
 # The reconcilers run many workers over shared caches, so the tests run with the race detector.
 # It costs one instrumented build of the dependencies (about 8 minutes cold on 2 cores, cached
@@ -54,8 +55,10 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: demo
-demo: build tools ## Start a local fleet (hub + two members), place a sample RayService on both, print the status (DEMO_ARGS=-exit stops after).
-	$(E2E_ENV) go run ./e2e/demo $(DEMO_ARGS)
+# `rayfleet dev up` finds bin/hub and bin/spoke next to itself and the tools in bin/k8s;
+# DEMO_ARGS=--detach leaves the fleet running in the background (`bin/rayfleet dev down` stops it).
+demo: build tools ## Start a local fleet (hub + two members), place a sample RayService on both, print the status (DEMO_ARGS=--detach runs it in the background).
+	RAYFLEET_K8S_BIN=$(TOOLS_BIN) $(BIN)/rayfleet dev up $(DEMO_ARGS)
 
 .PHONY: tools
 tools: ## Build etcd, kube-apiserver, kubectl, kwok, helm, controller-gen into bin/k8s (cached).
@@ -73,14 +76,14 @@ generate: controller-gen ## Generate deep-copy methods for the API types under s
 	$(CONTROLLER_GEN) object paths=./shared/...
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the ray.io and fleet.rayfleet.io CRDs into the charts and the spoke's RBAC; copy Gateway API's CRDs.
+manifests: controller-gen ## Generate the ray.io and fleet.rayfleet.io CRDs and the hub's and spoke's RBAC into the charts; copy Gateway API's CRDs.
 	@# The output directories hold generated files only; emptying them first means a file that
 	@# is no longer generated disappears (and `make verify` notices). The fleet CRDs keep their
 	@# descriptions (kubectl explain), so they are generated without KubeRay's options.
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(CONTROLLER_GEN) $(CRD_OPTIONS) paths=$(RAY_API) output:crd:artifacts:config="$$tmp"; \
 	$(CONTROLLER_GEN) crd paths=$(FLEET_API) output:crd:artifacts:config="$$tmp/fleet"; \
-	rm -rf $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC); mkdir -p $(SPOKE_CRDS) $(HUB_CRDS); \
+	rm -rf $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC) $(HUB_RBAC); mkdir -p $(SPOKE_CRDS) $(HUB_CRDS); \
 	cp "$$tmp/ray.io_rayclusters.yaml" "$$tmp/ray.io_rayservices.yaml" $(SPOKE_CRDS)/; \
 	cp "$$tmp/ray.io_rayservices.yaml" $(HUB_CRDS)/; \
 	for k in $(FLEET_HUB_CRDS); do cp "$$tmp/fleet/fleet.rayfleet.io_$$k.yaml" $(HUB_CRDS)/; done; \
@@ -93,10 +96,22 @@ manifests: controller-gen ## Generate the ray.io and fleet.rayfleet.io CRDs into
 	@# of cmd/spoke (leader election, events).
 	$(CONTROLLER_GEN) rbac:roleName=rayfleet-spoke paths="{./spoke/...,./cmd/spoke/...}" \
 	  output:rbac:artifacts:config=$(SPOKE_RBAC)
+	@# The hub's: a ClusterRole from hub/ and cmd/hub, plus a Role for the markers scoped to the
+	@# hub namespace (the members' kubeconfig Secrets, the leader-election Lease). The chart
+	@# re-emits both under the release's names, the Role in the release namespace.
+	$(CONTROLLER_GEN) rbac:roleName=rayfleet-hub paths="{./hub/...,./cmd/hub/...}" \
+	  output:rbac:artifacts:config=$(HUB_RBAC)
 
 .PHONY: build
 build: ## Build bin/hub, bin/spoke and bin/rayfleet.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/hub ./cmd/spoke ./cmd/rayfleet
+
+# The one image both charts run: /hub, /spoke and /rayfleet on a distroless base (see Dockerfile).
+IMG ?= ghcr.io/rayfleet/rayfleet:$(VERSION)
+
+.PHONY: docker-build
+docker-build: ## Build the image IMG (default ghcr.io/rayfleet/rayfleet:VERSION); the only target that needs a Docker engine.
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: test
 test: tools ## Run the unit and integration tests (integration tests use the envtest binaries).

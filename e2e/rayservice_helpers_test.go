@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
 )
 
 // testDeletionDelaySeconds replaces the 60 s default rayClusterDeletionDelaySeconds, so that

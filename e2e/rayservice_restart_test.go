@@ -8,8 +8,8 @@ import (
 	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // restartDeletionDelaySeconds leaves room for a spoke restart between the moment the old

@@ -90,10 +90,14 @@ func join(ctx context.Context, args []string, s streams) error {
 		return err
 	}
 	res, err := membership.Join(ctx, hub.Cluster, member.Cluster, membership.JoinOptions{
-		Name: a.name, HubNamespace: a.hubNamespace, MemberServer: a.memberServer, TokenTimeout: a.tokenTimeout,
+		Name: a.name, HubNamespace: a.hubNamespace, MemberNamespace: a.memberNamespace,
+		MemberServer: a.memberServer, TokenTimeout: a.tokenTimeout,
 	})
 	if err != nil {
 		return err
+	}
+	if res.Existing != nil {
+		fmt.Fprintf(s.stdout, "using the hub identity installed by the spoke chart: %s\n", res.Existing)
 	}
 	fmt.Fprintf(s.stdout, "member %s joined: the hub reaches %s with the kubeconfig in Secret %s\n", a.name, res.Server, res.Secret)
 	return nil
@@ -110,16 +114,25 @@ func unjoin(ctx context.Context, args []string, s streams) error {
 	}
 	var memberClient client.Client
 	if a.member.given() {
-		member, err := connect(a.member, "member")
-		if err != nil {
-			return err
+		member, connectErr := connect(a.member, "member")
+		if connectErr != nil {
+			return connectErr
 		}
 		memberClient = member.Client
 	}
-	if err := membership.Unjoin(ctx, hub.Client, memberClient, a.name, a.hubNamespace); err != nil {
+	res, err := membership.Unjoin(ctx, hub.Client, memberClient, membership.UnjoinOptions{
+		Name: a.name, HubNamespace: a.hubNamespace, MemberNamespace: a.memberNamespace,
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(s.stdout, "member %s unjoined\n", a.name)
+	if len(res.Kept) > 0 {
+		fmt.Fprintln(s.stdout, "left on the member, as rayfleet join did not create them (the hub's token stays valid until the spoke chart removes them):")
+		for _, ref := range res.Kept {
+			fmt.Fprintf(s.stdout, "  %s\n", ref)
+		}
+	}
 	return nil
 }
 

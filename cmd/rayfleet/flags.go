@@ -34,18 +34,20 @@ func (c *clusterFlags) register(fs *flag.FlagSet, prefix, what string) {
 
 // joinArgs are the flags of `rayfleet join`.
 type joinArgs struct {
-	hub, member  clusterFlags
-	name         string
-	hubNamespace string
-	memberServer string
-	tokenTimeout time.Duration
+	hub, member     clusterFlags
+	name            string
+	hubNamespace    string
+	memberNamespace string
+	memberServer    string
+	tokenTimeout    time.Duration
 }
 
 // unjoinArgs are the flags of `rayfleet unjoin`.
 type unjoinArgs struct {
-	hub, member  clusterFlags
-	name         string
-	hubNamespace string
+	hub, member     clusterFlags
+	name            string
+	hubNamespace    string
+	memberNamespace string
 }
 
 // statusArgs are the flags of `rayfleet status`.
@@ -57,14 +59,18 @@ type statusArgs struct {
 
 const joinUsage = `Usage: rayfleet join --name NAME [flags]
 
-Joins a member cluster to the hub. On the member it ensures the namespace %[1]s, the
-ServiceAccount %[2]s, the ClusterRole and ClusterRoleBinding %[3]s (RayServices, Namespaces
-and ClusterReports only: no Secrets, no Pods) and the long-lived token Secret %[1]s/%[4]s,
-and waits for the token controller to fill it. On the hub it ensures the hub namespace, a
-Secret NAME there holding the member's kubeconfig under the key %[5]q and labelled
-%[6]s=true (the label the hub's kubeconfig provider engages members by; it names the member
-after the Secret), and the MemberCluster NAME referencing it. Re-running updates everything;
-the token is never printed.
+Joins a member cluster to the hub. The hub acts on the member as the ServiceAccount %[2]s in
+the member namespace (--member-namespace, default %[1]s), bound to the ClusterRole %[3]s
+(RayServices, Namespaces and ClusterReports only: no Secrets, no Pods), with the long-lived
+token Secret %[4]s. When that token Secret exists and is not labelled %[7]s=%[8]s, the
+spoke chart installed this identity and join uses it as is, creating nothing on the member.
+Otherwise join ensures the namespace, the ServiceAccount, the ClusterRole and
+ClusterRoleBinding and the token Secret (labelled %[7]s=%[8]s). Either way it waits for
+the token controller to fill the token. On the hub it ensures the hub namespace, a Secret NAME
+there holding the member's kubeconfig under the key %[5]q and labelled %[6]s=true (the
+label the hub's kubeconfig provider engages members by; it names the member after the
+Secret), and the MemberCluster NAME referencing it. Re-running updates everything; the token
+is never printed.
 
 Flags:
 `
@@ -74,7 +80,9 @@ const unjoinUsage = `Usage: rayfleet unjoin --name NAME [flags]
 Removes a member from the hub: deletes the MemberCluster NAME and the kubeconfig Secret NAME in
 the hub namespace. With --member-kubeconfig or --member-context it also deletes the hub's
 ServiceAccount, ClusterRole, ClusterRoleBinding and token Secret on the member, revoking the
-token; the member's namespace stays.
+token, but only those rayfleet join created (labelled %[1]s=%[2]s): a hub identity the
+spoke chart installed is left in place and listed; remove it with the chart (hubAccess.create).
+The member's namespace stays.
 
 Flags:
 `
@@ -102,13 +110,15 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 
 func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	a := &joinArgs{}
-	usage := fmt.Sprintf(joinUsage, membership.MemberNamespace, membership.ServiceAccountName,
-		membership.ClusterRoleName, membership.TokenSecretName, membership.KubeconfigKey, membership.ProviderSecretLabel)
+	usage := fmt.Sprintf(joinUsage, membership.DefaultMemberNamespace, membership.ServiceAccountName,
+		membership.ClusterRoleName, membership.TokenSecretName, membership.KubeconfigKey, membership.ProviderSecretLabel,
+		membership.ManagedByLabel, membership.ManagedByValue)
 	fs := newFlagSet("join", usage, stderr)
 	a.hub.register(fs, "hub", "hub")
 	a.member.register(fs, "member", "member")
 	fs.StringVar(&a.name, "name", "", "name of the member (a DNS label); names the MemberCluster and the kubeconfig Secret")
 	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
+	fs.StringVar(&a.memberNamespace, "member-namespace", membership.DefaultMemberNamespace, memberNamespaceUsage)
 	fs.StringVar(&a.memberServer, "member-server", "", "member API server URL as the hub reaches it (default the member context's)")
 	fs.DurationVar(&a.tokenTimeout, "token-timeout", membership.DefaultTokenTimeout, "how long to wait for the member's token controller")
 	if err := parse(fs, args); err != nil {
@@ -120,17 +130,24 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	if a.tokenTimeout <= 0 {
 		return nil, usageError(fs, "--token-timeout must be positive")
 	}
+	if err := checkMemberNamespace(fs, a.memberNamespace); err != nil {
+		return nil, err
+	}
 	return a, checkNames(fs, a.name, a.hubNamespace)
 }
 
 func parseUnjoin(args []string, stderr io.Writer) (*unjoinArgs, error) {
 	a := &unjoinArgs{}
-	fs := newFlagSet("unjoin", unjoinUsage, stderr)
+	fs := newFlagSet("unjoin", fmt.Sprintf(unjoinUsage, membership.ManagedByLabel, membership.ManagedByValue), stderr)
 	a.hub.register(fs, "hub", "hub")
 	a.member.register(fs, "member", "member (optional: also removes the hub's identity there)")
 	fs.StringVar(&a.name, "name", "", "name of the member")
 	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
+	fs.StringVar(&a.memberNamespace, "member-namespace", membership.DefaultMemberNamespace, memberNamespaceUsage)
 	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := checkMemberNamespace(fs, a.memberNamespace); err != nil {
 		return nil, err
 	}
 	return a, checkNames(fs, a.name, a.hubNamespace)
@@ -175,6 +192,17 @@ func checkNames(fs *flag.FlagSet, name, hubNamespace string) error {
 	}
 	if errs := validation.IsDNS1123Label(hubNamespace); len(errs) > 0 {
 		return usageError(fs, fmt.Sprintf("--hub-namespace %q: %s", hubNamespace, strings.Join(errs, "; ")))
+	}
+	return nil
+}
+
+// memberNamespaceUsage documents --member-namespace of join and unjoin.
+const memberNamespaceUsage = "the member's namespace holding the hub's ServiceAccount and token (the spoke chart's release namespace)"
+
+// checkMemberNamespace validates --member-namespace before any API call.
+func checkMemberNamespace(fs *flag.FlagSet, namespace string) error {
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return usageError(fs, fmt.Sprintf("--member-namespace %q: %s", namespace, strings.Join(errs, "; ")))
 	}
 	return nil
 }

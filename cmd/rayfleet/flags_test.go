@@ -20,20 +20,24 @@ func TestParseJoin(t *testing.T) {
 		{
 			name: "defaults",
 			args: base,
-			want: &joinArgs{member: clusterFlags{context: "m"}, name: "m1", hubNamespace: "rayfleet-system", tokenTimeout: time.Minute},
+			want: &joinArgs{member: clusterFlags{context: "m"}, name: "m1", hubNamespace: "rayfleet-system",
+				memberNamespace: "rayfleet-system", tokenTimeout: time.Minute},
 		},
 		{
 			name: "every flag",
 			args: []string{"--hub-kubeconfig", "h.yaml", "--hub-context", "h", "--member-kubeconfig", "m.yaml", "--member-context", "m",
-				"--name", "eu-1", "--hub-namespace", "fleet", "--member-server", "https://10.0.0.1:6443", "--token-timeout", "5s"},
+				"--name", "eu-1", "--hub-namespace", "fleet", "--member-namespace", "ray-spoke",
+				"--member-server", "https://10.0.0.1:6443", "--token-timeout", "5s"},
 			want: &joinArgs{
 				hub: clusterFlags{kubeconfig: "h.yaml", context: "h"}, member: clusterFlags{kubeconfig: "m.yaml", context: "m"},
-				name: "eu-1", hubNamespace: "fleet", memberServer: "https://10.0.0.1:6443", tokenTimeout: 5 * time.Second,
+				name: "eu-1", hubNamespace: "fleet", memberNamespace: "ray-spoke", memberServer: "https://10.0.0.1:6443",
+				tokenTimeout: 5 * time.Second,
 			},
 		},
 		{name: "no name", args: []string{"--member-context", "m"}, wantErr: "--name is required"},
 		{name: "name not a DNS label", args: []string{"--member-context", "m", "--name", "EU_1"}, wantErr: `--name "EU_1"`},
 		{name: "bad hub namespace", args: append([]string{"--hub-namespace", "a.b"}, base...), wantErr: `--hub-namespace "a.b"`},
+		{name: "bad member namespace", args: append([]string{"--member-namespace", ""}, base...), wantErr: `--member-namespace ""`},
 		{name: "no member", args: []string{"--name", "m1"}, wantErr: "--member-kubeconfig or --member-context is required"},
 		{name: "zero timeout", args: append([]string{"--token-timeout", "0s"}, base...), wantErr: "--token-timeout must be positive"},
 		{name: "positional", args: append(base, "extra"), wantErr: "unexpected arguments: extra"},
@@ -55,9 +59,10 @@ func TestParseUnjoin(t *testing.T) {
 		wantErr string
 	}{
 		{name: "hub only", args: []string{"--hub-context", "h", "--name", "m1"},
-			want: &unjoinArgs{hub: clusterFlags{context: "h"}, name: "m1", hubNamespace: "rayfleet-system"}},
-		{name: "with member", args: []string{"--name", "m1", "--member-kubeconfig", "m.yaml", "--hub-namespace", "fleet"},
-			want: &unjoinArgs{member: clusterFlags{kubeconfig: "m.yaml"}, name: "m1", hubNamespace: "fleet"}},
+			want: &unjoinArgs{hub: clusterFlags{context: "h"}, name: "m1", hubNamespace: "rayfleet-system", memberNamespace: "rayfleet-system"}},
+		{name: "with member", args: []string{"--name", "m1", "--member-kubeconfig", "m.yaml", "--hub-namespace", "fleet", "--member-namespace", "ray-spoke"},
+			want: &unjoinArgs{member: clusterFlags{kubeconfig: "m.yaml"}, name: "m1", hubNamespace: "fleet", memberNamespace: "ray-spoke"}},
+		{name: "bad member namespace", args: []string{"--name", "m1", "--member-namespace", "Ray_Spoke"}, wantErr: `--member-namespace "Ray_Spoke"`},
 		{name: "no name", args: []string{"--hub-context", "h"}, wantErr: "--name is required"},
 	}
 	for _, tt := range tests {

@@ -1,5 +1,5 @@
 // Command rayfleet is RayFleet's command line: `join` and `unjoin` members, the fleet's
-// `status`, and `version`; `dev` lands with a later issue.
+// `status`, `dev` (a local fleet to try RayFleet out) and `version`.
 package main
 
 import (
@@ -25,10 +25,8 @@ Commands:
   join      Join a member cluster to the hub.
   unjoin    Remove a member cluster from the hub.
   status    Show the fleet's status.
+  dev       Run a local fleet (a hub and two members) to try RayFleet out: up, down, status.
   version   Print the version.
-
-Coming with a later issue:
-  dev       Run a local fleet (hub and two members) to try RayFleet out.
 
 Run 'rayfleet <command> -h' for a command's flags.
 `
@@ -67,8 +65,7 @@ func runWith(ctx context.Context, args []string, s streams) int {
 	case "status":
 		return runCommand(ctx, args[0], status, args[1:], s)
 	case "dev":
-		fmt.Fprintf(stderr, "rayfleet %s is not yet available: it lands with a later issue\n", args[0])
-		return 2
+		return runDev(ctx, args[1:], s)
 	default:
 		fmt.Fprintf(stderr, "rayfleet: unknown command %q\n\n%s", args[0], usage)
 		return 2

@@ -17,7 +17,7 @@ func TestRun(t *testing.T) {
 		{name: "no command", wantCode: 2, wantStderr: "Usage:"},
 		{name: "version", args: []string{"version"}, wantCode: 0, wantStdout: version + "\n"},
 		{name: "help", args: []string{"--help"}, wantCode: 0, wantStdout: "Commands:"},
-		{name: "later command", args: []string{"dev"}, wantCode: 2, wantStderr: "rayfleet dev is not yet available"},
+		{name: "dev without a command", args: []string{"dev"}, wantCode: 2, wantStderr: "Usage: rayfleet dev <command>"},
 		{name: "join help", args: []string{"join", "-h"}, wantCode: 0, wantStderr: "sigs.k8s.io/multicluster-runtime-kubeconfig=true"},
 		{name: "join usage error", args: []string{"join", "m1"}, wantCode: 2, wantStderr: "unexpected arguments: m1"},
 		{name: "status usage error", args: []string{"status", "-n", "a", "-A"}, wantCode: 2, wantStderr: "mutually exclusive"},

@@ -16,10 +16,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
 )
 
 // A RayService whose policy selects region=eu is copied to the eu member only; the eu spoke

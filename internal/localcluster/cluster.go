@@ -50,6 +50,17 @@ type Options struct {
 	// defaults 500 and 1000 so that the control plane is never what a benchmark measures.
 	ClientQPS   float32
 	ClientBurst int
+	// APIServerPort is the kube-apiserver's port on 127.0.0.1; 0 picks a free one. A fixed
+	// port keeps a kubeconfig valid across restarts (rayfleet dev); the caller checks that it
+	// is free.
+	APIServerPort int
+	// LogDir, when set, receives every component's log as <LogDir>/<Name>-<component>.log
+	// (shared by several clusters, so the name is prefixed); default the state directory, as
+	// <StateDir>/<component>.log.
+	LogDir string
+	// OnStart, when set, is called with every process right after it started (the control
+	// plane's and those of StartProcess and StartManager), e.g. to record its pid.
+	OnStart func(*Process)
 }
 
 // Cluster is a running control plane.
@@ -115,6 +126,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.Dir, err = stateDir(opts.StateDir); err != nil {
 		return nil, err
 	}
+	if opts.LogDir != "" {
+		if err = os.MkdirAll(opts.LogDir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating log dir %s: %w", opts.LogDir, err)
+		}
+	}
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n%s", err, c.logTails(40))
@@ -175,10 +191,31 @@ func stateDir(dir string) (string, error) {
 // bin is the path of a control-plane binary.
 func (c *Cluster) bin(name string) string { return filepath.Join(c.opts.BinDir, name) }
 
+// logPath is where the component name logs: see Options.LogDir.
+func (c *Cluster) logPath(name string) string {
+	if c.opts.LogDir != "" {
+		return filepath.Join(c.opts.LogDir, c.Name+"-"+name+".log")
+	}
+	return filepath.Join(c.Dir, name+".log")
+}
+
+// start starts one of the cluster's processes and tells Options.OnStart about it.
+func (c *Cluster) start(name, bin string, args, env []string) (*Process, error) {
+	p, err := startProcessLogging(c.logPath(name), name, bin, args, env)
+	if err != nil {
+		return nil, err
+	}
+	if c.opts.OnStart != nil {
+		c.opts.OnStart(p)
+	}
+	return p, nil
+}
+
 // StartProcess runs a program against the cluster (typically bin/spoke), with its output in
-// <Dir>/<name>.log. It is stopped by Stop before the control plane goes down.
+// <Dir>/<name>.log (or under Options.LogDir). It is stopped by Stop before the control plane
+// goes down.
 func (c *Cluster) StartProcess(name, bin string, args, env []string) (*Process, error) {
-	p, err := startProcess(c.Dir, name, bin, args, env)
+	p, err := c.start(name, bin, args, env)
 	if err != nil {
 		return nil, err
 	}

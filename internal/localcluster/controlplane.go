@@ -31,9 +31,12 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		return err
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	if c.opts.APIServerPort != 0 {
+		apiPort = c.opts.APIServerPort
+	}
 	clientURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	c.etcd, err = startProcess(c.Dir, "etcd", c.bin("etcd"), []string{
+	c.etcd, err = c.start("etcd", c.bin("etcd"), []string{
 		"--name=" + c.Name, "--data-dir=" + filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
@@ -93,7 +96,7 @@ func (c *Cluster) startAPIServer(etcdURL string, port int) error {
 			"--audit-log-format=json", "--audit-log-mode=blocking")
 	}
 	var err error
-	c.api, err = startProcess(c.Dir, "kube-apiserver", c.bin("kube-apiserver"), args, nil)
+	c.api, err = c.start("kube-apiserver", c.bin("kube-apiserver"), args, nil)
 	return err
 }
 
@@ -138,13 +141,13 @@ leaderElection:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("writing scheduler config: %w", err)
 	}
-	return startProcess(c.Dir, "kube-scheduler", c.bin("kube-scheduler"), []string{
+	return c.start("kube-scheduler", c.bin("kube-scheduler"), []string{
 		"--config=" + path, "--bind-address=127.0.0.1", "--secure-port=0",
 	}, nil)
 }
 
 func (c *Cluster) startControllerManager() (*Process, error) {
-	return startProcess(c.Dir, "kube-controller-manager", c.bin("kube-controller-manager"), []string{
+	return c.start("kube-controller-manager", c.bin("kube-controller-manager"), []string{
 		"--kubeconfig=" + c.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
 		// The token controller signs legacy tokens and the root-ca publisher fills
 		// kube-root-ca.crt, which projected ServiceAccount volumes reference.

@@ -75,7 +75,7 @@ func (c *Cluster) startKwok() (*Process, error) {
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, kwokConfig, kwokParallelism), 0o600); err != nil {
 		return nil, fmt.Errorf("writing kwok config: %w", err)
 	}
-	return startProcess(c.Dir, "kwok", c.bin("kwok"), []string{
+	return c.start("kwok", c.bin("kwok"), []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--config=" + cfg,
 		// The standalone binary does nothing without Stage definitions; build.sh renders

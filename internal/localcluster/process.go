@@ -28,6 +28,8 @@ type Process struct {
 	Name string
 	// LogPath receives the process's stdout and stderr.
 	LogPath string
+	// Bin is the path of the program it runs.
+	Bin string
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -48,7 +50,11 @@ type Usage struct {
 // output to <dir>/<name>.log. The child is killed if this process dies, so a crashed test
 // leaves no stray API servers behind.
 func startProcess(dir, name, bin string, args, env []string) (*Process, error) {
-	logPath := filepath.Join(dir, name+".log")
+	return startProcessLogging(filepath.Join(dir, name+".log"), name, bin, args, env)
+}
+
+// startProcessLogging is startProcess with the log file's path given.
+func startProcessLogging(logPath, name, bin string, args, env []string) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening log for %s: %w", name, err)
@@ -62,7 +68,7 @@ func startProcess(dir, name, bin string, args, env []string) (*Process, error) {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
-	p := &Process{Name: name, LogPath: logPath, cmd: cmd, logFile: logFile, done: make(chan struct{})}
+	p := &Process{Name: name, LogPath: logPath, Bin: bin, cmd: cmd, logFile: logFile, done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()

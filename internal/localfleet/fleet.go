@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/rayfleet/rayfleet/internal/localcluster"
-	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // DefaultReportInterval is how often the spokes write their ClusterReport: short, so that a
@@ -69,6 +69,23 @@ type Options struct {
 	DashboardDeployDelay time.Duration
 	// HubArgs and SpokeArgs are extra flags for bin/hub and every bin/spoke.
 	HubArgs, SpokeArgs []string
+	// CLI is the rayfleet binary `join` is run with; default <RayFleetBin>/rayfleet.
+	CLI string
+	// HubAPIServerPort is the hub's kube-apiserver port; 0 picks a free one (see
+	// localcluster.Options.APIServerPort).
+	HubAPIServerPort int
+	// HubCRDDirs and MemberCRDDirs, when set, are the CRD directories installed on the hub and
+	// on every member instead of the ones found in the repository (charts/*/crds, the Gateway
+	// API CRDs).
+	HubCRDDirs, MemberCRDDirs []string
+	// LogDir, when set, receives every log in one folder: <LogDir>/<cluster>-<component>.log
+	// (hub-kube-apiserver.log, us-spoke.log, …) and <LogDir>/join-<member>.log; default each
+	// cluster's state directory and Dir.
+	LogDir string
+	// OnStart, when set, is called with every process the fleet starts (control planes, bin/hub,
+	// the spokes) and the name of its cluster, right after it started, e.g. to record its pid.
+	// It may be called from several goroutines at once.
+	OnStart func(cluster string, p *localcluster.Process)
 }
 
 // MemberSpec describes one member cluster.
@@ -79,6 +96,8 @@ type MemberSpec struct {
 	Labels map[string]string
 	// Nodes are the member's fake Nodes (kwok); see localcluster.FakeNodes.
 	Nodes []localcluster.NodeSpec
+	// APIServerPort is the member's kube-apiserver port; 0 picks a free one.
+	APIServerPort int
 }
 
 // Fleet is a running fleet.
@@ -162,6 +181,9 @@ func withDefaults(o Options) (Options, error) {
 	}
 	if o.RayFleetBin == "" {
 		o.RayFleetBin = DefaultRayFleetBin()
+	}
+	if o.CLI == "" {
+		o.CLI = filepath.Join(o.RayFleetBin, "rayfleet")
 	}
 	if o.HubNamespace == "" {
 		o.HubNamespace = labels.DefaultHubNamespace

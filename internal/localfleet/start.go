@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/internal/localcluster"
-	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
 // hubCRDDir holds the CRDs the hub chart installs (fleet.rayfleet.io and ray.io RayServices).
@@ -63,13 +63,18 @@ func dirMentions(dir, s string) bool {
 // startControlPlanes starts the hub's and every member's control plane at once: each takes
 // seconds, mostly waiting, so on two cores starting them together is still much quicker.
 func (f *Fleet) startControlPlanes(ctx context.Context) error {
-	hubCRDs, memberCRDs, err := crdDirs(f.opts.BinDir)
-	if err != nil {
-		return err
+	hubCRDs, memberCRDs := f.opts.HubCRDDirs, f.opts.MemberCRDDirs
+	if len(hubCRDs) == 0 || len(memberCRDs) == 0 {
+		hub, member, err := crdDirs(f.opts.BinDir)
+		if err != nil {
+			return err
+		}
+		hubCRDs, memberCRDs = []string{hub}, member
 	}
 	all := []localcluster.Options{{
 		Name: hubClusterName, BinDir: f.opts.BinDir, StateDir: filepath.Join(f.Dir, hubClusterName),
-		KeepState: true, CRDDirs: []string{hubCRDs},
+		KeepState: true, CRDDirs: hubCRDs, APIServerPort: f.opts.HubAPIServerPort,
+		LogDir: f.opts.LogDir, OnStart: f.onStart(hubClusterName),
 	}}
 	for _, m := range f.opts.Members {
 		all = append(all, localcluster.Options{
@@ -81,6 +86,9 @@ func (f *Fleet) startControlPlanes(ctx context.Context) error {
 			ControllerManager: true,
 			Nodes:             m.Nodes,
 			CRDDirs:           memberCRDs,
+			APIServerPort:     m.APIServerPort,
+			LogDir:            f.opts.LogDir,
+			OnStart:           f.onStart(m.Name),
 		})
 	}
 	clusters := make([]*localcluster.Cluster, len(all))
@@ -108,6 +116,14 @@ func (f *Fleet) startControlPlanes(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// onStart is the localcluster hook of one cluster: Options.OnStart with the cluster's name.
+func (f *Fleet) onStart(cluster string) func(*localcluster.Process) {
+	if f.opts.OnStart == nil {
+		return nil
+	}
+	return func(p *localcluster.Process) { f.opts.OnStart(cluster, p) }
 }
 
 // startHub runs bin/hub against the hub and waits until it is ready.
@@ -187,13 +203,17 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 
 // join runs the real `rayfleet join` with both admin kubeconfigs; the member kubeconfig's
 // server is the loopback URL, which the hub (on the same machine) reaches as is. The output
-// goes to <Dir>/join-<name>.log.
+// goes to <Dir>/join-<name>.log (or <LogDir>/join-<name>.log).
 func (f *Fleet) join(ctx context.Context, name string, member *localcluster.Cluster) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(f.opts.RayFleetBin, "rayfleet"), "join",
+	cmd := exec.CommandContext(ctx, f.opts.CLI, "join",
 		"--hub-kubeconfig", f.Hub.Kubeconfig, "--member-kubeconfig", member.Kubeconfig,
 		"--hub-namespace", f.HubNamespace, "--name", name)
 	out, err := cmd.CombinedOutput()
-	logPath := filepath.Join(f.Dir, "join-"+name+".log")
+	logDir := f.Dir
+	if f.opts.LogDir != "" {
+		logDir = f.opts.LogDir
+	}
+	logPath := filepath.Join(logDir, "join-"+name+".log")
 	if writeErr := os.WriteFile(logPath, out, 0o600); writeErr != nil && err == nil {
 		err = fmt.Errorf("writing %s: %w", logPath, writeErr)
 	}

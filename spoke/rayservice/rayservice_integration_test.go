@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
 )
 
 // newServeConfig adds an application to the default Serve config.

@@ -33,10 +33,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/rayfleet/rayfleet/internal/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/raycluster"

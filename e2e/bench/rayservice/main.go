@@ -25,8 +25,8 @@ import (
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	"github.com/rayfleet/rayfleet/internal/localcluster"
-	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
 // spokeUser is the identity of the spoke's client certificate; the audit policy records its

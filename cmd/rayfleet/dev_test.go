@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDev runs the dev commands that start nothing: help, usage errors, a preflight that fails,
+// and down and status with no fleet.
+func TestDev(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "state")
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "help", args: []string{"dev", "--help"}, wantCode: 0, wantStdout: "Commands:"},
+		{name: "unknown command", args: []string{"dev", "frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
+		{name: "up help", args: []string{"dev", "up", "-h"}, wantCode: 0, wantStderr: "-base-port"},
+		{name: "up positional argument", args: []string{"dev", "up", "now"}, wantCode: 2, wantStderr: "unexpected arguments: now"},
+		{
+			name:       "up without tools",
+			args:       []string{"dev", "up", "--state-dir", empty, "--k8s-bin", "/nonexistent/k8s", "--bin", "/nonexistent/bin"},
+			wantCode:   1,
+			wantStderr: "kube-apiserver not found in /nonexistent/k8s: run `make tools`",
+		},
+		{
+			name:       "up without agents",
+			args:       []string{"dev", "up", "--state-dir", empty, "--k8s-bin", "/nonexistent/k8s", "--bin", "/nonexistent/bin"},
+			wantCode:   1,
+			wantStderr: "hub not found in /nonexistent/bin: run `make build`",
+		},
+		{name: "down with nothing running", args: []string{"dev", "down", "--state-dir", empty}, wantCode: 0, wantStdout: "No dev fleet is running"},
+		{name: "status with nothing running", args: []string{"dev", "status", "--state-dir", empty}, wantCode: 1, wantStdout: "No dev fleet is running"},
+		{name: "status help", args: []string{"dev", "status", "-h"}, wantCode: 0, wantStderr: "Exit code 0 when"},
+		{name: "supervise usage error", args: []string{"dev", "supervise", "extra"}, wantCode: 2, wantStderr: "unexpected arguments: extra"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(t.Context(), tt.args, &stdout, &stderr); code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stdout %q, stderr %q)", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.wantStdout) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout.String(), tt.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,111 @@
+package devfleet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/fleetstatus"
+	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
+)
+
+// hubTimeout bounds each request to the hub when printing the status: a hub that does not
+// answer in that time is reported, not waited for.
+const hubTimeout = 5 * time.Second
+
+// PrintSummary prints what `rayfleet status -A` prints against the hub, then how to reach each
+// cluster with kubectl (the program to show as kubectl) and where the logs are.
+func PrintSummary(ctx context.Context, out io.Writer, st *State, kubectl string) {
+	if hub, ok := st.Cluster(HubName); ok {
+		if err := printFleetStatus(ctx, out, hub.Kubeconfig); err != nil {
+			fmt.Fprintf(out, "(no fleet status: %v)\n", err)
+		}
+	}
+	fmt.Fprintln(out, "\nKubeconfigs (admin):")
+	for _, c := range st.Clusters {
+		what := "rayservices,rayclusters,pods -A"
+		if c.Name == HubName {
+			what = "rayservices,placementpolicies,memberclusters -A"
+		}
+		fmt.Fprintf(out, "  %-4s %s --kubeconfig %s get %s\n", c.Name+":", kubectl, c.Kubeconfig, what)
+	}
+	fmt.Fprintf(out, "Logs: %s\n", st.LogDir)
+}
+
+// printFleetStatus prints the fleet status tables of every namespace.
+func printFleetStatus(ctx context.Context, out io.Writer, kubeconfig string) error {
+	hub, err := hubClient(kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, hubTimeout)
+	defer cancel()
+	fleet, err := fleetstatus.Read(ctx, hub, "")
+	if err != nil {
+		return fmt.Errorf("reading the hub: %w", err)
+	}
+	return fleetstatus.Write(out, fleet, time.Now())
+}
+
+// hubClient is a client for the hub from its admin kubeconfig.
+func hubClient(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the hub's kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.Timeout = hubTimeout
+	scheme, err := rfscheme.New()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the hub at %s: %w", cfg.Host, err)
+	}
+	return cl, nil
+}
+
+// kubectl is how to show kubectl in hints: the one `make tools` built when there is one
+// (kubectl may not be on PATH).
+func (c Config) kubectl() string {
+	if p := filepath.Join(c.K8sBin, "kubectl"); c.K8sBin != "" && isFile(p) {
+		return p
+	}
+	return "kubectl"
+}
+
+// Kubectl is what Config.kubectl is for the directory of tools k8sBin.
+func Kubectl(k8sBin string) string { return Config{K8sBin: k8sBin}.kubectl() }
+
+// writeAgentLogTails writes the last lines of bin/hub's, the spokes' and the joins' logs in
+// dir: what says most about a fleet that does not become Ready. A control plane that fails to
+// start says why in the error itself (localcluster adds its components' log tails).
+func writeAgentLogTails(w io.Writer, dir string, lines int) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, f := range files {
+		base := filepath.Base(f)
+		if base == HubName+"-hub.log" || strings.HasSuffix(base, "-spoke.log") || strings.HasPrefix(base, "join-") {
+			fmt.Fprintf(w, "===== %s, last %d lines =====\n%s\n", f, lines, tail(f, lines))
+		}
+	}
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > n {
+		all = all[len(all)-n:]
+	}
+	return strings.Join(all, "\n")
+}
