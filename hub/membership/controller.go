@@ -42,6 +42,13 @@ const (
 	DefaultProbeTimeout = 5 * time.Second
 )
 
+// waitingRequeue is how soon a member that is merely waiting is looked at again: the provider
+// still connecting to it, or its spoke's first heartbeat not yet there. Both clear within
+// seconds of a join, and the resync alone would show the member Ready up to ten seconds late.
+// An unreachable member keeps the resync, so that the probe failures its hysteresis counts are
+// not bunched up.
+const waitingRequeue = 2 * time.Second
+
 // conflictRequeue retries a status write that lost a race soon, with the fresh object: the
 // conflict only means someone else wrote first.
 const conflictRequeue = time.Second
@@ -146,8 +153,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	st := Status(mc.Status, obs)
 	r.metrics.observe(mc.Name, &st, obs.Now)
+	requeue := r.requeueAfter(&st)
 	if equality.Semantic.DeepEqual(mc.Status, st) {
-		return ctrl.Result{RequeueAfter: r.opts.ResyncInterval}, nil
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	orig := mc.DeepCopy()
 	prev := mc.Status
@@ -160,7 +168,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.recordTransitions(&mc, prev.Conditions, st.Conditions)
 	log.V(1).Info("updated MemberCluster status", "ready", meta.IsStatusConditionTrue(st.Conditions, fleetv1alpha1.ConditionReady))
-	return ctrl.Result{RequeueAfter: r.opts.ResyncInterval}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// requeueAfter is the resync, or waitingRequeue for a member that is waiting to be engaged or
+// for its first heartbeat.
+func (r *Reconciler) requeueAfter(st *fleetv1alpha1.MemberClusterStatus) time.Duration {
+	joined := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionJoined)
+	agent := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionAgentReady)
+	waiting := (joined != nil && joined.Reason == fleetv1alpha1.ReasonEngaging) ||
+		(meta.IsStatusConditionTrue(st.Conditions, fleetv1alpha1.ConditionReachable) &&
+			agent != nil && agent.Reason == fleetv1alpha1.ReasonClusterReportNotFound)
+	if waiting {
+		return min(waitingRequeue, r.opts.ResyncInterval)
+	}
+	return r.opts.ResyncInterval
 }
 
 // observe gathers the inputs of Status: the join state, and when joined a probe of the member.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,6 +94,47 @@ current-context: m
 			if js.Joined != tt.wantJoined || js.Reason != tt.wantReason {
 				t.Errorf("join = {Joined: %v, Reason: %q, Message: %q}, want {Joined: %v, Reason: %q}",
 					js.Joined, js.Reason, js.Message, tt.wantJoined, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestRequeueAfter(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason}
+	}
+	r := &Reconciler{opts: Options{ResyncInterval: 10 * time.Second}}
+	tests := []struct {
+		name  string
+		conds []metav1.Condition
+		want  time.Duration
+	}{
+		{name: "ready member keeps the resync", want: 10 * time.Second, conds: []metav1.Condition{
+			cond(fleetv1alpha1.ConditionJoined, metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged),
+			cond(fleetv1alpha1.ConditionReachable, metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable),
+			cond(fleetv1alpha1.ConditionAgentReady, metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh)}},
+		{name: "provider still engaging", want: waitingRequeue, conds: []metav1.Condition{
+			cond(fleetv1alpha1.ConditionJoined, metav1.ConditionFalse, fleetv1alpha1.ReasonEngaging)}},
+		{name: "first heartbeat not there yet", want: waitingRequeue, conds: []metav1.Condition{
+			cond(fleetv1alpha1.ConditionJoined, metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged),
+			cond(fleetv1alpha1.ConditionReachable, metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable),
+			cond(fleetv1alpha1.ConditionAgentReady, metav1.ConditionFalse, fleetv1alpha1.ReasonClusterReportNotFound)}},
+		{name: "unreachable member is not probed faster", want: 10 * time.Second, conds: []metav1.Condition{
+			cond(fleetv1alpha1.ConditionJoined, metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged),
+			cond(fleetv1alpha1.ConditionReachable, metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable),
+			cond(fleetv1alpha1.ConditionAgentReady, metav1.ConditionFalse, fleetv1alpha1.ReasonClusterReportNotFound)}},
+		{name: "stale heartbeat keeps the resync", want: 10 * time.Second, conds: []metav1.Condition{
+			cond(fleetv1alpha1.ConditionJoined, metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged),
+			cond(fleetv1alpha1.ConditionReachable, metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable),
+			cond(fleetv1alpha1.ConditionAgentReady, metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale)}},
+		{name: "bad kubeconfig keeps the resync", want: 10 * time.Second, conds: []metav1.Condition{
+			cond(fleetv1alpha1.ConditionJoined, metav1.ConditionFalse, fleetv1alpha1.ReasonKubeconfigInvalid)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &fleetv1alpha1.MemberClusterStatus{Conditions: tt.conds}
+			if got := r.requeueAfter(st); got != tt.want {
+				t.Errorf("requeueAfter = %s, want %s", got, tt.want)
 			}
 		})
 	}
