@@ -90,15 +90,7 @@ func TestReconciler(t *testing.T) {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(New(mgr.GetClient(), nil).SetupWithManager(mgr)).To(Succeed())
-	mgrCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(mgrCtx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	envtest.RunManager(t, mgr)
 
 	pp := policyWith(func(s *fleetv1alpha1.PlacementPolicySpec) {
 		s.Overrides = []fleetv1alpha1.ClusterOverride{overrideOf(`{"rayClusterDeletionDelaySeconds":30}`)}

@@ -123,7 +123,7 @@ func RepoRoot() (string, error) {
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	opts = withDefaults(opts)
 	c = &Cluster{Name: opts.Name, opts: opts}
-	if c.Dir, err = stateDir(opts.StateDir); err != nil {
+	if c.Dir, err = StateDir(opts.StateDir, "rayfleet-e2e-"); err != nil {
 		return nil, err
 	}
 	if opts.LogDir != "" {
@@ -174,9 +174,11 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-func stateDir(dir string) (string, error) {
+// StateDir creates dir (mode 0700) and returns it, or, when dir is empty, a fresh temporary
+// directory whose name starts with prefix.
+func StateDir(dir, prefix string) (string, error) {
 	if dir == "" {
-		d, err := os.MkdirTemp("", "rayfleet-e2e-")
+		d, err := os.MkdirTemp("", prefix)
 		if err != nil {
 			return "", fmt.Errorf("creating state dir: %w", err)
 		}

@@ -154,7 +154,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		Dashboards:   map[string]*raydashboard.Server{},
 		opts:         opts,
 	}
-	if f.Dir, err = stateDir(opts.StateDir); err != nil {
+	if f.Dir, err = localcluster.StateDir(opts.StateDir, "rayfleet-fleet-"); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -208,20 +208,6 @@ func withDefaults(o Options) (Options, error) {
 		seen[m.Name] = true
 	}
 	return o, nil
-}
-
-func stateDir(dir string) (string, error) {
-	if dir == "" {
-		d, err := os.MkdirTemp("", "rayfleet-fleet-")
-		if err != nil {
-			return "", fmt.Errorf("creating state dir: %w", err)
-		}
-		return d, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("creating state dir %s: %w", dir, err)
-	}
-	return dir, nil
 }
 
 // Stop stops bin/hub and the spokes first (so that nothing logs errors about control planes

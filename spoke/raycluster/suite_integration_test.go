@@ -99,15 +99,7 @@ func startHarness(t *testing.T, env map[string]string) *harness {
 	if err := NewReconciler(mgr, opts).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	envtest.RunManager(t, mgr)
 	return h
 }
 

@@ -68,15 +68,7 @@ func TestReporter(t *testing.T) {
 	r, err := New(mgr, Options{Interval: testInterval, Clock: clock, AgentVersion: "v9.9.9-test"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(r)).To(Succeed())
-	mgrCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(mgrCtx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	envtest.RunManager(t, mgr)
 
 	t.Run("first report", func(t *testing.T) {
 		g := NewWithT(t)
@@ -224,15 +216,7 @@ func TestReporterFirstReportWithZeroCounts(t *testing.T) {
 	r, err := New(mgr, Options{Interval: testInterval, Clock: clocktesting.NewFakeClock(time.Now())})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mgr.Add(r)).To(Succeed())
-	mgrCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(mgrCtx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	envtest.RunManager(t, mgr)
 
 	g.Eventually(func(g Gomega) {
 		var report fleetv1alpha1.ClusterReport
