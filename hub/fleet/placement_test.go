@@ -270,3 +270,31 @@ func TestPlacedChanged(t *testing.T) {
 		})
 	}
 }
+
+func TestNoteShortfall(t *testing.T) {
+	short := metav1.Condition{Type: fleetv1alpha1.ConditionPlaced, Status: metav1.ConditionFalse,
+		Reason: fleetv1alpha1.ReasonInsufficientClusters, Message: "1/2 clusters chosen; eu: not ready"}
+	full := metav1.Condition{Type: fleetv1alpha1.ConditionPlaced, Status: metav1.ConditionTrue,
+		Reason: fleetv1alpha1.ReasonClustersChosen, Message: "2/2 clusters chosen"}
+	tests := []struct {
+		name   string
+		ready  metav1.ConditionStatus
+		placed metav1.Condition
+		want   string
+	}{
+		{name: "ready on fewer clusters than asked", ready: metav1.ConditionTrue, placed: short,
+			want: "1/1 clusters ready; fewer clusters than the policy asks for: 1/2 clusters chosen; eu: not ready"},
+		{name: "ready on all it asked for", ready: metav1.ConditionTrue, placed: full, want: "1/1 clusters ready"},
+		{name: "not ready says why already", ready: metav1.ConditionFalse, placed: short, want: "1/1 clusters ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &rayv1.RayServiceStatuses{Conditions: []metav1.Condition{{
+				Type: string(rayv1.RayServiceReady), Status: tt.ready, Reason: "R", Message: "1/1 clusters ready"}}}
+			noteShortfall(st, tt.placed)
+			if got := st.Conditions[0].Message; got != tt.want {
+				t.Errorf("Ready message = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -36,6 +36,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		})
 		hubStatus.ServiceStatus = ""
 	}
+	noteShortfall(&hubStatus, s.placedCond)
 
 	next := s.binding.Status.DeepCopy()
 	next.ObservedGeneration = s.binding.Generation
@@ -191,4 +192,16 @@ func truncate(msg string) string {
 		return msg
 	}
 	return strings.ToValidUTF8(msg[:maxMessageLength], "")
+}
+
+// noteShortfall adds to a True Ready condition that fewer clusters run the RayService than its
+// policy asks for. Ready stays True, as the placed copies serve; but a fleet asked to span two
+// regions and running in one is degraded, and Ready's message is where `kubectl get` and
+// alerts look.
+func noteShortfall(st *rayv1.RayServiceStatuses, placed metav1.Condition) {
+	ready := meta.FindStatusCondition(st.Conditions, string(rayv1.RayServiceReady))
+	if ready == nil || ready.Status != metav1.ConditionTrue || placed.Reason != fleetv1alpha1.ReasonInsufficientClusters {
+		return
+	}
+	ready.Message = truncate(ready.Message + "; fewer clusters than the policy asks for: " + placed.Message)
 }
