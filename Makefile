@@ -31,7 +31,7 @@ FLEET_HUB_CRDS   := memberclusters placementpolicies rayservicebindings
 FLEET_SPOKE_CRDS := clusterreports
 # Gateway API's CRDs (standard channel, the go.mod version) for the tests of incremental
 # RayService upgrades; the charts do not ship them: a cluster's Gateway implementation does.
-GATEWAY_CRDS      := config/crd/gateway-api
+GATEWAY_CRDS      := e2e/testdata/gateway-api
 GATEWAY_CRD_KINDS := gatewayclasses gateways httproutes referencegrants
 # Where `make generate manifests` writes; `make verify` fails when regenerating changes them.
 VERIFY_PATHS := $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC) $(HUB_RBAC) $(GATEWAY_CRDS) shared
@@ -127,10 +127,10 @@ test: tools ## Run the unit and integration tests (integration tests use the env
 
 .PHONY: e2e
 # -p 1: each e2e package starts its own control planes (one member; a hub and two members), and
-# running them side by side on two cores starves both. internal/ holds the local fleet itself
+# running them side by side on two cores starves both. shared/localfleet holds the local fleet itself
 # (control planes, the dashboard stand-in), whose own tests start control planes too.
 e2e: build tools ## Run the end-to-end tests against local control planes.
-	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/... ./internal/...
+	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/... ./shared/localfleet/...
 
 .PHONY: bench bench-raycluster bench-rayservice bench-hub
 bench: bench-raycluster bench-rayservice bench-hub ## Run the RayCluster, RayService and hub benchmarks against local control planes.

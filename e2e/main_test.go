@@ -25,8 +25,8 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/internal/localcluster"
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 
 // Shared Eventually settings. The machine running this is small and shared, so the timeout is

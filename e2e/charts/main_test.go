@@ -23,9 +23,9 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/rayfleet/rayfleet/internal/localcluster"
-	"github.com/rayfleet/rayfleet/internal/localfleet"
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 
 // Shared Eventually settings: generous for a small shared machine; a healthy run needs a few

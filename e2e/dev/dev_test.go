@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/internal/localcluster"
-	"github.com/rayfleet/rayfleet/internal/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
 	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
 )
 

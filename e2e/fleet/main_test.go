@@ -1,6 +1,6 @@
 //go:build e2e
 
-// Package fleet runs RayFleet end to end on a local fleet (see internal/localfleet): a hub control
+// Package fleet runs RayFleet end to end on a local fleet (see shared/localfleet): a hub control
 // plane running bin/hub, and three members (regions us, eu and ap, two kwok Nodes each, GPUs on
 // eu only) each running bin/spoke against a Ray dashboard stand-in, joined with `rayfleet join`.
 // The ap member is for TestUnreachableMemberNothingDeleted, which cuts it off: every other test
@@ -19,8 +19,8 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/rayfleet/rayfleet/internal/localcluster"
-	"github.com/rayfleet/rayfleet/internal/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
 )
 
 // Shared Eventually settings: generous for a small shared machine; a healthy run needs a few

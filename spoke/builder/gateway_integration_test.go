@@ -17,12 +17,12 @@ import (
 )
 
 // TestIncrementalUpgradeObjectsOnAPIServer creates what the builders make for an incremental
-// upgrade on a real API server with the Gateway API CRDs of config/crd/gateway-api (copied by
+// upgrade on a real API server with the Gateway API CRDs of e2e/testdata/gateway-api (copied by
 // `make manifests`) and the spoke's ray.io CRDs: the CRDs' validation accepts them, and the
 // Gateway and HTTPRoute read back equal to what was built, so a reconciler that compares the
 // built spec with the stored one sees no difference the API server's defaulting made.
 func TestIncrementalUpgradeObjectsOnAPIServer(t *testing.T) {
-	env := envtest.Start(t, envtest.WithCRDDirectories("charts/rayfleet-spoke/crds", "config/crd/gateway-api"))
+	env := envtest.Start(t, envtest.WithCRDDirectories("charts/rayfleet-spoke/crds", "e2e/testdata/gateway-api"))
 	c, ctx := env.Client, context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
@@ -72,7 +72,7 @@ type harness struct {
 
 func startHarness(t *testing.T) *harness {
 	t.Helper()
-	env := envtest.Start(t, envtest.WithCRDDirectories("charts/rayfleet-spoke/crds", "config/crd/gateway-api"))
+	env := envtest.Start(t, envtest.WithCRDDirectories("charts/rayfleet-spoke/crds", "e2e/testdata/gateway-api"))
 	h := &harness{t: t, env: env, c: env.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second))}
 	h.dash = raydashboard.New(raydashboard.Options{Clock: h.clock})
 	var err error

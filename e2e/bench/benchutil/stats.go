@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rayfleet/rayfleet/internal/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // Percentile returns the q-th quantile (0..1) of sorted durations by nearest rank.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	"github.com/rayfleet/rayfleet/hub/membership"
-	"github.com/rayfleet/rayfleet/internal/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )

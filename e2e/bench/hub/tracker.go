@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
-	"github.com/rayfleet/rayfleet/internal/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // copyTracker records when each hub RayService's member copy first appeared, and where.

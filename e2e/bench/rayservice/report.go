@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 
 // printReport writes the figures as an aligned table.

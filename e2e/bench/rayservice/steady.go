@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
-	"github.com/rayfleet/rayfleet/internal/localcluster"
-	"github.com/rayfleet/rayfleet/internal/raydashboard"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 
 // dashboardOps are the stand-in's operations, in report order.

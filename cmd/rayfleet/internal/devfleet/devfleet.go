@@ -1,5 +1,5 @@
 // Package devfleet is `rayfleet dev`: a local fleet to try RayFleet out on one machine. It
-// starts a hub and two members (us: CPU Nodes, eu: GPU Nodes) with internal/localfleet — real
+// starts a hub and two members (us: CPU Nodes, eu: GPU Nodes) with shared/localfleet — real
 // etcd and kube-apiserver pairs on loopback, kwok playing the Nodes, a Ray dashboard stand-in
 // per member, bin/hub and a bin/spoke per member, joined with `rayfleet join` — applies a
 // sample PlacementPolicy and RayService, and waits until the hub reports the RayService Ready.
@@ -15,8 +15,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/rayfleet/rayfleet/internal/localcluster"
-	"github.com/rayfleet/rayfleet/internal/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
 )
 
 // DefaultBasePort is the hub's API server port; the members' follow it (us, then eu). Fixed
@@ -31,7 +31,7 @@ const HubName = "hub"
 const (
 	hubCRDDir     = "charts/rayfleet-hub/crds"
 	spokeCRDDir   = "charts/rayfleet-spoke/crds"
-	gatewayCRDDir = "config/crd/gateway-api"
+	gatewayCRDDir = "e2e/testdata/gateway-api"
 )
 
 // member is one member of the dev fleet.

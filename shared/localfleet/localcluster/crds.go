@@ -25,7 +25,7 @@ const chartCRDDir = "charts/rayfleet-spoke/crds"
 
 // gatewayAPICRDDir holds the Gateway API CRDs (standard channel) a member needs for
 // incremental RayService upgrades.
-const gatewayAPICRDDir = "config/crd/gateway-api"
+const gatewayAPICRDDir = "e2e/testdata/gateway-api"
 
 // rayAPIPackage is the Go package the ray.io/v1 CRDs are generated from.
 const rayAPIPackage = "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
