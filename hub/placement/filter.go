@@ -15,6 +15,7 @@ const (
 	reasonNotReady  = "not ready"
 	reasonDuplicate = "duplicate member name"
 	reasonNotNamed  = "not in the policy's cluster names"
+	reasonRefused   = "refused this RayService: "
 )
 
 // candidate is a member that passed every filter, with what scoring needs.
@@ -40,6 +41,9 @@ func filter(m *Member, in *Input, names map[string]bool, asked []corev1.Resource
 	}
 	if len(names) > 0 && !names[m.Name] {
 		return nil, reasonNotNamed
+	}
+	if why, refused := in.Refused[m.Name]; refused {
+		return nil, reasonRefused + why
 	}
 	if sel := in.Policy.Selector; sel != nil && !sel.Matches(labels.Set(m.Labels)) {
 		return nil, fmt.Sprintf("labels do not match selector %q", sel.String())

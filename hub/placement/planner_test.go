@@ -105,6 +105,28 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "a member that refused the copy is left out, even the roomiest or a current one",
+			in: Input{Demand: cpu4, Policy: Policy{Clusters: 2}, Current: []string{"m2"},
+				Refused: map[string]string{
+					"big": "hubPolicy/privileged: container ray-head asks for privileged",
+					"m2":  "NamespaceTerminating: namespace ns is being deleted",
+				},
+				Members: members(
+					member("big", "cpu", "64", "memory", "256Gi"),
+					member("m1", "cpu", "8", "memory", "16Gi"),
+					member("m2", "cpu", "8", "memory", "16Gi"),
+				)},
+			want: Decision{
+				Clusters: []string{"m1"},
+				Message: "1/2 clusters chosen; big: refused this RayService: hubPolicy/privileged: container ray-head asks for privileged; " +
+					"m2: refused this RayService: NamespaceTerminating: namespace ns is being deleted",
+				Rejected: map[string]string{
+					"big": "refused this RayService: hubPolicy/privileged: container ray-head asks for privileged",
+					"m2":  "refused this RayService: NamespaceTerminating: namespace ns is being deleted",
+				},
+			},
+		},
+		{
 			name: "duplicate member names are used for neither",
 			in: Input{Demand: cpu4, Policy: BuiltInPolicy(), Members: members(
 				member("m1", "cpu", "64", "memory", "64Gi"),

@@ -3,6 +3,8 @@
 // no API calls, so the hub can re-plan on every event and the rules are tested with plain
 // tables. The hub maps the fleet API (MemberCluster, PlacementPolicy, RayServiceBinding) onto
 // these input types; the planner knows nothing of them.
+// Of the repository it imports only shared/demand: no client, nothing of spoke/ and none of
+// the hub's reconcilers.
 package placement
 
 import (
@@ -62,6 +64,10 @@ type Input struct {
 	// that fills its member would no longer "fit" on the next plan and would be moved. Entries
 	// for members not in Current are ignored; nil holds nothing.
 	Held map[string]corev1.ResourceList
+	// Refused maps a member whose API server refused this RayService's copy to what refused
+	// it ("hubPolicy/privileged: ..."). Such a member is filtered out, current or not: the hub
+	// lists only members that hold no copy, so leaving one out deletes nothing.
+	Refused map[string]string
 }
 
 // Decision is the planner's answer.
