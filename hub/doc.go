@@ -1,4 +1,9 @@
-// Package hub will hold RayFleet's hub controllers (membership, placement, propagation,
-// aggregation, rollout and failover), one package per concern beneath it. They land with later
-// issues; see ARCHITECTURE.md for the design.
+// Package hub is the root of RayFleet's hub controllers, which bin/hub runs on the hub
+// cluster, one concern per package beneath it: membership (each MemberCluster's Joined,
+// Reachable, AgentReady and Ready), policy (each PlacementPolicy's Accepted condition) and fleet
+// (the hub RayService reconciler, failover included), which executes the pure decisions of
+// placement (which members), propagation (the member copy, drift, removals) and aggregate
+// (member status into the RayServiceBinding and the hub RayService).
+// They import one another and shared/, never spoke/, cmd/, shared/localfleet or (outside tests)
+// shared/testing; placement, propagation and aggregate make no API calls.
 package hub

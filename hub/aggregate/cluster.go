@@ -4,6 +4,8 @@
 // RayService (kubectl columns, dashboards, scripts reading conditions) work on the hub too.
 // It is pure: no API calls and no clock, so every rule is tested with plain tables and the
 // reconciler writes the hub status only when shared/raystatus says it changed.
+// Of the repository it imports only shared/: never spoke/ or the hub's reconcilers, which
+// import it.
 package aggregate
 
 import (

@@ -7,6 +7,9 @@
 // The reconciler runs on the hub cluster with a plain controller-runtime manager. Members are
 // reached through the Members interface, which the membership code implements, so this package
 // does not care how member clients are built or cached.
+//
+// It imports the hub's pure packages and shared/, never hub/membership (Members is the seam),
+// spoke/, shared/localfleet or, outside tests, shared/testing.
 package fleet
 
 import (

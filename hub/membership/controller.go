@@ -2,6 +2,8 @@
 // member (Joined), can talk to it (Reachable) and hears its spoke agent (AgentReady), and a
 // mirror of the member's ClusterReport. Status is a pure function of what one reconcile saw
 // (conditions.go); the reconciler only reads and writes.
+// It imports only shared/: never spoke/, the other hub packages, shared/localfleet or, outside
+// tests, shared/testing.
 package membership
 
 import (

@@ -2,6 +2,8 @@
 // propagate with it. The hub RayService reconciler still checks a policy when it uses one; this
 // controller is what tells the policy's author, on the policy itself, before any RayService
 // names it.
+// It imports shared/ and hub/propagation (overrides are checked as propagation applies them),
+// never hub/fleet, spoke/, shared/localfleet or, outside tests, shared/testing.
 package policy
 
 import (

@@ -3,4 +3,6 @@
 // member copy drifted from what the hub would apply, and which copies a placement change
 // removes. Nothing here calls an API server; the executor that applies and deletes lives apart
 // so that these decisions are tested with plain tables.
+// Of the repository it imports only shared/: no client, nothing of spoke/ and none of the
+// hub's reconcilers.
 package propagation

@@ -2,6 +2,7 @@
 // and how much CPU, memory and accelerators. The numbers are KubeRay v1.6.2's, so the spoke can
 // fill a RayCluster's status exactly as KubeRay does (desiredWorkerReplicas, desiredCPU, ...)
 // and the hub can place a RayService on a member with room for it.
+// It imports no other RayFleet package; like all of shared/, never hub/, spoke/ or cmd/.
 package demand
 
 import (

@@ -2,6 +2,8 @@
 // its ServiceAccount, RBAC and token Secret, and the only permissions it holds there. The spoke
 // chart renders it, `rayfleet join` creates it when no chart did, and the tests compare both
 // against HubRules.
+// Of the repository it imports only shared/ (the fleet API, labels); like all of shared/, never
+// hub/, spoke/ or cmd/.
 package hubaccess
 
 import (

@@ -3,6 +3,7 @@
 // server's defaults (a Gateway listener's allowedRoutes, a port's protocol) and fields other
 // writers own must not make an unchanged object look changed, or every reconcile would write it
 // again. The spoke uses it for the Gateway API objects it keeps, the hub for member copies.
+// It imports no other RayFleet package; like all of shared/, never hub/, spoke/ or cmd/.
 package jsonsubset
 
 import (

@@ -1,5 +1,6 @@
 // Package labels holds the label and annotation keys RayFleet reads and writes. The ray.io keys
 // are KubeRay's: a KubeRay user's selectors, dashboards and scripts keep working unchanged.
+// It imports no other RayFleet package; like all of shared/, never hub/, spoke/ or cmd/.
 package labels
 
 // Labels KubeRay puts on every object it creates for a RayCluster.

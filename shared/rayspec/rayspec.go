@@ -1,5 +1,7 @@
 // Package rayspec answers the questions about a RayCluster spec that validation, pod building
 // and both reconcilers ask: is autoscaling on, is GCS fault tolerance on, which auth mode.
+// Of the repository it imports only shared/labels; like all of shared/, never hub/, spoke/ or
+// cmd/.
 package rayspec
 
 import (

@@ -1,5 +1,6 @@
 // Package raystatus compares KubeRay statuses the way both RayFleet sides write them: once per
 // real change. The spoke writes a member RayService's status, the hub the fleet RayService's.
+// It imports no other RayFleet package; like all of shared/, never hub/, spoke/ or cmd/.
 package raystatus
 
 import (

@@ -3,6 +3,8 @@
 // Gateway and HTTPRoute of incremental RayService upgrades) and RayFleet's own
 // fleet.rayfleet.io/v1alpha1. Hub and spoke share one scheme: each uses part of it (the spoke
 // writes ClusterReports, the hub reads them), and one scheme keeps their clients alike.
+// Of the repository it imports only the fleet API; like all of shared/, never hub/, spoke/ or
+// cmd/.
 package scheme
 
 import (

@@ -4,6 +4,9 @@
 //
 // Each function returns the first rule that fails (as KubeRay does) as a *field.Error that names
 // the field and the offending value; only the label syntax check reports every bad label at once.
+//
+// Of the repository it imports only shared/ (labels, rayspec); like all of shared/, never hub/,
+// spoke/ or cmd/.
 package validation
 
 import (

@@ -2,6 +2,8 @@
 // it: head and worker Pods, Services, autoscaler RBAC, the dashboard Ingress, the auth Secret and
 // the GCS fault-tolerance Redis cleanup Job. Every function here is pure: no API calls, no clock,
 // and the RayCluster passed in is never modified.
+// Of the repository it imports only shared/ (labels, rayspec): never hub/, the reconcilers or
+// shared/testing.
 package builder
 
 import (

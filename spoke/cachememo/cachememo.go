@@ -3,6 +3,7 @@
 // as it was before; without a memory it would write the same thing again (a second label patch
 // and event, a 409 on an optimistically locked patch) or, worse, decide from the stale status
 // (name a second pending cluster, repeat a traffic step, write an older status back).
+// A leaf: it imports no other RayFleet package, so never hub/ or shared/testing.
 package cachememo
 
 import (

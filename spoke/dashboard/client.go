@@ -6,6 +6,9 @@
 // three differences: the connection pool is sized for hundreds of dashboards, redirects are
 // never followed (they would carry the auth token to another host), and response bodies are
 // read and quoted in errors only up to a bound, never with the token.
+//
+// It imports no other RayFleet package, so never hub/; only its tests use the stand-in in
+// shared/localfleet/raydashboard.
 package dashboard
 
 import (

@@ -2,6 +2,7 @@
 // keeps KubeRay's reasons ("CreatedWorkerPod", "FailedToDeleteRayCluster", ...), which KubeRay
 // records through the core/v1 API that has no action; the events API requires one, and reading
 // it off the reason keeps the call sites to KubeRay's reasons alone.
+// A leaf: it imports no other RayFleet package, so never hub/ or shared/testing.
 package eventaction
 
 import "strings"

@@ -1,6 +1,7 @@
 // Package expectations remembers the Pod creations and deletions a reconciler has asked for
 // until the informer cache has seen them, so a reconcile that runs before the cache catches up
 // does not create or delete the same Pods twice.
+// A leaf: it imports no other RayFleet package, so never hub/ or shared/testing.
 package expectations
 
 import (

@@ -5,6 +5,8 @@
 // registered as GA and locked on: asking to turn one off fails with the library's error
 // instead of being ignored. KubeRay's RayJob gates are not registered, because the spoke
 // does not reconcile RayJobs; naming one fails as an unrecognized feature gate.
+//
+// A leaf: it imports no other RayFleet package, so never hub/ or shared/testing.
 package features
 
 import (

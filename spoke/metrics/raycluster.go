@@ -1,5 +1,7 @@
 // Package metrics exports the spoke's Prometheus metrics under KubeRay's names, labels and help
 // texts, so dashboards and alerts built for KubeRay keep working against RayFleet.
+// Of the repository it imports only shared/labels: never hub/ or the reconcilers, which import
+// it.
 package metrics
 
 import (

@@ -1,5 +1,7 @@
 // Package raycluster reconciles KubeRay RayClusters on a member cluster: Pods, Services and the
 // supporting objects, with KubeRay v1.6.2's semantics.
+// It imports the spoke's helper packages and shared/, never hub/, spoke/rayservice,
+// shared/localfleet or, outside tests, shared/testing.
 package raycluster
 
 import (

@@ -11,6 +11,10 @@
 // event rather than a panic, in-place cluster updates keep the autoscaler's replicas and are
 // patches, the head Pod's label is patched (never the whole Pod), and a settled RayService
 // costs no API write and no Serve submission.
+//
+// It imports its sub-packages, the spoke's helpers and shared/, never hub/, spoke/raycluster
+// (it creates RayClusters; that reconciler runs them), shared/localfleet or, outside tests,
+// shared/testing.
 package rayservice
 
 import (

@@ -1,6 +1,8 @@
 // Package envtest starts real kube-apiserver and etcd pairs for integration tests, with the
 // ray.io CRDs from the charts installed. The binaries come from `make tools` (bin/k8s, or
 // $KUBEBUILDER_ASSETS); nothing is downloaded.
+// Only tests import it, never production code; like all of shared/, it never imports hub/,
+// spoke/ or cmd/.
 package envtest
 
 import (

@@ -4,6 +4,7 @@
 // object and no related object become one Event counted twice, the second note lost. With
 // this recorder a test can check that each event names its related object and that no two
 // events fall into one series.
+// Only tests import it, never production code; it imports no other RayFleet package.
 package eventrecorder
 
 import (

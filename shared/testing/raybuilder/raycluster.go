@@ -5,6 +5,8 @@
 //
 // Every builder starts from an object KubeRay would accept and build Pods for, so a test only
 // spells out what it is about.
+// Only tests and e2e/ import it, never production code; like all of shared/, it never imports
+// hub/, spoke/ or cmd/ (spoke/rayservice/internal/fixture builds what needs spoke/builder).
 package raybuilder
 
 import (

@@ -7,6 +7,9 @@
 // Suspended conditions (see setSuspendConditions). The reconciler reads SuspendState of the
 // status it fetched, before Compute, to choose whether to delete Pods, leave them, or wait; a
 // changed status must trigger another reconcile promptly so the next step happens.
+//
+// Of the repository it imports only shared/ (demand, labels): no client, never hub/ or the
+// reconciler.
 package status
 
 import (

@@ -4,6 +4,8 @@
 // Ready and UpgradeInProgress conditions and serviceStatus. It makes no API calls and reads no
 // clock; the reconciler observes, calls Compute, acts on the Outcome (events, deletions) and
 // writes the status once when shared/raystatus says it changed.
+// Of the repository it imports only spoke/rayservice/upgrade: no client, never hub/ or the
+// reconciler.
 package status
 
 import (

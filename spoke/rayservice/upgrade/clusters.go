@@ -4,6 +4,8 @@
 // and target_capacity move between the active and the pending cluster, when the pending one is
 // promoted and when an upgrade is rolled back. Nothing here calls the API server or reads a
 // clock; the reconciler executes what these functions decide.
+// Of the repository it imports shared/ and spoke/builder (the hash of a cluster's spec): no
+// client, never hub/ or the reconciler.
 package upgrade
 
 import (
