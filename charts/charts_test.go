@@ -1,3 +1,7 @@
+// Package charts_test checks the Helm charts rayfleet-hub and rayfleet-spoke without a cluster:
+// `helm lint --strict`, and assertions on `helm template` output (RBAC against the generated and
+// shared/hubaccess rules, Deployments, values the schema rejects, every value in the READMEs).
+// It imports only shared/hubaccess and spoke/features (the gates the schema admits).
 package charts_test
 
 import (

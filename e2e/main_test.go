@@ -4,6 +4,8 @@
 // kube-apiserver, kube-scheduler, kube-controller-manager, kwok playing four fake Nodes, the
 // Gateway API CRDs) and a Ray dashboard stand-in in the test process, and checks that
 // RayClusters and RayServices behave as they do under KubeRay v1.6.2.
+// Like all of e2e/, it runs the binaries as processes and imports only shared/ (the local fleet
+// and test helpers), never hub/, spoke/ or cmd/; no production code imports e2e/.
 //
 //	go test -tags e2e ./e2e/...              # binaries from bin/k8s and bin/spoke
 //	RAYFLEET_E2E_KEEP=1 go test -tags e2e …  # keep the state dir (logs, audit) afterwards

@@ -1,8 +1,9 @@
 // Command hub is RayFleet's control plane: a multicluster-runtime manager on the hub cluster whose
 // kubeconfig provider engages member clusters from labelled Secrets in the hub namespace (see
-// hub/membership for what `rayfleet join` must create), running the MemberCluster controller
-// and the hub RayService reconciler (hub/fleet), which places, propagates and aggregates.
-// Rollout controllers land with later work.
+// hub/membership for what `rayfleet join` must create), running the MemberCluster controller,
+// the PlacementPolicy controller (hub/policy), the hub RayService reconciler (hub/fleet), which
+// places, propagates and aggregates, and a watch of the members' RayServices that wakes it
+// (memberwatch.go). It imports hub/ and shared/, never spoke/ or shared/localfleet.
 package main
 
 import (

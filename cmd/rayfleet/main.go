@@ -1,5 +1,7 @@
 // Command rayfleet is RayFleet's command line: `join` and `unjoin` members, the fleet's
 // `status`, `dev` (a local fleet to try RayFleet out) and `version`.
+// It reaches clusters through their APIs only: it imports its internal packages and shared/
+// (the local fleet included), never hub/ or spoke/.
 package main
 
 import (

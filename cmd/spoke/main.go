@@ -1,6 +1,7 @@
 // Command spoke is RayFleet's agent on a member cluster: a controller-runtime manager running the
-// KubeRay-compatible RayCluster and RayService reconcilers. The ClusterReport reporter joins it
-// with a later issue.
+// KubeRay-compatible RayCluster and RayService reconcilers (spoke/raycluster, spoke/rayservice)
+// and the ClusterReport reporter (spoke/reporter). It imports spoke/ and shared/, never hub/ or
+// shared/localfleet.
 package main
 
 import (

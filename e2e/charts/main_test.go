@@ -4,6 +4,8 @@
 // real bin/hub and bin/spoke run with tokens of the charts' ServiceAccounts (not admin) through
 // a full place-and-aggregate cycle, `rayfleet join` uses the hub identity the spoke chart made,
 // and `kubectl auth can-i` shows that identity cannot read Secrets or Pods on the member.
+// It imports only shared/ (the local fleet, hubaccess and test helpers), never hub/, spoke/ or
+// cmd/.
 //
 //	make build && go test -tags e2e ./e2e/charts/   # binaries from bin/ and bin/k8s
 //	RAYFLEET_E2E_KEEP=1 go test -tags e2e …          # keep the state dirs (logs) afterwards

@@ -4,6 +4,8 @@
 // background and returns once the sample RayService is Ready, `dev status` shows it, the
 // kubeconfigs it leaves reach the hub and both members, and `dev down` stops every process it
 // started and removes its state.
+// It imports only shared/ (the local fleet, the scheme), never hub/, spoke/ or cmd/: it runs
+// bin/rayfleet.
 //
 //	make build && RAYFLEET_BIN=$PWD/bin RAYFLEET_K8S_BIN=$PWD/bin/k8s go test -tags e2e ./e2e/dev/
 package dev

@@ -5,6 +5,7 @@
 // eu only) each running bin/spoke against a Ray dashboard stand-in, joined with `rayfleet join`.
 // The ap member is for TestUnreachableMemberNothingDeleted, which cuts it off: every other test
 // places by region on us and eu only.
+// It imports only shared/ (the local fleet and test helpers), never hub/, spoke/ or cmd/.
 //
 //	make build && go test -tags e2e ./e2e/fleet/   # binaries from bin/ and bin/k8s
 //	RAYFLEET_E2E_KEEP=1 go test -tags e2e …         # keep the state dir (logs) afterwards

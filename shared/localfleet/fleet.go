@@ -1,8 +1,10 @@
-// Package localfleet starts a RayFleet fleet on this machine for e2e tests (and, later, the
-// demo): a hub control plane running bin/hub, and member control planes each running bin/spoke
+// Package localfleet starts a RayFleet fleet on this machine for `rayfleet dev` and the e2e
+// tests: a hub control plane running bin/hub, and member control planes each running bin/spoke
 // against a Ray dashboard stand-in of its own, joined to the hub with the real `rayfleet join`.
 // Every control plane is a localcluster.Cluster; everything listens on 127.0.0.1 only and keeps
 // its state and logs under one directory (<StateDir>/hub, <StateDir>/<member>).
+// cmd/rayfleet and e2e/ import it, hub/ and spoke/ production code never: it runs their
+// binaries as processes and imports no hub/, spoke/ or cmd/ package, nor shared/testing.
 package localfleet
 
 import (

@@ -1,6 +1,8 @@
 // Package benchutil holds what the spoke's benchmarks share: counting a client's API writes in
 // the API server's audit log, scraping the spoke's and the API server's Prometheus metrics,
 // waiting for quiet, and duration statistics.
+// Only the benchmarks import it; of the repository it imports only shared/localfleet, never
+// hub/, spoke/ or cmd/.
 package benchutil
 
 import (

@@ -6,6 +6,8 @@
 // and reports how fast each change shows on the hub RayService; and the hub's memory, CPU and
 // API writes per RayService (from the audit logs of the hub and the members, by the hub's own
 // client certificate).
+// It imports only benchutil and shared/ (the local fleet and test helpers), never hub/, spoke/
+// or cmd/: it measures bin/hub as a process.
 //
 //	go run ./e2e/bench/hub -services 1000 -members 3
 package main

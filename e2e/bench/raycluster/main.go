@@ -3,6 +3,8 @@
 // once and reports how fast they all become ready, how many API writes the spoke made per
 // cluster (counted exactly from the API server's audit log, by the spoke's own client
 // certificate), and the spoke's peak memory and CPU time.
+// It imports only benchutil and shared/ (the local fleet and test helpers), never hub/, spoke/
+// or cmd/: it measures bin/spoke as a process.
 //
 //	go run ./e2e/bench/raycluster -clusters 200 -workers 3 -nodes 4 -spoke-args "--max-concurrent-reconciles=8"
 package main

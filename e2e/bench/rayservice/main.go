@@ -6,6 +6,8 @@
 // minute by kind (no config is submitted again), API writes per reconcile (counted exactly
 // from the API server's audit log, by the spoke's own client certificate; the target is 0),
 // and the spoke's memory and CPU.
+// It imports only benchutil and shared/ (the local fleet and test helpers), never hub/, spoke/
+// or cmd/: it measures bin/spoke as a process.
 //
 //	go run ./e2e/bench/rayservice -services 100 -workers 1 -nodes 4 -steady 60s
 package main

@@ -2,6 +2,8 @@
 // and benchmarks: etcd, kube-apiserver, optionally kube-scheduler and kube-controller-manager, and
 // kwok to play the kubelet on fake Nodes. Everything runs as child processes of the caller, keeps
 // its state in one directory and listens on 127.0.0.1 only.
+// It is the local fleet's, for cmd/rayfleet and e2e/; hub/ and spoke/ production code never
+// imports it, and it imports no hub/, spoke/ or cmd/ package, nor shared/testing.
 package localcluster
 
 import (

@@ -1,7 +1,8 @@
 // Package raydashboard is a stand-in for the parts of Ray that a RayService reconciler talks
 // to: the dashboard's Serve REST API (PUT and GET /api/serve/applications/) and the Serve
-// proxy's health endpoint (/-/healthz). It is for tests, e2e and the demo; production code
-// never imports it.
+// proxy's health endpoint (/-/healthz). It is for tests, e2e and the local fleet of `rayfleet
+// dev`; hub/ and spoke/ production code never imports it, and it imports no other RayFleet
+// package.
 //
 // One Server hosts many Ray clusters, each under its own path prefix, so that the spoke's
 // dashboard.TemplateResolver reaches them over loopback:

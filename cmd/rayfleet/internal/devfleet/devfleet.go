@@ -7,6 +7,9 @@
 // Everything the fleet needs lives in one state directory (see Layout): the logs, a pid file per
 // process, admin kubeconfigs and fleet.json, so that `dev status` and `dev down` find a fleet
 // that `dev up --detach` left running in the background.
+//
+// It imports shared/ (above all shared/localfleet) and fleetstatus, never hub/ or spoke/: the
+// fleet runs their binaries.
 package devfleet
 
 import (

@@ -1,5 +1,7 @@
 // Package fleetstatus reads the hub's view of the fleet and prints it as two tables: where each
 // RayService runs and how each copy is doing, and how each member cluster is doing.
+// It reads through the hub's API only: of the repository it imports only the fleet API, never
+// hub/ or spoke/.
 package fleetstatus
 
 import (

@@ -1,6 +1,8 @@
 // Package membership joins member clusters to a RayFleet hub and removes them again: the hub's
 // identity on the member (ServiceAccount, RBAC, token) and, on the hub, the kubeconfig Secret the
 // multicluster-runtime kubeconfig provider engages plus the MemberCluster that names it.
+// It reaches both clusters through their APIs only: of the repository it imports only shared/
+// (the fleet API, hubaccess), never hub/ or spoke/.
 package membership
 
 import (
