@@ -34,6 +34,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/policy"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 )
@@ -159,8 +160,8 @@ func run(args []string) error {
 	}
 	provider := kubeconfig.New(kubeconfig.Options{
 		Namespace:             f.hubNamespace,
-		KubeconfigSecretLabel: membership.KubeconfigSecretLabel,
-		KubeconfigSecretKey:   membership.KubeconfigSecretKey,
+		KubeconfigSecretLabel: fleetv1alpha1.KubeconfigSecretLabel,
+		KubeconfigSecretKey:   fleetv1alpha1.DefaultKubeconfigKey,
 		ClusterOptions:        []cluster.Option{func(o *cluster.Options) { o.Scheme = sch }},
 		RESTOptions: []func(*rest.Config) error{func(c *rest.Config) error {
 			c.UserAgent = "rayfleet-hub/" + version

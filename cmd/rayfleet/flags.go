@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -111,7 +112,7 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	a := &joinArgs{}
 	usage := fmt.Sprintf(joinUsage, membership.DefaultMemberNamespace, membership.ServiceAccountName,
-		membership.ClusterRoleName, membership.TokenSecretName, membership.KubeconfigKey, membership.ProviderSecretLabel,
+		membership.ClusterRoleName, membership.TokenSecretName, fleetv1alpha1.DefaultKubeconfigKey, fleetv1alpha1.KubeconfigSecretLabel,
 		membership.ManagedByLabel, membership.ManagedByValue)
 	fs := newFlagSet("join", usage, stderr)
 	a.hub.register(fs, "hub", "hub")

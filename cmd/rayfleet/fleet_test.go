@@ -377,10 +377,10 @@ func checkHub(ctx context.Context, t *testing.T, c client.Client, name, wantServ
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "rayfleet-system", Name: name}, &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Labels["sigs.k8s.io/multicluster-runtime-kubeconfig"] != "true" {
+	if s.Labels[fleetv1alpha1.KubeconfigSecretLabel] != "true" {
 		t.Errorf("Secret labels = %v, want the kubeconfig provider's label", s.Labels)
 	}
-	cfg, err := clientcmd.Load(s.Data["kubeconfig"])
+	cfg, err := clientcmd.Load(s.Data[fleetv1alpha1.DefaultKubeconfigKey])
 	if err != nil {
 		t.Fatalf("the Secret's kubeconfig: %v", err)
 	}

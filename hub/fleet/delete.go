@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // requeueDeleting is how soon a deletion waiting on member copies that are themselves being
@@ -26,7 +27,7 @@ const requeueDeleting = 2 * time.Second
 // the finalizer. A cluster that cannot be reached is an error, so the controller retries it
 // with backoff; a cluster whose MemberCluster is gone (unjoined) has nothing left to delete.
 func (r *Reconciler) reconcileDelete(ctx context.Context, hub *rayv1.RayService) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(hub, Finalizer) {
+	if !controllerutil.ContainsFinalizer(hub, labels.MemberCleanupFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	s := newScope(hub)
@@ -63,7 +64,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hub *rayv1.RayService)
 		return ctrl.Result{RequeueAfter: requeueDeleting}, nil
 	}
 	orig := hub.DeepCopy()
-	controllerutil.RemoveFinalizer(hub, Finalizer)
+	controllerutil.RemoveFinalizer(hub, labels.MemberCleanupFinalizer)
 	if err := r.client.Patch(ctx, hub, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil

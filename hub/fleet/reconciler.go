@@ -35,9 +35,6 @@ import (
 	"github.com/rayfleet/rayfleet/shared/validation"
 )
 
-// Finalizer holds a hub RayService until its member copies are deleted.
-const Finalizer = "fleet.rayfleet.io/member-cleanup"
-
 // DefaultResync is how often a placed RayService is reconciled without any event: member
 // status changes reach the hub at least this often even when nothing tells it about them.
 const DefaultResync = 10 * time.Second
@@ -142,9 +139,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !hub.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, &hub)
 	}
-	if !controllerutil.ContainsFinalizer(&hub, Finalizer) {
+	if !controllerutil.ContainsFinalizer(&hub, labels.MemberCleanupFinalizer) {
 		orig := hub.DeepCopy()
-		controllerutil.AddFinalizer(&hub, Finalizer)
+		controllerutil.AddFinalizer(&hub, labels.MemberCleanupFinalizer)
 		if err := r.client.Patch(ctx, &hub, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer to RayService %s: %w", req.NamespacedName, err)
 		}

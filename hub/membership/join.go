@@ -13,22 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-)
-
-// The contract between `rayfleet join` and the hub. The kubeconfig provider engages every
-// Secret in the hub namespace that carries KubeconfigSecretLabel=true and names the member
-// cluster after the Secret, reading the kubeconfig from KubeconfigSecretKey. The hub therefore
-// requires a MemberCluster to be named like its Secret (spec.kubeconfigSecretRef.name ==
-// metadata.name) and to use that key, so that the MemberCluster name, the provider's cluster
-// name and the Secret name are one and the same everywhere (bindings, policies, the CLI).
-const (
-	// KubeconfigSecretLabel marks a Secret as a member's kubeconfig; its value must be "true".
-	KubeconfigSecretLabel = kubeconfig.DefaultKubeconfigSecretLabel
-	// KubeconfigSecretKey is the only Secret key the hub reads the kubeconfig from.
-	KubeconfigSecretKey = fleetv1alpha1.DefaultKubeconfigKey
 )
 
 // ClusterGetter returns the engaged member clusters; a multicluster-runtime manager is one.
@@ -39,9 +25,13 @@ type ClusterGetter interface {
 }
 
 // join checks the member's Secret on the hub and whether the provider engaged it, returning the
-// engaged cluster when it did. Checking the Secret too (rather than asking the provider only)
-// makes Joined say why a member is not engaged, and turns it False as soon as the Secret goes
-// even if the provider has not disengaged yet.
+// engaged cluster when it did. The Secret must follow the join contract (see
+// fleetv1alpha1.KubeconfigSecretLabel) and be named like its MemberCluster: the provider names
+// each engaged cluster after its Secret, so the MemberCluster name, the provider's cluster name
+// and the Secret name are one and the same everywhere (bindings, policies, the CLI). Checking
+// the Secret too (rather than asking the provider only) makes Joined say why a member is not
+// engaged, and turns it False as soon as the Secret goes even if the provider has not
+// disengaged yet.
 func join(ctx context.Context, hub client.Reader, clusters ClusterGetter, hubNamespace string,
 	mc *fleetv1alpha1.MemberCluster) (JoinState, cluster.Cluster, error) {
 	ref := mc.Spec.KubeconfigSecretRef
@@ -50,9 +40,9 @@ func join(ctx context.Context, hub client.Reader, clusters ClusterGetter, hubNam
 			"spec.kubeconfigSecretRef.name is %q but must be %q: the hub names each member after its kubeconfig Secret",
 			ref.Name, mc.Name)), nil, nil
 	}
-	if ref.Key != "" && ref.Key != KubeconfigSecretKey {
+	if ref.Key != "" && ref.Key != fleetv1alpha1.DefaultKubeconfigKey {
 		return notJoined(fleetv1alpha1.ReasonKubeconfigInvalid, fmt.Sprintf(
-			"spec.kubeconfigSecretRef.key is %q but the hub reads key %q only", ref.Key, KubeconfigSecretKey)), nil, nil
+			"spec.kubeconfigSecretRef.key is %q but the hub reads key %q only", ref.Key, fleetv1alpha1.DefaultKubeconfigKey)), nil, nil
 	}
 	var secret corev1.Secret
 	key := client.ObjectKey{Namespace: hubNamespace, Name: ref.Name}
@@ -66,14 +56,14 @@ func join(ctx context.Context, hub client.Reader, clusters ClusterGetter, hubNam
 	if secret.DeletionTimestamp != nil {
 		return notJoined(fleetv1alpha1.ReasonKubeconfigSecretNotFound, fmt.Sprintf("Secret %s is being deleted", key)), nil, nil
 	}
-	if secret.Labels[KubeconfigSecretLabel] != "true" {
+	if secret.Labels[fleetv1alpha1.KubeconfigSecretLabel] != "true" {
 		return notJoined(fleetv1alpha1.ReasonKubeconfigInvalid, fmt.Sprintf(
-			"Secret %s lacks the label %s=true, so the hub does not engage it", key, KubeconfigSecretLabel)), nil, nil
+			"Secret %s lacks the label %s=true, so the hub does not engage it", key, fleetv1alpha1.KubeconfigSecretLabel)), nil, nil
 	}
-	data := secret.Data[KubeconfigSecretKey]
+	data := secret.Data[fleetv1alpha1.DefaultKubeconfigKey]
 	if len(data) == 0 {
 		return notJoined(fleetv1alpha1.ReasonKubeconfigSecretNotFound,
-			fmt.Sprintf("Secret %s has no key %q", key, KubeconfigSecretKey)), nil, nil
+			fmt.Sprintf("Secret %s has no key %q", key, fleetv1alpha1.DefaultKubeconfigKey)), nil, nil
 	}
 	if _, err := clientcmd.RESTConfigFromKubeConfig(data); err != nil {
 		return notJoined(fleetv1alpha1.ReasonKubeconfigInvalid,

@@ -38,8 +38,8 @@ current-context: m
 `)
 	secret := func(mutate func(*corev1.Secret)) *corev1.Secret {
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{KubeconfigSecretLabel: "true"}},
-			Data:       map[string][]byte{KubeconfigSecretKey: kubeconfig},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{fleetv1alpha1.KubeconfigSecretLabel: "true"}},
+			Data:       map[string][]byte{fleetv1alpha1.DefaultKubeconfigKey: kubeconfig},
 		}
 		if mutate != nil {
 			mutate(s)
@@ -50,7 +50,7 @@ current-context: m
 		return &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"},
 			Spec: fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: ref}}
 	}
-	ownRef := fleetv1alpha1.KubeconfigSecretRef{Name: "m1", Key: KubeconfigSecretKey}
+	ownRef := fleetv1alpha1.KubeconfigSecretRef{Name: "m1", Key: fleetv1alpha1.DefaultKubeconfigKey}
 	tests := []struct {
 		name       string
 		mc         *fleetv1alpha1.MemberCluster
@@ -73,7 +73,7 @@ current-context: m
 		{name: "key empty", mc: member(ownRef), secret: secret(func(s *corev1.Secret) { s.Data = nil }),
 			engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigSecretNotFound},
 		{name: "kubeconfig does not parse", mc: member(ownRef),
-			secret:  secret(func(s *corev1.Secret) { s.Data[KubeconfigSecretKey] = []byte("clusters: {") }),
+			secret:  secret(func(s *corev1.Secret) { s.Data[fleetv1alpha1.DefaultKubeconfigKey] = []byte("clusters: {") }),
 			engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigInvalid},
 	}
 	for _, tt := range tests {

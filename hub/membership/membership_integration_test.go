@@ -43,8 +43,10 @@ func TestMembership(t *testing.T) {
 
 	clock := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	provider := kubeconfig.New(kubeconfig.Options{
-		Namespace:      ns,
-		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }},
+		Namespace:             ns,
+		KubeconfigSecretLabel: fleetv1alpha1.KubeconfigSecretLabel,
+		KubeconfigSecretKey:   fleetv1alpha1.DefaultKubeconfigKey,
+		ClusterOptions:        []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }},
 	})
 	mgr, err := mcmanager.New(hub.Config, provider, mcmanager.Options{Scheme: hub.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}})
@@ -80,8 +82,8 @@ func TestMembership(t *testing.T) {
 	}
 	for name, env := range members {
 		g.Expect(hub.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{KubeconfigSecretLabel: "true"}},
-			Data:       map[string][]byte{KubeconfigSecretKey: env.KubeConfig},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{fleetv1alpha1.KubeconfigSecretLabel: labels.True}},
+			Data:       map[string][]byte{fleetv1alpha1.DefaultKubeconfigKey: env.KubeConfig},
 		})).To(Succeed())
 		g.Expect(hub.Client.Create(ctx, &fleetv1alpha1.MemberCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -1,6 +1,10 @@
 package placement
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
 
 func TestPolicyName(t *testing.T) {
 	tests := []struct {
@@ -13,13 +17,13 @@ func TestPolicyName(t *testing.T) {
 		{name: "nothing: built-in", wantBuiltIn: true},
 		{name: "no default in the namespace: built-in", policies: []string{"gpu", "eu"}, wantBuiltIn: true},
 		{name: "namespace default", policies: []string{"gpu", "default"}, want: "default"},
-		{name: "annotation wins over default", annotations: map[string]string{PolicyAnnotation: "gpu"},
+		{name: "annotation wins over default", annotations: map[string]string{labels.PlacementPolicy: "gpu"},
 			policies: []string{"default", "gpu"}, want: "gpu"},
-		{name: "annotated policy that does not exist is still the one", annotations: map[string]string{PolicyAnnotation: "missing"},
+		{name: "annotated policy that does not exist is still the one", annotations: map[string]string{labels.PlacementPolicy: "missing"},
 			policies: []string{"default"}, want: "missing"},
-		{name: "empty annotation counts as none", annotations: map[string]string{PolicyAnnotation: ""},
+		{name: "empty annotation counts as none", annotations: map[string]string{labels.PlacementPolicy: ""},
 			policies: []string{"default"}, want: "default"},
-		{name: "other annotations are ignored", annotations: map[string]string{"fleet.rayfleet.io/other": "gpu"},
+		{name: "other annotations are ignored", annotations: map[string]string{labels.FleetKeyPrefix + "other": "gpu"},
 			wantBuiltIn: true},
 	}
 	for _, tt := range tests {

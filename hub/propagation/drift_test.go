@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"fmt"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -33,7 +34,8 @@ func TestDrifted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("MemberRayService: %v", err)
 	}
-	ownedNow := hubOwned(`{"f:labels":{"f:app":{},"f:fleet.rayfleet.io/origin-name":{}},"f:annotations":{"f:fleet.rayfleet.io/spec-hash":{}}}`)
+	ownedNow := hubOwned(fmt.Sprintf(`{"f:labels":{"f:app":{},"f:%s":{}},"f:annotations":{"f:%s":{}}}`,
+		labels.OriginName, labels.SpecHash))
 	// stored is desired as the member's API server returns it after the apply.
 	stored := func() *rayv1.RayService {
 		m := desired.DeepCopy()

@@ -18,11 +18,6 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
-// fleetKeyPrefix prefixes every label and annotation key the fleet API owns. Keys with it are
-// never copied from the hub object: the hub's own keys (placement-policy) mean nothing on a
-// member, and origin keys set by a user must not forge the origin of a copy.
-const fleetKeyPrefix = "fleet.rayfleet.io/"
-
 // MemberRayService builds the RayService the hub server-side-applies to the member cluster
 // named cluster, whose MemberCluster labels are clusterLabels. It has the hub object's
 // namespace and name and its spec with the overrides that select the cluster applied in order
@@ -72,7 +67,7 @@ func MemberRayService(hub *rayv1.RayService, cluster string, clusterLabels map[s
 func userKeys(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in)+3)
 	for k, v := range in {
-		if !strings.HasPrefix(k, fleetKeyPrefix) {
+		if !strings.HasPrefix(k, labels.FleetKeyPrefix) {
 			out[k] = v
 		}
 	}

@@ -125,15 +125,15 @@ func TestMemberRayServiceMetadata(t *testing.T) {
 		Annotation(labels.InitializingTimeout, "10m").
 		Obj()
 	hub.Labels = map[string]string{
-		"app":                 "fruit",
-		labels.OriginUID:      "forged-uid",
-		"fleet.rayfleet.io/x": "y",
-		"example.com/tier":    "gold",
+		"app":                       "fruit",
+		labels.OriginUID:            "forged-uid",
+		labels.FleetKeyPrefix + "x": "y",
+		"example.com/tier":          "gold",
 	}
 	hub.UID = types.UID("hub-uid-1")
 	hub.ResourceVersion = "42"
 	hub.Generation = 7
-	hub.Finalizers = []string{"fleet.rayfleet.io/member-copies"}
+	hub.Finalizers = []string{labels.MemberCleanupFinalizer}
 	hub.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: "o-uid"}}
 	hub.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
 	hub.CreationTimestamp = metav1.Now()

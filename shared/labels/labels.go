@@ -101,24 +101,31 @@ const ControllerName = "ray.io/kuberay-operator"
 const KubeRayVersionValue = "v1.6.2"
 
 // Keys of the fleet API (fleet.rayfleet.io), written by the hub and read by the hub, the spoke
-// and the CLI.
+// and the CLI. Every one is declared here (the join contract's Secret label and key are in
+// shared/api/fleet/v1alpha1, next to the MemberCluster that names the Secret).
 const (
+	// FleetKeyPrefix prefixes every label, annotation and finalizer key the fleet API owns. The
+	// hub never copies keys with it from a hub RayService to its member copies: its own keys
+	// mean nothing on a member, and origin keys set by a user must not forge a copy's origin.
+	FleetKeyPrefix = "fleet.rayfleet.io/"
 	// PlacementPolicy is the annotation on a hub RayService naming the PlacementPolicy (in the
 	// RayService's namespace) that places it; without it the namespace's "default" policy
 	// applies, else the hub's built-in default of one cluster.
-	PlacementPolicy = "fleet.rayfleet.io/placement-policy"
+	PlacementPolicy = FleetKeyPrefix + "placement-policy"
 	// OriginNamespace, OriginName and OriginUID are labels on a member RayService naming the hub
 	// RayService it was propagated from. They mark the copy as the hub's (a member RayService
 	// without them is never touched) and let the hub map a member event back to its origin by
 	// label selection. All three fit label values: namespaces are DNS labels, the hub places
 	// only RayServices that pass validation (names of at most 47 characters), UIDs are 36.
-	OriginNamespace = "fleet.rayfleet.io/origin-namespace"
-	OriginName      = "fleet.rayfleet.io/origin-name"
-	OriginUID       = "fleet.rayfleet.io/origin-uid"
+	OriginNamespace = FleetKeyPrefix + "origin-namespace"
+	OriginName      = FleetKeyPrefix + "origin-name"
+	OriginUID       = FleetKeyPrefix + "origin-uid"
 	// SpecHash is the annotation on a member RayService holding the hash of the hub spec it was
 	// applied from (overrides included), so the hub sees which spec each member runs. An
 	// annotation rather than a label because hashes may exceed 63 characters.
-	SpecHash = "fleet.rayfleet.io/spec-hash"
+	SpecHash = FleetKeyPrefix + "spec-hash"
+	// MemberCleanupFinalizer holds a hub RayService until the hub has deleted its member copies.
+	MemberCleanupFinalizer = FleetKeyPrefix + "member-cleanup"
 )
 
 // Values of the fleet API.

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
-	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -145,8 +144,8 @@ func (b *bench) join(ctx context.Context) error {
 		}
 		secret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: labels.DefaultHubNamespace, Name: name,
-				Labels: map[string]string{membership.KubeconfigSecretLabel: "true"}},
-			Data: map[string][]byte{membership.KubeconfigSecretKey: data},
+				Labels: map[string]string{fleetv1alpha1.KubeconfigSecretLabel: labels.True}},
+			Data: map[string][]byte{fleetv1alpha1.DefaultKubeconfigKey: data},
 		}
 		if err := b.hub.Client.Create(ctx, secret); err != nil {
 			return fmt.Errorf("creating kubeconfig Secret of %s: %w", name, err)
@@ -154,7 +153,7 @@ func (b *bench) join(ctx context.Context) error {
 		mc := &fleetv1alpha1.MemberCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretRef{
-				Name: name, Key: membership.KubeconfigSecretKey,
+				Name: name, Key: fleetv1alpha1.DefaultKubeconfigKey,
 			}},
 		}
 		if err := b.hub.Client.Create(ctx, mc); err != nil {

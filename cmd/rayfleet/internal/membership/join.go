@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // Defaults of JoinOptions.
@@ -142,15 +143,15 @@ func hubObjects(name, namespace string, kubeconfig []byte) []client.Object {
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      name,
 				Namespace: namespace,
-				Labels:    map[string]string{ManagedByLabel: ManagedByValue, ProviderSecretLabel: "true"},
+				Labels:    map[string]string{ManagedByLabel: ManagedByValue, fleetv1alpha1.KubeconfigSecretLabel: labels.True},
 			},
 			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{KubeconfigKey: kubeconfig},
+			Data: map[string][]byte{fleetv1alpha1.DefaultKubeconfigKey: kubeconfig},
 		},
 		&fleetv1alpha1.MemberCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managed},
 			Spec: fleetv1alpha1.MemberClusterSpec{
-				KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretRef{Name: name, Key: KubeconfigKey},
+				KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretRef{Name: name, Key: fleetv1alpha1.DefaultKubeconfigKey},
 			},
 		},
 	}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
 )
 
@@ -31,17 +30,6 @@ const (
 	ClusterRoleName = hubaccess.ClusterRoleName
 	// TokenSecretName is the long-lived token Secret of ServiceAccountName.
 	TokenSecretName = hubaccess.TokenSecretName
-)
-
-// Hub-side keys.
-const (
-	// ProviderSecretLabel is the label the multicluster-runtime kubeconfig provider selects
-	// Secrets by (its DefaultKubeconfigSecretLabel), with the value "true". The provider names
-	// the engaged cluster after the Secret, hence a Secret named like the MemberCluster.
-	ProviderSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
-	// KubeconfigKey is the Secret key holding the kubeconfig: the provider's default key and
-	// the MemberCluster's default alike.
-	KubeconfigKey = fleetv1alpha1.DefaultKubeconfigKey
 )
 
 // FieldManager owns, through server-side apply, everything join writes; re-running join

@@ -5,8 +5,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// DefaultKubeconfigKey is the Secret key read when KubeconfigSecretRef.Key is empty.
-const DefaultKubeconfigKey = "kubeconfig"
+// The join contract between `rayfleet join` and the hub: the hub's kubeconfig provider engages
+// every Secret in the hub namespace labelled KubeconfigSecretLabel=true, names the member after
+// the Secret and reads the kubeconfig from DefaultKubeconfigKey.
+const (
+	// DefaultKubeconfigKey is the Secret key read when KubeconfigSecretRef.Key is empty; it is
+	// the only key the hub reads.
+	DefaultKubeconfigKey = "kubeconfig"
+	// KubeconfigSecretLabel, with the value "true", marks a Secret in the hub namespace as a
+	// member's kubeconfig. The value is the multicluster-runtime kubeconfig provider's default
+	// label, so Secrets written for that provider elsewhere are recognised too.
+	KubeconfigSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+)
 
 // MemberClusterSpec says how the hub reaches a member and what may run there.
 type MemberClusterSpec struct {
