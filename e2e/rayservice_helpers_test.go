@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 

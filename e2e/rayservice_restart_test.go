@@ -8,8 +8,8 @@ import (
 	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 
 // restartDeletionDelaySeconds leaves room for a spoke restart between the moment the old

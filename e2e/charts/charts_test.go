@@ -18,10 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet"
-	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 

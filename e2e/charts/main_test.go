@@ -25,8 +25,8 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 

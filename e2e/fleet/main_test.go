@@ -20,8 +20,8 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // Shared Eventually settings: generous for a small shared machine; a healthy run needs a few

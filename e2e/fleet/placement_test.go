@@ -16,9 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 

@@ -21,9 +21,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
-	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // DefaultReportInterval is how often the spokes write their ClusterReport: short, so that a

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 

@@ -27,9 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
-	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
-	"github.com/rayfleet/rayfleet/shared/localfleet"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 

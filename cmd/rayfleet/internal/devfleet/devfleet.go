@@ -18,8 +18,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // DefaultBasePort is the hub's API server port; the members' follow it (us, then eu). Fixed

@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
-	"github.com/rayfleet/rayfleet/shared/localfleet"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // ReadyTimeout bounds the wait for the sample RayService to become Ready once the fleet is up;
