@@ -24,6 +24,9 @@ const (
 	// ConditionPropagated (RayServiceBinding) is True when every chosen cluster runs the current
 	// spec hash.
 	ConditionPropagated = "Propagated"
+	// ConditionMemberRefused (hub RayService) is True while some member's API server refuses
+	// the hub's copy of the current spec; the message names each member and the rule.
+	ConditionMemberRefused = "MemberRefused"
 )
 
 // Reasons of the MemberCluster and ClusterReport conditions.
@@ -96,6 +99,14 @@ const (
 	// ReasonForeignRayService (Propagated=False): a member already has a RayService of that
 	// name that the hub did not create; the hub leaves it alone.
 	ReasonForeignRayService = "ForeignRayService"
+	// ReasonRefusedByMember (Propagated=False; MemberRefused=True on the hub RayService): a
+	// member's API server refused the copy (its hub policy guard, a terminating namespace, a
+	// copy too large); the message names the member and the rule, and placement leaves the
+	// member out for this spec.
+	ReasonRefusedByMember = "RefusedByMember"
+	// ReasonNoMemberRefused (MemberRefused=False on the hub RayService): no member refuses the
+	// current spec.
+	ReasonNoMemberRefused = "NoMemberRefused"
 	// ReasonAllClustersReady (Ready=True): every placed cluster's RayService is Ready.
 	ReasonAllClustersReady = "AllClustersReady"
 	// ReasonClustersNotReady (Ready=False): the message names the clusters that are not Ready.

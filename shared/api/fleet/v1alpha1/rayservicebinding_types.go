@@ -50,6 +50,49 @@ type RayServiceBindingStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=100
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
+
+	// Refusals are the members whose API server refused the hub's copy of this spec: the
+	// member's hub policy guard, a namespace being deleted there, a copy larger than it
+	// accepts. Nothing of the refused copy exists on the member, and placement leaves such a
+	// member out for this spec until the refusal is retried (after RetryTime) or the spec
+	// changes.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=100
+	Refusals []ClusterRefusal `json:"refusals,omitempty"`
+}
+
+// ClusterRefusal is one member's refusal of the hub's copy of a RayService.
+type ClusterRefusal struct {
+	// Cluster is the MemberCluster that refused.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Cluster string `json:"cluster"`
+
+	// SpecHash is the hash of the hub RayService's spec that was refused; a new spec is tried
+	// again at once.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	SpecHash string `json:"specHash"`
+
+	// Rule names what refused it: `hubPolicy/<rule>` for the member's hub policy guard,
+	// NamespaceTerminating, RequestTooLarge or Invalid (the member's API server rejected the
+	// object itself).
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	Rule string `json:"rule"`
+
+	// Message is the member API server's answer, shortened.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// RetryTime is when the hub tries the member again with the same spec (the member's policy
+	// or namespace may have changed by then).
+	// +required
+	RetryTime metav1.Time `json:"retryTime"`
 }
 
 // ClusterStatus is a member RayService's state as the hub last saw it.
