@@ -16,16 +16,22 @@ var serveConfigPath = specPath.Child("serveConfigV2")
 // 3: ..."); it says nothing to a user who never asked for JSON.
 const yamlErrorPrefix = "error converting YAML to JSON: "
 
-// serveConfig checks that serveConfigV2, when set, is what the Serve REST API accepts as a
-// declarative config: a YAML mapping, whose "applications", if present, is a list. KubeRay
+// serveConfig checks that serveConfigV2, when set, is at most MaxServeConfigV2Bytes and is what
+// the Serve REST API accepts as a declarative config: a YAML mapping, whose "applications", if
+// present, is a list. KubeRay
 // finds out only when it converts the config for submission, once a cluster is up; here a
 // typo is reported when the RayService is applied. The config itself is never echoed in the
 // error: it can be large, and the parser's line number points at the problem.
 func serveConfig(rs *rayv1.RayService) error {
 	config := rs.Spec.ServeConfigV2
+	if err := serveConfigSize(config); err != nil {
+		return err
+	}
 	if strings.TrimSpace(config) == "" {
 		return nil
 	}
+	// The parser bounds alias expansion (a document mostly made of expanded anchors, a "billion
+	// laughs", fails with "excessive aliasing"), and the size check bounds the rest.
 	var doc any
 	if err := yaml.Unmarshal([]byte(config), &doc); err != nil {
 		return field.Invalid(serveConfigPath, field.OmitValueType{},

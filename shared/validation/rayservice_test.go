@@ -374,12 +374,12 @@ func TestRayServiceSpecIncrementalUpgrade(t *testing.T) {
 
 func TestRayServiceSpecServeConfig(t *testing.T) {
 	const path = "spec.serveConfigV2"
-	huge := largeServeConfig(1 << 20)
+	large := largeServeConfig(MaxServeConfigV2Bytes - 1<<10)
 	runServiceCases(t, []serviceCase{
 		{name: "only blanks counts as unset", mutate: func(rs *rayv1.RayService) { rs.Spec.ServeConfigV2 = " \n\t\n" }},
 		{name: "a mapping without applications", mutate: func(rs *rayv1.RayService) { rs.Spec.ServeConfigV2 = "http_options:\n  port: 8000\n" }},
 		{name: "an empty application list", mutate: func(rs *rayv1.RayService) { rs.Spec.ServeConfigV2 = "applications: []\n" }},
-		{name: "1 MiB", mutate: func(rs *rayv1.RayService) { rs.Spec.ServeConfigV2 = huge }},
+		{name: "just under the size limit", mutate: func(rs *rayv1.RayService) { rs.Spec.ServeConfigV2 = large }},
 		{
 			// The parser names the line where the list it could not finish began.
 			name: "malformed YAML names the line",

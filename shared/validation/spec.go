@@ -30,8 +30,10 @@ type specCheck func(spec *rayv1.RayClusterSpec, annotations map[string]string) e
 
 // RayClusterSpec checks a RayCluster spec (and the annotations that change its meaning) against
 // every rule KubeRay v1.6.2 enforces before reconciling, plus the unique worker group names that
-// KubeRay's webhook enforces. It returns the first rule that fails, in KubeRay's order: head
-// group, worker groups, GCS fault tolerance, Redis username, autoscaler, authentication.
+// KubeRay's webhook enforces, no negative replicas or numOfHosts, and the limits on worker
+// groups and worker Pods (MaxWorkerGroups, MaxWorkerPods). It returns the first rule that fails,
+// in KubeRay's order: head group, worker groups, GCS fault tolerance, Redis username, autoscaler,
+// authentication.
 //
 // KubeRay also rejects suspended worker groups when its RayJobDeletionPolicy feature gate is off;
 // the gate is on by default in v1.6 and the spoke has no such gate, so that rule is not here.
@@ -67,6 +69,9 @@ func headGroup(spec *rayv1.RayClusterSpec, _ map[string]string) error {
 }
 
 func workerGroups(spec *rayv1.RayClusterSpec, _ map[string]string) error {
+	if err := workerGroupCount(spec); err != nil {
+		return err
+	}
 	autoscaling := rayspec.Autoscaling(spec)
 	firstIndex := map[string]int{}
 	for i := range spec.WorkerGroupSpecs {
@@ -82,7 +87,7 @@ func workerGroups(spec *rayv1.RayClusterSpec, _ map[string]string) error {
 			return err
 		}
 	}
-	return nil
+	return totalPodCount(spec)
 }
 
 func workerGroup(spec *rayv1.RayClusterSpec, g *rayv1.WorkerGroupSpec, path *field.Path, autoscaling bool) error {
@@ -92,6 +97,9 @@ func workerGroup(spec *rayv1.RayClusterSpec, g *rayv1.WorkerGroupSpec, path *fie
 			desc+" needs at least one container; the first one runs Ray")
 	}
 	if err := replicaBounds(g, path, desc, autoscaling); err != nil {
+		return err
+	}
+	if err := groupPodCount(g, path, desc); err != nil {
 		return err
 	}
 	err := groupRayParams(rayGroup{
@@ -104,9 +112,11 @@ func workerGroup(spec *rayv1.RayClusterSpec, g *rayv1.WorkerGroupSpec, path *fie
 	return workerIdleTimeout(spec, g, path, desc)
 }
 
-// replicaBounds checks minReplicas and maxReplicas. Replicas itself is not checked: outside the
-// bounds it is clamped, not rejected. Without the autoscaler both bounds must be given, because
-// nothing else would ever move the group between them.
+// replicaBounds checks minReplicas and maxReplicas, and that no count is negative. Replicas
+// outside the bounds is clamped, not rejected, as KubeRay does; a negative replicas or
+// numOfHosts, which KubeRay quietly clamps or replaces, is refused, since it can only be a
+// mistake. Without the autoscaler both bounds must be given, because nothing else would ever
+// move the group between them.
 func replicaBounds(g *rayv1.WorkerGroupSpec, path *field.Path, desc string, autoscaling bool) error {
 	minPath, maxPath := path.Child("minReplicas"), path.Child("maxReplicas")
 	if !autoscaling && (g.MinReplicas == nil || g.MaxReplicas == nil) {
@@ -125,6 +135,12 @@ func replicaBounds(g *rayv1.WorkerGroupSpec, path *field.Path, desc string, auto
 	if g.MinReplicas != nil && g.MaxReplicas != nil && *g.MinReplicas > *g.MaxReplicas {
 		return field.Invalid(minPath, *g.MinReplicas,
 			fmt.Sprintf("%s: must not be greater than maxReplicas (%d)", desc, *g.MaxReplicas))
+	}
+	if g.Replicas != nil && *g.Replicas < 0 {
+		return field.Invalid(path.Child("replicas"), *g.Replicas, desc+": must not be negative")
+	}
+	if g.NumOfHosts < 0 {
+		return field.Invalid(path.Child("numOfHosts"), g.NumOfHosts, desc+": must not be negative")
 	}
 	return nil
 }

@@ -128,8 +128,9 @@ func TestRayClusterSpecReplicas(t *testing.T) {
 			},
 		},
 		{
-			name:   "negative replicas is not rejected either",
+			name:   "negative replicas is rejected, not clamped",
 			mutate: func(rc *rayv1.RayCluster) { firstWorker(rc).Replicas = p(-1) },
+			want:   `spec.workerGroupSpecs[0].replicas: Invalid value: -1: worker group "g": must not be negative`,
 		},
 		{name: "min nil without autoscaler", mutate: bounds(nil, p(5)), want: "spec.workerGroupSpecs[0].minReplicas: Required value: " + bothRequired},
 		{name: "max nil without autoscaler", mutate: bounds(p(1), nil), want: "spec.workerGroupSpecs[0].maxReplicas: Required value: " + bothRequired},
