@@ -7,16 +7,15 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/shared/raystatus"
 	"github.com/rayfleet/rayfleet/shared/validation"
-	"github.com/rayfleet/rayfleet/spoke/rayservice/status"
 )
 
 // errNoGatewayAPI is the validation error of an incremental upgrade on a member without
@@ -61,11 +60,11 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (invalid bool) {
 		r.eventf(rs, nil, corev1.EventTypeWarning, step.reason, "%s/%s: %v", rs.Namespace, rs.Name, err)
 		rs.Status.ObservedGeneration = rs.Generation
 		now := metav1.NewTime(r.clock.Now()).Rfc3339Copy()
-		meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{
+		conditions.Set(&rs.Status.Conditions, metav1.Condition{
 			Type:               string(rayv1.RayServiceReady),
 			Status:             metav1.ConditionFalse,
 			Reason:             string(rayv1.RayServiceValidationFailed),
-			Message:            status.Truncate(err.Error()),
+			Message:            err.Error(),
 			ObservedGeneration: rs.Generation,
 			LastTransitionTime: now,
 		})
@@ -88,8 +87,9 @@ func (r *Reconciler) finishInvalid(ctx context.Context, s *scope) (ctrl.Result, 
 }
 
 // specMemo remembers which RayService specs passed validation. A RayService is reconciled
-// every 2 s and its serveConfigV2 may be a megabyte of YAML (about 0.1 s to parse), so a spec
-// is validated once per generation and annotation set, not on every poll.
+// every 2 s and its serveConfigV2 may be up to half a megabyte of YAML
+// (validation.MaxServeConfigV2Bytes, tenths of a second to parse), so a spec is validated once
+// per generation and annotation set, not on every poll.
 type specMemo struct {
 	mu    sync.Mutex
 	valid map[types.UID]specVersion

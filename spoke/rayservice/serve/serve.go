@@ -8,6 +8,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/rayfleet/rayfleet/shared/validation"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 )
 
@@ -50,6 +51,9 @@ func NeedsSubmit(last Submitted, submitted bool, desired string, numApps int) (b
 // unreadable config counts as declaring some, so that it is submitted and the dashboard's
 // answer reported.
 func declaresApplications(serveConfigV2 string) bool {
+	if err := checkSize(serveConfigV2); err != nil {
+		return true
+	}
 	var cfg struct {
 		Applications []any `json:"applications"`
 	}
@@ -59,9 +63,23 @@ func declaresApplications(serveConfigV2 string) bool {
 	return len(cfg.Applications) > 0
 }
 
+// checkSize refuses a config over validation.MaxServeConfigV2Bytes before it is parsed. The
+// reconciler validates every spec first, so this only matters if a caller forgets to: parsing
+// is then still bounded.
+func checkSize(serveConfigV2 string) error {
+	if n := len(serveConfigV2); n > validation.MaxServeConfigV2Bytes {
+		return fmt.Errorf("serveConfigV2 is %d bytes, over the %d a Serve config may have", n, validation.MaxServeConfigV2Bytes)
+	}
+	return nil
+}
+
 // ConfigJSON turns serveConfigV2 (YAML) into the JSON body of a submission, with
-// target_capacity set when targetCapacity is not nil.
+// target_capacity set when targetCapacity is not nil. A config over
+// validation.MaxServeConfigV2Bytes is an error, and is not parsed.
 func ConfigJSON(serveConfigV2 string, targetCapacity *int32) ([]byte, error) {
+	if err := checkSize(serveConfigV2); err != nil {
+		return nil, err
+	}
 	js, err := yaml.YAMLToJSON([]byte(serveConfigV2))
 	if err != nil {
 		return nil, fmt.Errorf("parse serveConfigV2: %w", err)

@@ -12,10 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/rayfleet/rayfleet/shared/validation"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 )
 
 func TestNeedsSubmit(t *testing.T) {
+	oversized := "applications: []\n#" + strings.Repeat("x", validation.MaxServeConfigV2Bytes)
 	tests := []struct {
 		name      string
 		last      Submitted
@@ -32,6 +34,7 @@ func TestNeedsSubmit(t *testing.T) {
 		{"a config without applications is not resubmitted", Submitted{Config: "applications: []"}, true, "applications: []", 0, false},
 		{"an empty config is not resubmitted", Submitted{}, true, "", 0, false},
 		{"an empty config is submitted once", Submitted{}, false, "", 0, true},
+		{"an oversized config is not parsed and counts as declaring applications", Submitted{Config: oversized}, true, oversized, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +63,10 @@ func TestConfigJSON(t *testing.T) {
 		{"empty config", "", ptr.To[int32](100), `{"target_capacity":100}`, ""},
 		{"malformed YAML", "applications: [", nil, "", "parse serveConfigV2"},
 		{"not a mapping", "- a\n- b\n", nil, "", "not a YAML mapping"},
+		{"over the size limit, not parsed", "applications: [" + strings.Repeat("x", validation.MaxServeConfigV2Bytes), nil, "",
+			"over the 524288 a Serve config may have"},
+		{"billion laughs", "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n" +
+			"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n", nil, "", "excessive aliasing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,8 +90,11 @@ func TestConfigJSON(t *testing.T) {
 func TestConfigJSONLargeConfig(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("applications:\n")
-	for i := 0; b.Len() < 1<<20; i++ {
-		fmt.Fprintf(&b, "  - name: app%d\n    import_path: module%d.app\n    route_prefix: /app%d\n", i, i, i)
+	line := func(i int) string {
+		return fmt.Sprintf("  - name: app%d\n    import_path: module%d.app\n    route_prefix: /app%d\n", i, i, i)
+	}
+	for i := 0; b.Len()+len(line(i)) <= validation.MaxServeConfigV2Bytes; i++ {
+		b.WriteString(line(i))
 	}
 	got, err := ConfigJSON(b.String(), ptr.To[int32](50))
 	if err != nil {
@@ -97,7 +107,7 @@ func TestConfigJSONLargeConfig(t *testing.T) {
 	if err := json.Unmarshal(got, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Applications) < 10000 || doc.TargetCapacity != 50 {
+	if len(doc.Applications) < 5000 || doc.TargetCapacity != 50 {
 		t.Fatalf("got %d applications, target_capacity %d", len(doc.Applications), doc.TargetCapacity)
 	}
 }
