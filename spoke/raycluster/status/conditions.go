@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 // Condition messages, word for word KubeRay's.
@@ -23,19 +25,14 @@ const (
 // container's own waiting or terminated reason is surfaced instead.
 const containersNotReady = "ContainersNotReady"
 
-// Limits of metav1.Condition enforced by the API server; a condition outside them would make the
-// whole status write fail.
-const maxMessageLength = 32768
-
+// validReason is the API server's pattern for metav1.Condition.reason; a condition outside it
+// would make the whole status write fail.
 var validReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
 // setCondition sets c on st, stamping a transition with now.
 func setCondition(st *rayv1.RayClusterStatus, c metav1.Condition, now metav1.Time) {
 	c.LastTransitionTime = now
-	if len(c.Message) > maxMessageLength {
-		c.Message = c.Message[:maxMessageLength]
-	}
-	meta.SetStatusCondition(&st.Conditions, c)
+	conditions.Set(&st.Conditions, c)
 }
 
 // setReplicaFailureCondition reports a failed Pod create/delete of this reconcile. A clean

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
@@ -132,8 +134,31 @@ func TestReplicaFailureCondition(t *testing.T) {
 func TestReplicaFailureMessageIsBounded(t *testing.T) {
 	var st rayv1.RayClusterStatus
 	setReplicaFailureCondition(&st, ReplicaFailure(FailedCreateWorkerPod, errors.New(strings.Repeat("x", 40000))), t0)
-	if got := len(meta.FindStatusCondition(st.Conditions, string(rayv1.RayClusterReplicaFailure)).Message); got != maxMessageLength {
-		t.Errorf("message length = %d, want %d", got, maxMessageLength)
+	if got := len(meta.FindStatusCondition(st.Conditions, string(rayv1.RayClusterReplicaFailure)).Message); got != conditions.MaxMessageLength {
+		t.Errorf("message length = %d, want %d", got, conditions.MaxMessageLength)
+	}
+}
+
+// A Pod error quoting non-ASCII text (a Pod name or an admission webhook's message) must not
+// leave half a character at the cut: the API server would store it as U+FFFD.
+func TestReplicaFailureMessageKeepsCharactersWhole(t *testing.T) {
+	prefix := string(FailedCreateWorkerPod) + "\n"
+	for _, char := range []string{"é", "✓", "😀"} {
+		for into := 1; into < len(char); into++ {
+			t.Run(fmt.Sprintf("%s cut after %d of %d bytes", char, into, len(char)), func(t *testing.T) {
+				// The message is prefix + cause; char starts into bytes before the limit.
+				cause := strings.Repeat("x", conditions.MaxMessageLength-len(prefix)-into) + char + "tail"
+				var st rayv1.RayClusterStatus
+				setReplicaFailureCondition(&st, ReplicaFailure(FailedCreateWorkerPod, errors.New(cause)), t0)
+				got := meta.FindStatusCondition(st.Conditions, string(rayv1.RayClusterReplicaFailure)).Message
+				if !utf8.ValidString(got) {
+					t.Errorf("message ends with a torn character: %q", got[len(got)-4:])
+				}
+				if want := conditions.MaxMessageLength - into; len(got) != want {
+					t.Errorf("message length = %d, want %d (everything before the character)", len(got), want)
+				}
+			})
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 // Condition messages, KubeRay's words.
@@ -21,17 +23,12 @@ const (
 	msgInitializingTimeout = "RayService failed to become ready within the configured timeout of %s. Time spent initializing: %s"
 )
 
-// maxMessageLength is the API server's limit on a condition message; a longer one would make
-// the whole status write fail.
-const maxMessageLength = 32768
-
 // setCondition sets a RayService condition, stamping a transition with now and the status's
 // observedGeneration.
 func setCondition(st *rayv1.RayServiceStatuses, t rayv1.RayServiceConditionType, status metav1.ConditionStatus,
 	reason rayv1.RayServiceConditionReason, msg string, now metav1.Time,
 ) {
-	msg = Truncate(msg)
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+	conditions.Set(&st.Conditions, metav1.Condition{
 		Type:               string(t),
 		Status:             status,
 		Reason:             string(reason),
@@ -39,14 +36,6 @@ func setCondition(st *rayv1.RayServiceStatuses, t rayv1.RayServiceConditionType,
 		ObservedGeneration: st.ObservedGeneration,
 		LastTransitionTime: now,
 	})
-}
-
-// Truncate cuts a condition message to what the API server accepts.
-func Truncate(msg string) string {
-	if len(msg) > maxMessageLength {
-		return strings.ToValidUTF8(msg[:maxMessageLength], "")
-	}
-	return msg
 }
 
 // withProblems appends what went wrong talking to dashboards to a condition message.
