@@ -8,6 +8,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 // Severity of Serve application statuses: the fleet shows each application as its worst copy,
@@ -79,7 +80,7 @@ func merged(severity map[string]int, copies []copyOf) (status, message string) {
 		}
 		parts = append(parts, p)
 	}
-	return copies[0].status, truncate(strings.Join(parts, "; "))
+	return copies[0].status, conditions.Truncate(strings.Join(parts, "; "))
 }
 
 // mergeApplications merges the applications of the clusters' entries by name: each merged

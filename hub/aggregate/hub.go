@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 // Reasons of the hub RayService's UpgradeInProgress condition. KubeRay's own reasons speak of
@@ -30,15 +31,11 @@ const (
 	notPlacedMessage = "0/0 clusters ready; the RayService is not placed on any cluster"
 )
 
-// maxMessageLength is the API server's limit on a condition message; a longer one would make
-// the whole status write fail, and a fleet of failing members can produce one.
-const maxMessageLength = 32768
-
 // HubStatus computes the hub RayService's status from the binding's per-cluster entries and the
 // clusters the RayService is placed on. Ready is True only when every placed cluster has an
 // entry for the current spec whose Ready condition is True; the message names every other
-// cluster and why. UpgradeInProgress is True while any placed member upgrades.
-// numServeEndpoints is summed and the Serve applications merged worst-first over the placed
+// cluster and why, as many as a condition message holds, and counts the rest.
+// UpgradeInProgress is True while any placed member upgrades. numServeEndpoints is summed and the Serve applications merged worst-first over the placed
 // clusters' entries (entries of clusters no longer placed are left out: the hub status speaks
 // of the placement, the binding keeps the rest). serviceStatus is Running iff Ready is True.
 //
@@ -83,19 +80,21 @@ func setReady(st *rayv1.RayServiceStatuses, names []string, byName map[string]*f
 		setCondition(st, rayv1.RayServiceReady, metav1.ConditionFalse, fleetv1alpha1.ReasonClustersNotReady, notPlacedMessage, now)
 		return
 	}
-	var notReady []string
+	perCluster := make([]metav1.Condition, 0, len(names))
 	for _, n := range names {
+		c := metav1.Condition{Type: n, Status: metav1.ConditionTrue}
 		if why := notReadyReason(byName[n]); why != "" {
-			notReady = append(notReady, n+": "+why)
+			c.Status, c.Message = metav1.ConditionFalse, why
 		}
+		perCluster = append(perCluster, c)
 	}
-	msg := fmt.Sprintf("%d/%d clusters ready", len(names)-len(notReady), len(names))
-	if len(notReady) == 0 {
-		setCondition(st, rayv1.RayServiceReady, metav1.ConditionTrue, fleetv1alpha1.ReasonAllClustersReady, msg, now)
-		return
-	}
-	msg += "; " + strings.Join(notReady, "; ")
-	setCondition(st, rayv1.RayServiceReady, metav1.ConditionFalse, fleetv1alpha1.ReasonClustersNotReady, msg, now)
+	ready := conditions.Summarize(conditions.Summary{
+		Type:        string(rayv1.RayServiceReady),
+		TrueReason:  fleetv1alpha1.ReasonAllClustersReady,
+		FalseReason: fleetv1alpha1.ReasonClustersNotReady,
+		Counted:     "clusters ready",
+	}, perCluster)
+	setCondition(st, rayv1.RayServiceReady, ready.Status, ready.Reason, ready.Message, now)
 }
 
 // notReadyReason says why a placed cluster is not ready, "" when it is.
@@ -142,20 +141,12 @@ func setUpgrading(st *rayv1.RayServiceStatuses, entries []*fleetv1alpha1.Cluster
 func setCondition(st *rayv1.RayServiceStatuses, t rayv1.RayServiceConditionType, status metav1.ConditionStatus,
 	reason, msg string, now metav1.Time,
 ) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+	conditions.Set(&st.Conditions, metav1.Condition{
 		Type:               string(t),
 		Status:             status,
 		Reason:             reason,
-		Message:            truncate(msg),
+		Message:            msg,
 		ObservedGeneration: st.ObservedGeneration,
 		LastTransitionTime: now,
 	})
-}
-
-// truncate cuts a message to what the API server accepts, on a rune boundary.
-func truncate(msg string) string {
-	if len(msg) <= maxMessageLength {
-		return msg
-	}
-	return strings.ToValidUTF8(msg[:maxMessageLength], "")
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
@@ -318,8 +319,8 @@ func TestHubStatusLongMessageIsTruncated(t *testing.T) {
 	}
 	got := HubStatus(hubRS(1), placed, entries(clusters...), t0)
 	msg := meta.FindStatusCondition(got.Conditions, string(rayv1.RayServiceReady)).Message
-	if len(msg) > maxMessageLength {
-		t.Errorf("message has %d bytes, more than %d", len(msg), maxMessageLength)
+	if len(msg) > conditions.MaxMessageLength {
+		t.Errorf("message has %d bytes, more than %d", len(msg), conditions.MaxMessageLength)
 	}
 	if !strings.HasPrefix(msg, "0/100 clusters ready; ") || strings.ContainsRune(msg, '\uFFFD') {
 		t.Errorf("message %q... is not a clean prefix", msg[:40])
