@@ -6,11 +6,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
-)
 
-// maxMessageLength is the longest message a metav1.Condition accepts; a fleet with many
-// rejected members must not make the hub's status write fail.
-const maxMessageLength = 32768
+	"github.com/rayfleet/rayfleet/shared/conditions"
+)
 
 // Plan chooses the members a RayService runs on. Members that are not ready, not selected by
 // the policy, tainted against it or short of free capacity are filtered out. Of the rest, the
@@ -162,28 +160,8 @@ func message(chosen, want, members int, rejected map[string]string) string {
 	case members < want:
 		parts = append(parts, fmt.Sprintf("the fleet has only %d member clusters", members))
 	}
-	return truncate(head, parts)
-}
-
-// truncate joins head and parts with "; ", leaving out the parts that would take the message
-// past maxMessageLength and saying how many were left out.
-func truncate(head string, parts []string) string {
-	var b strings.Builder
-	b.WriteString(head)
-	for i, p := range parts {
-		// Writing p must leave room to say how many of the parts after it are left out.
-		need := b.Len() + len("; ") + len(p)
-		if rest := len(parts) - i - 1; rest > 0 {
-			need += len(fmt.Sprintf("; and %d more", rest))
-		}
-		if need > maxMessageLength {
-			fmt.Fprintf(&b, "; and %d more", len(parts)-i)
-			return b.String()
-		}
-		b.WriteString("; ")
-		b.WriteString(p)
-	}
-	return b.String()
+	// A fleet with many rejected members must not make the hub's status write fail.
+	return conditions.Join(head, parts...)
 }
 
 func toSet(items []string) map[string]bool {

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 func TestPlan(t *testing.T) {
@@ -301,8 +303,8 @@ func TestMessageIsTruncated(t *testing.T) {
 			notReady("heartbeat 10m old, last error: connection refused").obj())
 	}
 	got := Plan(Input{Policy: BuiltInPolicy(), Members: fleet})
-	if len(got.Message) > maxMessageLength {
-		t.Fatalf("message is %d bytes, want at most %d", len(got.Message), maxMessageLength)
+	if len(got.Message) > conditions.MaxMessageLength {
+		t.Fatalf("message is %d bytes, want at most %d", len(got.Message), conditions.MaxMessageLength)
 	}
 	shown := strings.Count(got.Message, "; member-")
 	var more int
