@@ -2,13 +2,13 @@ package membership
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 // Hysteresis of Reachable: one slow or failed call must not flap a member (and with it every
@@ -86,7 +86,7 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	set := func(c metav1.Condition) {
 		c.ObservedGeneration = obs.Generation
 		c.LastTransitionTime = metav1.NewTime(obs.Now)
-		meta.SetStatusCondition(&st.Conditions, c)
+		conditions.Set(&st.Conditions, c)
 	}
 	set(joinedCondition(obs.Join))
 	set(reachableCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionReachable), obs))
@@ -164,24 +164,25 @@ func agentReadyCondition(heartbeat *metav1.Time, obs Observation) metav1.Conditi
 	return c
 }
 
-// readyCondition is True when the other three are; otherwise its message names those that are
-// not, with their messages.
+// readySummary words Ready: True or False (placement reads a member as usable or not), and
+// when False its message names the conditions that are not True, with their messages.
+var readySummary = conditions.Summary{
+	Type:        fleetv1alpha1.ConditionReady,
+	TrueReason:  fleetv1alpha1.ReasonMemberReady,
+	FalseReason: fleetv1alpha1.ReasonMemberNotReady,
+	TrueMessage: "joined, reachable and the agent reports",
+}
+
+// readyCondition is True when Joined, Reachable and AgentReady are.
 func readyCondition(conds []metav1.Condition) metav1.Condition {
-	var failing []string
-	for _, t := range []string{fleetv1alpha1.ConditionJoined, fleetv1alpha1.ConditionReachable, fleetv1alpha1.ConditionAgentReady} {
+	types := []string{fleetv1alpha1.ConditionJoined, fleetv1alpha1.ConditionReachable, fleetv1alpha1.ConditionAgentReady}
+	inputs := make([]metav1.Condition, 0, len(types))
+	for _, t := range types {
 		c := meta.FindStatusCondition(conds, t)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			msg := "unknown"
-			if c != nil {
-				msg = c.Message
-			}
-			failing = append(failing, t+": "+msg)
+		if c == nil {
+			c = &metav1.Condition{Type: t, Status: metav1.ConditionUnknown, Message: "unknown"}
 		}
+		inputs = append(inputs, *c)
 	}
-	if len(failing) == 0 {
-		return metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-			Reason: fleetv1alpha1.ReasonMemberReady, Message: "joined, reachable and the agent reports"}
-	}
-	return metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: fleetv1alpha1.ReasonMemberNotReady, Message: strings.Join(failing, "; ")}
+	return conditions.Summarize(readySummary, inputs)
 }
