@@ -33,6 +33,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
+	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/features"
 	"github.com/rayfleet/rayfleet/spoke/raycluster"
 	"github.com/rayfleet/rayfleet/spoke/rayservice"
@@ -193,10 +194,15 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	gate, claimer, err := setupExclusivity(mgr, f, os.Getenv)
+	if err != nil {
+		return err
+	}
+	opts.rayCluster.Gate, opts.rayService.Gate = gate, gate
 	if err = setupReconcilers(mgr, opts); err != nil {
 		return err
 	}
-	if err = setupReporter(mgr, f.reportInterval); err != nil {
+	if err = setupReporter(mgr, f.reportInterval, claimer.Problem); err != nil {
 		return err
 	}
 
@@ -245,14 +251,14 @@ func newManager(restCfg *rest.Config, f flags) (ctrl.Manager, error) {
 
 // setupReporter adds the ClusterReport reporter to mgr; interval 0 leaves it out (a member
 // not joined to a hub, or one without the ClusterReport CRD).
-func setupReporter(mgr ctrl.Manager, interval time.Duration) error {
+func setupReporter(mgr ctrl.Manager, interval time.Duration, problem func() (exclusivity.Problem, bool)) error {
 	if interval == 0 {
 		return nil
 	}
 	if interval < 0 {
 		return fmt.Errorf("--report-interval must not be negative, got %s", interval)
 	}
-	rep, err := reporter.New(mgr, reporter.Options{Interval: interval, AgentVersion: version})
+	rep, err := reporter.New(mgr, reporter.Options{Interval: interval, AgentVersion: version, Exclusivity: problem})
 	if err != nil {
 		return fmt.Errorf("setting up the ClusterReport reporter: %w", err)
 	}

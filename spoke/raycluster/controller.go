@@ -26,6 +26,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/cachememo"
+	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/expectations"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
 )
@@ -69,6 +70,7 @@ type Reconciler struct {
 	expectations *expectations.Scale
 	statuses     *cachememo.Statuses[rayv1.RayClusterStatus]
 	metrics      *metrics.RayClusterMetrics
+	enforcer     *exclusivity.Enforcer
 	build        builder.Options
 	opts         Options
 }
@@ -79,16 +81,19 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	recorder := mgr.GetEventRecorder("raycluster-controller")
 	return &Reconciler{
 		client:       mgr.GetClient(),
 		apiReader:    mgr.GetAPIReader(),
-		recorder:     mgr.GetEventRecorder("raycluster-controller"),
+		recorder:     recorder,
 		clock:        clk,
 		expectations: expectations.NewScale(clk),
 		statuses:     cachememo.NewStatuses((*rayv1.RayClusterStatus).DeepCopy),
 		metrics:      opts.Metrics,
-		build:        opts.Build,
-		opts:         opts,
+		enforcer: exclusivity.NewEnforcer(exclusivity.EnforcerOptions{Gate: opts.Gate, Client: mgr.GetClient(),
+			Recorder: recorder, FieldManager: fieldManager, Clock: clk}),
+		build: opts.Build,
+		opts:  opts,
 	}
 }
 
@@ -147,6 +152,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rayspec.ManagedByOther(rc.Spec.ManagedBy) {
 		log.V(1).Info("Skipping RayCluster managed by another controller", "managedBy", *rc.Spec.ManagedBy)
 		return ctrl.Result{}, nil
+	}
+	if proceed, res, err := r.enforcer.Admit(ctx, &rc, &rc.Status.Conditions); !proceed {
+		// Another controller may change the cluster meanwhile: what was remembered of it no
+		// longer holds when the spoke resumes.
+		r.expectations.Forget(req.Namespace, req.Name)
+		r.statuses.Forget(req.NamespacedName)
+		return res, err
 	}
 	r.statuses.Apply(&rc, &rc.Status)
 	setDefaults(&rc)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rayfleet/rayfleet/spoke/builder"
+	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	Build builder.Options
 	// Clock is the time source; nil means the real clock.
 	Clock clock.Clock
+	// Gate, when set, keeps the reconciler off every RayCluster while another controller
+	// (KubeRay's operator, a second spoke) is active; nil reconciles unconditionally.
+	Gate *exclusivity.Gate
 	// Metrics receives the KubeRay metrics; nil means a set registered on MetricsRegisterer.
 	Metrics *metrics.RayClusterMetrics
 	// MetricsRegisterer is where a default metrics set is registered; nil means

@@ -44,6 +44,7 @@ import (
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
+	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/serve"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/status"
@@ -92,6 +93,7 @@ type Reconciler struct {
 	writes     *cachememo.Writes
 	statuses   *cachememo.Statuses[rayv1.RayServiceStatuses]
 	metrics    *metrics.RayServiceMetrics
+	enforcer   *exclusivity.Enforcer
 	build      builder.Options
 	opts       Options
 }
@@ -118,10 +120,11 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 			opts.Build.KubeRayVersion = defaults.KubeRayVersion
 		}
 	}
+	recorder := mgr.GetEventRecorder("rayservice-controller")
 	return &Reconciler{
 		client:     mgr.GetClient(),
 		apiReader:  mgr.GetAPIReader(),
-		recorder:   mgr.GetEventRecorder("rayservice-controller"),
+		recorder:   recorder,
 		clock:      opts.Clock,
 		rand:       opts.Rand,
 		resolver:   opts.Resolver,
@@ -132,8 +135,10 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		writes:     cachememo.NewWrites(opts.Clock),
 		statuses:   cachememo.NewStatuses((*rayv1.RayServiceStatuses).DeepCopy),
 		metrics:    opts.Metrics,
-		build:      opts.Build,
-		opts:       opts,
+		enforcer: exclusivity.NewEnforcer(exclusivity.EnforcerOptions{Gate: opts.Gate, Client: mgr.GetClient(),
+			Recorder: recorder, FieldManager: fieldManager, Clock: opts.Clock}),
+		build: opts.Build,
+		opts:  opts,
 	}
 }
 
@@ -193,6 +198,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rayspec.ManagedByOther(rs.Spec.ManagedBy) {
 		log.V(1).Info("Skipping RayService managed by another controller", "managedBy", *rs.Spec.ManagedBy)
 		return ctrl.Result{}, nil
+	}
+	if proceed, res, err := r.enforcer.Admit(ctx, &rs, &rs.Status.Conditions); !proceed {
+		// Another controller may change the RayService meanwhile (its clusters, its Serve
+		// applications): what was remembered of it no longer holds when the spoke resumes.
+		r.forget(req.NamespacedName)
+		return res, err
 	}
 	r.statuses.Apply(&rs, &rs.Status)
 	s := newScope(&rs)

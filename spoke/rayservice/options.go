@@ -11,6 +11,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
+	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	Dashboards dashboard.Factory
 	// Clock is the time source; nil means the real clock.
 	Clock clock.Clock
+	// Gate, when set, keeps the reconciler off every RayService while another controller
+	// (KubeRay's operator, a second spoke) is active; nil reconciles unconditionally.
+	Gate *exclusivity.Gate
 	// Rand returns n random lower-case alphanumerics for new cluster names; nil means
 	// crypto/rand.
 	Rand func(n int) string

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 )
 
 // The reporter reads every Node and Pod through its own informers, counts the Ray objects and
@@ -64,6 +65,9 @@ type Options struct {
 	Cache cache.Cache
 	// ServerVersion tells the Kubernetes version; nil means discovery on the manager's config.
 	ServerVersion discovery.ServerVersionInterface
+	// Exclusivity tells what keeps the spoke from reconciling (another controller active, or
+	// not known yet); nil means nothing does. See exclusivity.Claimer.Problem.
+	Exclusivity func() (exclusivity.Problem, bool)
 }
 
 // Reporter writes the member's ClusterReport every interval. It is a manager.Runnable that
@@ -78,6 +82,7 @@ type Reporter struct {
 	cache         cache.Cache
 	ownCache      bool
 	serverVersion discovery.ServerVersionInterface
+	exclusivity   func() (exclusivity.Problem, bool)
 
 	// mu guards kubernetesVersion, which Report fills in once discovery has answered.
 	mu                sync.Mutex
@@ -99,6 +104,7 @@ func New(mgr ctrl.Manager, opts Options) (*Reporter, error) {
 		rayReader:     opts.RayReader,
 		cache:         opts.Cache,
 		serverVersion: opts.ServerVersion,
+		exclusivity:   opts.Exclusivity,
 	}
 	if r.interval <= 0 {
 		r.interval = DefaultInterval
@@ -200,6 +206,18 @@ func (r *Reporter) Start(ctx context.Context) error {
 func (r *Reporter) Report(ctx context.Context) error {
 	var errs []error
 	var obs observation
+	if r.exclusivity != nil {
+		if p, ok := r.exclusivity(); ok {
+			if p.AnotherSpokeReports {
+				// The spoke this one gives way to reports for the member; two writers would
+				// make the report flap.
+				ctrl.LoggerFrom(ctx).V(1).Info("Not reporting: another spoke reconciles this cluster and reports it")
+				return nil
+			}
+			obs.problems = append(obs.problems, p.Message)
+			obs.reason = p.Reason
+		}
+	}
 	summary, err := r.readCapacity(ctx)
 	if err != nil {
 		errs = append(errs, err)

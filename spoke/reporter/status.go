@@ -18,6 +18,8 @@ type observation struct {
 	workloads *fleetv1alpha1.WorkloadCounts
 	// problems say why the agent is not ready; none means AgentReady=True.
 	problems []string
+	// reason is AgentReady's reason when there are problems; "" means AgentNotReady.
+	reason string
 }
 
 // reportInput is everything besides the observation that goes into a report.
@@ -58,6 +60,9 @@ func buildStatus(prev *fleetv1alpha1.ClusterReportStatus, in reportInput, obs ob
 	if len(obs.problems) > 0 {
 		cond.Status = metav1.ConditionFalse
 		cond.Reason = fleetv1alpha1.ReasonAgentNotReady
+		if obs.reason != "" {
+			cond.Reason = obs.reason
+		}
 		cond.Message = strings.Join(obs.problems, "; ")
 	}
 	meta.SetStatusCondition(&s.Conditions, cond)

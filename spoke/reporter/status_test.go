@@ -95,6 +95,23 @@ func TestBuildStatus(t *testing.T) {
 				}}
 			},
 		},
+		{
+			name: "another controller active: the capacity is still reported, AgentReady says who with its reason",
+			prev: previous,
+			in:   in,
+			obs: observation{summary: summary, workloads: workloads, reason: fleetv1alpha1.ReasonAnotherOperatorActive,
+				problems: []string{"KubeRay's operator is active on this cluster"}},
+			want: func(s *fleetv1alpha1.ClusterReportStatus) {
+				s.HeartbeatTime, s.AgentVersion, s.KubernetesVersion, s.ObservedGeneration = now, "v0.2.0", "v1.36.1", 1
+				s.Capacity = fleetv1alpha1.ClusterCapacity{Allocatable: rl("cpu", "4"), Free: rl("cpu", "3")}
+				s.Nodes = fleetv1alpha1.NodeCounts{Total: 1, Ready: 1}
+				s.Workloads = fleetv1alpha1.WorkloadCounts{RayClusters: 1}
+				s.Conditions = []metav1.Condition{{
+					Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonAnotherOperatorActive,
+					Message: "KubeRay's operator is active on this cluster", LastTransitionTime: now, ObservedGeneration: 1,
+				}}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,6 +57,10 @@ const (
 	// ReasonAgentNotReady (AgentReady=False on a ClusterReport): the spoke runs but cannot
 	// reconcile yet (caches not synced, CRDs missing); the message says which.
 	ReasonAgentNotReady = "AgentNotReady"
+	// ReasonAnotherOperatorActive (AgentReady=False on a ClusterReport and on its
+	// MemberCluster): KubeRay's operator, or another spoke, reconciles the member's ray.io
+	// objects, so the spoke leaves them alone; the message names the other controller.
+	ReasonAnotherOperatorActive = "AnotherOperatorActive"
 	// ReasonMemberReady (Ready=True on a MemberCluster): Joined, Reachable and AgentReady hold.
 	ReasonMemberReady = "MemberReady"
 	// ReasonMemberNotReady (Ready=False on a MemberCluster): the message names the conditions
