@@ -66,12 +66,13 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (
 }
 
 // writeStatus patches the status subresource. A merge patch carries no resourceVersion, so a
-// reconcile never fails on a conflict; the status is ours alone to write.
+// reconcile never fails on a conflict; the status is ours alone to write. The patch carries
+// the desired* quantities even when zero, as KubeRay's status writes do (statusPatch).
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, next rayv1.RayClusterStatus) error {
 	rc := s.cluster
 	updated := s.original.DeepCopy()
 	updated.Status = next
-	if err := r.client.Status().Patch(ctx, updated, client.MergeFrom(s.original), client.FieldOwner(fieldManager)); err != nil {
+	if err := r.client.Status().Patch(ctx, updated, newStatusPatch(s.original), client.FieldOwner(fieldManager)); err != nil {
 		return fmt.Errorf("write status of RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
 	}
 	r.statuses.Remember(updated, &updated.Status)

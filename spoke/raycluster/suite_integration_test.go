@@ -34,16 +34,27 @@ const (
 )
 
 // writeCounter counts the status writes per RayCluster, to hold the reconciler to one write
-// per observable change.
+// per observable change, and keeps the body of each one's first status patch.
 type writeCounter struct {
 	mu     sync.Mutex
 	status map[string]int
+	first  map[string][]byte
 }
 
-func (w *writeCounter) add(name string) {
+func (w *writeCounter) add(name string, patch []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.status[name]++
+	if _, ok := w.first[name]; !ok {
+		w.first[name] = patch
+	}
+}
+
+// firstPatch is the body of the first status patch of a RayCluster, nil before it.
+func (w *writeCounter) firstPatch(name string) []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.first[name]
 }
 
 func (w *writeCounter) get(name string) int {
@@ -65,7 +76,7 @@ func startHarness(t *testing.T, env map[string]string) *harness {
 	h := &harness{
 		c:      e.Client,
 		clock:  clocktesting.NewFakeClock(time.Now()),
-		writes: &writeCounter{status: map[string]int{}},
+		writes: &writeCounter{status: map[string]int{}, first: map[string][]byte{}},
 	}
 	if os.Getenv("TEST_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
@@ -83,7 +94,11 @@ func startHarness(t *testing.T, env map[string]string) *harness {
 			return interceptor.NewClient(c, interceptor.Funcs{
 				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
 					if sub == "status" {
-						h.writes.add(obj.GetName())
+						data, err := p.Data(obj)
+						if err != nil {
+							return err
+						}
+						h.writes.add(obj.GetName(), data)
 					}
 					return c.SubResource(sub).Patch(ctx, obj, p, o...)
 				},
