@@ -53,6 +53,8 @@ func (m staticMembers) Client(_ context.Context, name string) (client.Client, er
 type fleetHarness struct {
 	hub     client.Client
 	members staticMembers
+	// writes records the reconciler's writes on the members.
+	writes *memberWrites
 }
 
 func startFleet(t *testing.T) *fleetHarness {
@@ -61,7 +63,11 @@ func startFleet(t *testing.T) *fleetHarness {
 	if os.Getenv("TEST_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	}
-	h := &fleetHarness{hub: envs[0].Client, members: staticMembers{"eu": envs[1].Client, "us": envs[2].Client}}
+	h := &fleetHarness{
+		hub:     envs[0].Client,
+		members: staticMembers{"eu": envs[1].Client, "us": envs[2].Client},
+		writes:  &memberWrites{},
+	}
 	ctx := context.Background()
 	if err := h.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -77,7 +83,8 @@ func startFleet(t *testing.T) *fleetHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReconciler(mgr, h.members, Options{Resync: time.Second, MetricsRegisterer: prometheus.NewRegistry()})
+	members := h.writes.recording(t, map[string]*envtest.Env{"eu": envs[1], "us": envs[2]})
+	r := NewReconciler(mgr, members, Options{Resync: time.Second, MetricsRegisterer: prometheus.NewRegistry()})
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

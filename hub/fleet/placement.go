@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/hub/placement"
+	"github.com/rayfleet/rayfleet/hub/policy"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
@@ -43,7 +45,8 @@ type scope struct {
 	placed []string
 	// placedCond is the binding's Placed condition; Status "" until place sets it.
 	placedCond metav1.Condition
-	// invalid is the validation error of the hub RayService; nothing is placed or applied.
+	// invalid is why the hub RayService cannot be placed as it stands: its own validation
+	// failed, or its PlacementPolicy's (a *policyError). Nothing is placed, applied or removed.
 	invalid error
 	// copies holds, per cluster read this reconcile, its copy (nil when it has none).
 	copies map[string]*rayv1.RayService
@@ -94,7 +97,10 @@ func (r *Reconciler) place(ctx context.Context, s *scope) error {
 		}
 		var err error
 		if policy, err = policyOf(&pps.Items[i]); err != nil {
-			r.keepPlacement(s, resultPolicyInvalid, fleetv1alpha1.ReasonPolicyInvalid, err.Error()+"; placement unchanged")
+			// Rejected here, once, rather than by every member's propagation later: an override
+			// that breaks the schema would otherwise fail on each cluster it selects.
+			s.invalid = err
+			r.keepPlacement(s, resultPolicyInvalid, fleetv1alpha1.ReasonPolicyInvalid, err.Error())
 			return nil
 		}
 		s.overrides = pps.Items[i].Spec.Overrides
@@ -226,9 +232,31 @@ func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 	return m
 }
 
-// policyOf maps a PlacementPolicy to the planner's policy. The selector is checked here as
-// the CRD schema cannot check it.
+// policyError is a PlacementPolicy failing policy.Check, the check behind its Accepted
+// condition.
+type policyError struct{ err error }
+
+// Error names the policy and its problem.
+func (e *policyError) Error() string { return e.err.Error() }
+
+// Unwrap returns the error naming the policy.
+func (e *policyError) Unwrap() error { return e.err }
+
+// invalidReason is the condition reason of s.invalid.
+func (s *scope) invalidReason() string {
+	if _, ok := errors.AsType[*policyError](s.invalid); ok {
+		return fleetv1alpha1.ReasonPolicyInvalid
+	}
+	return fleetv1alpha1.ReasonValidationFailed
+}
+
+// policyOf maps a PlacementPolicy to the planner's policy after policy.Check, the check behind
+// the policy's Accepted condition, so that the hub places with no policy its author was told
+// is not accepted; the error is then a *policyError.
 func policyOf(pp *fleetv1alpha1.PlacementPolicy) (placement.Policy, error) {
+	if err := policy.Check(pp); err != nil {
+		return placement.Policy{}, &policyError{fmt.Errorf("PlacementPolicy %s/%s: %w", pp.Namespace, pp.Name, err)}
+	}
 	p := placement.Policy{
 		Names:       slices.Clone(pp.Spec.ClusterNames),
 		Tolerations: slices.Clone(pp.Spec.Tolerations),
@@ -240,8 +268,8 @@ func policyOf(pp *fleetv1alpha1.PlacementPolicy) (placement.Policy, error) {
 	}
 	if pp.Spec.ClusterSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(pp.Spec.ClusterSelector)
-		if err != nil {
-			return placement.Policy{}, fmt.Errorf("PlacementPolicy %s/%s: invalid clusterSelector: %w", pp.Namespace, pp.Name, err)
+		if err != nil { // policy.Check parsed it already
+			return placement.Policy{}, &policyError{fmt.Errorf("PlacementPolicy %s/%s: %w", pp.Namespace, pp.Name, err)}
 		}
 		p.Selector = sel
 	}

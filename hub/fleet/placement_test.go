@@ -2,12 +2,14 @@ package fleet
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -89,7 +91,8 @@ func TestPolicyOf(t *testing.T) {
 		spec         fleetv1alpha1.PlacementPolicySpec
 		wantClusters int
 		wantSelector string
-		wantErr      bool
+		// wantErr is a part of the error, which must be a *policyError naming the policy.
+		wantErr string
 	}{
 		{name: "empty spec is one cluster, any cluster", wantClusters: 1},
 		{name: "clusters and selector", spec: fleetv1alpha1.PlacementPolicySpec{
@@ -98,17 +101,30 @@ func TestPolicyOf(t *testing.T) {
 		}, wantClusters: 3, wantSelector: "region=eu"},
 		{name: "an invalid selector is an error", spec: fleetv1alpha1.PlacementPolicySpec{
 			ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "Near"}}},
-		}, wantErr: true},
+		}, wantErr: "PlacementPolicy ns/p: invalid clusterSelector"},
+		{name: "an override breaking the RayService schema is an error", spec: fleetv1alpha1.PlacementPolicySpec{
+			Overrides: []fleetv1alpha1.ClusterOverride{{
+				ClusterSelector: &metav1.LabelSelector{},
+				Patch:           apiextensionsv1.JSON{Raw: []byte(`{"rayClusterDeletionDelaySeconds":"soon"}`)},
+			}},
+		}, wantErr: "PlacementPolicy ns/p: overrides: override 0: patched spec is not a valid RayService spec"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: tt.spec}
 			got, err := policyOf(pp)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("policyOf() error = %v, wantErr %v", err, tt.wantErr)
-			}
-			if tt.wantErr {
+			if tt.wantErr != "" {
+				if _, ok := errors.AsType[*policyError](err); !ok || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("policyOf() error = %v, want a *policyError containing %q", err, tt.wantErr)
+				}
+				s := scope{invalid: err}
+				if got := s.invalidReason(); got != fleetv1alpha1.ReasonPolicyInvalid {
+					t.Errorf("invalidReason() = %s, want %s", got, fleetv1alpha1.ReasonPolicyInvalid)
+				}
 				return
+			}
+			if err != nil {
+				t.Fatalf("policyOf() error = %v", err)
 			}
 			if got.Clusters != tt.wantClusters {
 				t.Errorf("Clusters = %d, want %d", got.Clusters, tt.wantClusters)
@@ -223,6 +239,10 @@ func TestPropagatedCondition(t *testing.T) {
 		name:       "an invalid RayService",
 		s:          scope{invalid: errors.New("bad")},
 		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonValidationFailed,
+	}, {
+		name:       "a PlacementPolicy failing its check",
+		s:          scope{invalid: &policyError{errors.New("PlacementPolicy ns/p: overrides: bad")}, placed: []string{"a"}},
+		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonPolicyInvalid,
 	}, {
 		name:       "placed nowhere is not applied",
 		s:          scope{copies: map[string]*rayv1.RayService{}},

@@ -8,8 +8,8 @@
 // reached through the Members interface, which the membership code implements, so this package
 // does not care how member clients are built or cached.
 //
-// It imports the hub's pure packages and shared/, never hub/membership (Members is the seam),
-// spoke/, shared/localfleet or, outside tests, shared/testing.
+// It imports the hub's pure packages, hub/policy (for Check) and shared/, never hub/membership
+// (Members is the seam), spoke/, shared/localfleet or, outside tests, shared/testing.
 package fleet
 
 import (

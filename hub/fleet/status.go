@@ -31,7 +31,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	hubStatus := aggregate.HubStatus(s.hub, s.placed, clusters, now)
 	if s.invalid != nil {
 		meta.SetStatusCondition(&hubStatus.Conditions, metav1.Condition{
-			Type: string(rayv1.RayServiceReady), Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonValidationFailed,
+			Type: string(rayv1.RayServiceReady), Status: metav1.ConditionFalse, Reason: s.invalidReason(),
 			Message: truncate(s.invalid.Error()), ObservedGeneration: s.hub.Generation, LastTransitionTime: now,
 		})
 		hubStatus.ServiceStatus = ""
@@ -99,7 +99,7 @@ func clusterStatuses(s *scope, now metav1.Time) []fleetv1alpha1.ClusterStatus {
 func bindingConditions(s *scope, hub *rayv1.RayServiceStatuses) []metav1.Condition {
 	placed := s.placedCond
 	if s.invalid != nil {
-		placed = metav1.Condition{Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonValidationFailed, Message: s.invalid.Error()}
+		placed = metav1.Condition{Status: metav1.ConditionFalse, Reason: s.invalidReason(), Message: s.invalid.Error()}
 	}
 	placed.Type = fleetv1alpha1.ConditionPlaced
 	if placed.Status == "" {
@@ -119,7 +119,7 @@ func bindingConditions(s *scope, hub *rayv1.RayServiceStatuses) []metav1.Conditi
 func propagatedCondition(s *scope) metav1.Condition {
 	c := metav1.Condition{Type: fleetv1alpha1.ConditionPropagated, Status: metav1.ConditionFalse}
 	if s.invalid != nil {
-		c.Reason, c.Message = fleetv1alpha1.ReasonValidationFailed, "the RayService is invalid; member copies are left as they were"
+		c.Reason, c.Message = s.invalidReason(), "nothing is applied until the Placed condition's problem is fixed; member copies are left as they were"
 		return c
 	}
 	if len(s.foreign) > 0 {

@@ -1,7 +1,7 @@
 // Package policy keeps each PlacementPolicy's Accepted condition: whether the hub can plan and
-// propagate with it. The hub RayService reconciler still checks a policy when it uses one; this
-// controller is what tells the policy's author, on the policy itself, before any RayService
-// names it.
+// propagate with it. Check is the one validity check of a policy: the hub RayService reconciler
+// (hub/fleet) runs it before placing with the policy and places nothing while it fails; this
+// controller tells the policy's author, on the policy itself, before any RayService names it.
 // It imports shared/ and hub/propagation (overrides are checked as propagation applies them),
 // never hub/fleet, spoke/, shared/localfleet or, outside tests, shared/testing.
 package policy
