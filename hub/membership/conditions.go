@@ -90,7 +90,7 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	}
 	set(joinedCondition(obs.Join))
 	set(reachableCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionReachable), obs))
-	set(agentReadyCondition(st.LastHeartbeatTime, obs))
+	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatTime, obs))
 	set(readyCondition(st.Conditions))
 	return st
 }
@@ -138,7 +138,11 @@ func reachableCondition(prev *metav1.Condition, obs Observation) metav1.Conditio
 	return c
 }
 
-func agentReadyCondition(heartbeat *metav1.Time, obs Observation) metav1.Condition {
+// agentReadyCondition is True while the heartbeat is fresh, unless the spoke itself says that
+// another controller (KubeRay's operator, a second spoke) keeps it from reconciling: a member
+// where the spoke touches nothing must not be given new RayServices. A probe that read no report
+// keeps that verdict of the previous one while the heartbeat stays fresh.
+func agentReadyCondition(prev *metav1.Condition, heartbeat *metav1.Time, obs Observation) metav1.Condition {
 	c := metav1.Condition{Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse}
 	if heartbeat == nil {
 		if obs.Join.Joined && obs.ProbeErr == nil && obs.ReportMissing {
@@ -159,9 +163,26 @@ func agentReadyCondition(heartbeat *metav1.Time, obs Observation) metav1.Conditi
 			heartbeat.UTC().Format(time.RFC3339), obs.HeartbeatTimeout)
 		return c
 	}
+	if blocked := anotherOperatorActive(prev, obs.Report); blocked != nil {
+		return *blocked
+	}
 	c.Status, c.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh
 	c.Message = fmt.Sprintf("last heartbeat %s ago (timeout %s)", age.Truncate(time.Second), obs.HeartbeatTimeout)
 	return c
+}
+
+// anotherOperatorActive returns AgentReady=False/AnotherOperatorActive when the report read
+// (or, with none read, the previous condition) says another controller is active; nil otherwise.
+func anotherOperatorActive(prev *metav1.Condition, report *fleetv1alpha1.ClusterReport) *metav1.Condition {
+	src := prev
+	if report != nil {
+		src = meta.FindStatusCondition(report.Status.Conditions, fleetv1alpha1.ConditionAgentReady)
+	}
+	if src == nil || src.Status != metav1.ConditionFalse || src.Reason != fleetv1alpha1.ReasonAnotherOperatorActive {
+		return nil
+	}
+	return &metav1.Condition{Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse,
+		Reason: fleetv1alpha1.ReasonAnotherOperatorActive, Message: src.Message}
 }
 
 // readySummary words Ready: True or False (placement reads a member as usable or not), and

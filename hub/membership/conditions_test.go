@@ -31,6 +31,14 @@ func report(heartbeat time.Time) *fleetv1alpha1.ClusterReport {
 	}}
 }
 
+// blockedReport is a fresh report of a spoke that gives way to another controller.
+func blockedReport(heartbeat time.Time) *fleetv1alpha1.ClusterReport {
+	r := report(heartbeat)
+	r.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse,
+		Reason: fleetv1alpha1.ReasonAnotherOperatorActive, Message: "KubeRay's operator is active on this cluster"}}
+	return r
+}
+
 // readyStatus is the status of a healthy member last seen at heartbeat.
 func readyStatus(heartbeat time.Time) fleetv1alpha1.MemberClusterStatus {
 	return Status(fleetv1alpha1.MemberClusterStatus{}, Observation{
@@ -145,6 +153,48 @@ func TestStatus(t *testing.T) {
 			reachable: want{metav1.ConditionFalse, fleetv1alpha1.ReasonAPIServerUnreachable, "context deadline exceeded"},
 			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale, "no heartbeat seen yet"},
 			ready:     metav1.ConditionFalse,
+		},
+		{
+			name:      "the spoke says another operator is active: AgentReady False with its message",
+			obs:       Observation{Now: t0.Add(3 * time.Second), Join: joined, Report: blockedReport(t0)},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonAnotherOperatorActive, "KubeRay's operator is active"},
+			ready:     metav1.ConditionFalse, readyMessage: "AgentReady: KubeRay's operator", wantHeartbeat: t0,
+		},
+		{
+			name: "a failed probe keeps the other operator's verdict while the heartbeat is fresh",
+			prev: Status(fleetv1alpha1.MemberClusterStatus{}, Observation{Now: t0, HeartbeatTimeout: DefaultHeartbeatTimeout,
+				Join: joined, Report: blockedReport(t0)}),
+			obs: Observation{Now: t0.Add(5 * time.Second), Join: joined, ProbeErr: probeErr,
+				Streak: FailureStreak{Count: 1, Since: t0.Add(5 * time.Second)}},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonAnotherOperatorActive, "KubeRay's operator is active"},
+			ready:     metav1.ConditionFalse, wantHeartbeat: t0,
+		},
+		{
+			name: "the other operator gone: the next report turns AgentReady True",
+			prev: Status(fleetv1alpha1.MemberClusterStatus{}, Observation{Now: t0, HeartbeatTimeout: DefaultHeartbeatTimeout,
+				Join: joined, Report: blockedReport(t0)}),
+			obs:       Observation{Now: t0.Add(11 * time.Second), Join: joined, Report: report(t0.Add(10 * time.Second))},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "1s ago"},
+			ready:     metav1.ConditionTrue, wantHeartbeat: t0.Add(10 * time.Second),
+		},
+		{
+			name: "a spoke waiting for its informers (AgentNotReady) still counts on its heartbeat",
+			obs: Observation{Now: t0.Add(time.Second), Join: joined, Report: func() *fleetv1alpha1.ClusterReport {
+				r := report(t0)
+				r.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse,
+					Reason: fleetv1alpha1.ReasonAgentNotReady, Message: "the Node and Pod informers have not synced yet"}}
+				return r
+			}()},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "1s ago"},
+			ready:     metav1.ConditionTrue, wantHeartbeat: t0,
 		},
 		{
 			name: "a success after failures turns Reachable True at once",
