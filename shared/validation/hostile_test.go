@@ -26,6 +26,9 @@ type hostileCase struct {
 	name   string
 	mutate func(rs *rayv1.RayService)
 	want   string
+	// costly cases take tenths of a second to validate, by design: the fuzz targets leave them
+	// out of their seeds, where every mutation of them would cost as much.
+	costly bool
 }
 
 // workers edits the RayService's first worker group.
@@ -123,7 +126,7 @@ func hostileCases() []hostileCase {
 			want:   "document contains excessive aliasing",
 		},
 		// The most the parser expands: allowed, and bounded (see TestServeConfigBombIsCheap).
-		{name: "wide aliases within the parser's ratio", mutate: serveConfigOf(wideAliases(4000, 98))},
+		{name: "wide aliases within the parser's ratio", mutate: serveConfigOf(wideAliases(4000, 98)), costly: true},
 
 		// Replica counts.
 		{
