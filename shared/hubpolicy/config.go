@@ -1,0 +1,162 @@
+// Package hubpolicy is the member's guard on what the hub may run there: a
+// ValidatingAdmissionPolicy (CEL) and its binding that refuse, for requests made as the hub's
+// identity only, RayServices whose Pod templates or Services step outside the Pod Security
+// "baseline" level (privileged containers, host namespaces and ports, hostPath volumes, added
+// capabilities, other ServiceAccounts, exposed Services) and Namespaces whose Pod Security labels
+// weaken the member's. The spoke chart renders it (generated from Build by `make manifests`),
+// `rayfleet join` applies it when no chart did, and the hub reads its refusals with ParseDenial.
+// It imports neither the hub nor the spoke.
+package hubpolicy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/rayfleet/rayfleet/shared/hubaccess"
+)
+
+// DefaultName is the prefix of the guard's policies and bindings when `rayfleet join` applies
+// them; the spoke chart prefixes them with the release's full name instead.
+const DefaultName = "rayfleet-hub-guard"
+
+// Rule names: the stable part of a refusal's message, "hubPolicy/<rule>: <what, where>".
+const (
+	// RuleWorkerGroups refuses a RayService with more worker groups than the guard checks
+	// (Config.MaxWorkerGroups), so that its cost stays within the API server's CEL budget.
+	RuleWorkerGroups = "workerGroups"
+	// RuleNamespace refuses a RayService or Namespace outside Config.AllowedNamespaces.
+	RuleNamespace = "namespace"
+	// RuleServiceAccount refuses a Pod template running as a ServiceAccount outside
+	// Config.AllowedServiceAccounts.
+	RuleServiceAccount = "serviceAccount"
+	// RulePrivileged refuses privileged containers (and a privileged autoscaler).
+	RulePrivileged = "privileged"
+	// RuleCapabilities refuses containers adding capabilities outside Config.AllowedCapabilities.
+	RuleCapabilities = "capabilities"
+	// RuleHostNamespaces refuses hostNetwork (unless Config.AllowHostNetwork), hostPID and hostIPC.
+	RuleHostNamespaces = "hostNamespaces"
+	// RuleHostPorts refuses container hostPorts (unless Config.AllowHostNetwork).
+	RuleHostPorts = "hostPorts"
+	// RuleHostPath refuses hostPath volumes.
+	RuleHostPath = "hostPath"
+	// RuleExternalIPs refuses externalIPs on the RayService's Services.
+	RuleExternalIPs = "externalIPs"
+	// RuleNodePorts refuses NodePort and LoadBalancer Services and explicit nodePorts (unless
+	// Config.AllowNodePorts).
+	RuleNodePorts = "nodePorts"
+	// RulePodSecurityLabels refuses Namespaces whose pod-security.kubernetes.io/enforce labels
+	// are weaker than Config.MinPodSecurityLevel or than the Namespace had.
+	RulePodSecurityLabels = "podSecurityLabels"
+)
+
+// Rules are every rule name, in the order the guard evaluates them: when a request breaks
+// several, the refusal names the first.
+func Rules() []string {
+	return []string{
+		RuleWorkerGroups, RuleNamespace, RuleServiceAccount, RulePrivileged, RuleCapabilities,
+		RuleHostNamespaces, RuleHostPorts, RuleHostPath, RuleExternalIPs, RuleNodePorts,
+		RulePodSecurityLabels,
+	}
+}
+
+// Pod Security levels (pod-security.kubernetes.io/enforce values), loosest first.
+const (
+	// LevelPrivileged enforces nothing.
+	LevelPrivileged = "privileged"
+	// LevelBaseline prevents known privilege escalations.
+	LevelBaseline = "baseline"
+	// LevelRestricted is the hardened level.
+	LevelRestricted = "restricted"
+)
+
+// levels are the Pod Security levels, loosest first.
+var levels = []string{LevelPrivileged, LevelBaseline, LevelRestricted}
+
+// BaselineCapabilities are the capabilities the Pod Security "baseline" level lets a
+// container add.
+func BaselineCapabilities() []string {
+	return []string{
+		"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+		"NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+	}
+}
+
+// DefaultMaxWorkerGroups is far above any real RayService and keeps the guard's evaluation of
+// the largest one it accepts well within the API server's CEL cost budget.
+const DefaultMaxWorkerGroups = 1000
+
+// Config is what the member allows the hub to ask for. The zero value of a toggle is the
+// stricter choice.
+type Config struct {
+	// HubUsernames are the usernames the guard applies to (request.userInfo.username); every
+	// other user, the member's admins included, passes untouched.
+	HubUsernames []string
+	// AllowedServiceAccounts are the ServiceAccounts a Pod template may run as; an empty
+	// serviceAccountName counts as "default".
+	AllowedServiceAccounts []string
+	// AllowedNamespaces are the namespaces the hub may create and write RayServices in; empty
+	// means any.
+	AllowedNamespaces []string
+	// AllowedCapabilities are the capabilities a container may add.
+	AllowedCapabilities []string
+	// AllowHostNetwork lets Pod templates use hostNetwork and hostPorts (never hostPID or
+	// hostIPC).
+	AllowHostNetwork bool
+	// AllowNodePorts lets the RayService's Services be of type NodePort or LoadBalancer and
+	// ask for nodePorts (never externalIPs).
+	AllowNodePorts bool
+	// MinPodSecurityLevel is the loosest pod-security.kubernetes.io/enforce level the hub may
+	// put on a Namespace.
+	MinPodSecurityLevel string
+	// MaxWorkerGroups bounds the worker groups of a RayService the hub writes.
+	MaxWorkerGroups int
+}
+
+// HubUsername is the username a ServiceAccount authenticates as.
+func HubUsername(namespace, serviceAccount string) string {
+	return "system:serviceaccount:" + namespace + ":" + serviceAccount
+}
+
+// Default is the Pod Security "baseline" level for the hub's identity in its default
+// namespace: only the "default" ServiceAccount, any namespace, baseline's capabilities, no host
+// networking, no node ports, no Namespace looser than baseline.
+func Default() Config {
+	return Config{
+		HubUsernames:           []string{HubUsername(hubaccess.DefaultNamespace, hubaccess.ServiceAccountName)},
+		AllowedServiceAccounts: []string{"default"},
+		AllowedCapabilities:    BaselineCapabilities(),
+		MinPodSecurityLevel:    LevelBaseline,
+		MaxWorkerGroups:        DefaultMaxWorkerGroups,
+	}
+}
+
+// Validate reports what makes c unusable: without a hub username the guard would apply to
+// nobody, and an unknown level would refuse every labelled Namespace.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.HubUsernames) == 0 {
+		errs = append(errs, errors.New("no hub username: the guard would apply to nobody"))
+	}
+	for _, l := range []struct {
+		field string
+		list  []string
+	}{
+		{"hub usernames", c.HubUsernames}, {"allowed ServiceAccounts", c.AllowedServiceAccounts},
+		{"allowed namespaces", c.AllowedNamespaces}, {"allowed capabilities", c.AllowedCapabilities},
+	} {
+		if slices.Contains(l.list, "") {
+			errs = append(errs, fmt.Errorf("an empty string among the %s", l.field))
+		}
+	}
+	if !slices.Contains(levels, c.MinPodSecurityLevel) {
+		errs = append(errs, fmt.Errorf("minimum Pod Security level %q is none of %v", c.MinPodSecurityLevel, levels))
+	}
+	if c.MaxWorkerGroups < 1 {
+		errs = append(errs, fmt.Errorf("maximum worker groups %d is not positive", c.MaxWorkerGroups))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("hub policy: %w", err)
+	}
+	return nil
+}
