@@ -28,7 +28,7 @@ func setupExclusivity(mgr ctrl.Manager, f flags, getenv func(string) string) (*e
 	claimer, err := exclusivity.NewClaimer(exclusivity.ClaimerOptions{
 		Identity: exclusivity.Identity{
 			Namespace:       spokeNamespace(f.leaderElectionNamespace, getenv, os.ReadFile),
-			Name:            f.leaderElectionID,
+			Name:            claimName(f.leaderElect, f.leaderElectionID, os.Hostname),
 			WatchNamespaces: watch,
 		},
 		Client: mgr.GetClient(),
@@ -57,4 +57,19 @@ func spokeNamespace(leaderElectionNamespace string, getenv func(string) string, 
 		return strings.TrimSpace(string(b))
 	}
 	return fallbackNamespace
+}
+
+// claimName tells this installation from others in its namespace. With leader election, the
+// replicas of one installation share the leader-election ID, and a new leader carries the claim
+// on; two installations in one namespace with the same ID share the leader-election Lease too,
+// so only one of them runs anyway. Without it, nothing keeps two processes apart, so the host
+// name (the Pod's name) is added: during a rollout the new Pod waits for the old one to go.
+func claimName(leaderElect bool, leaderElectionID string, hostname func() (string, error)) string {
+	if leaderElect {
+		return leaderElectionID
+	}
+	if h, err := hostname(); err == nil && h != "" {
+		return leaderElectionID + "/" + h
+	}
+	return leaderElectionID
 }

@@ -34,3 +34,25 @@ func TestSpokeNamespace(t *testing.T) {
 		})
 	}
 }
+
+func TestClaimName(t *testing.T) {
+	host := func() (string, error) { return "rayfleet-spoke-7c9d-x2k4q", nil }
+	noHost := func() (string, error) { return "", errors.New("no host name") }
+	tests := []struct {
+		name        string
+		leaderElect bool
+		hostname    func() (string, error)
+		want        string
+	}{
+		{name: "with leader election, the replicas share the ID", leaderElect: true, hostname: host, want: "rayfleet-spoke.rayfleet.io"},
+		{name: "without, each process is its own", hostname: host, want: "rayfleet-spoke.rayfleet.io/rayfleet-spoke-7c9d-x2k4q"},
+		{name: "without, and no host name", hostname: noHost, want: "rayfleet-spoke.rayfleet.io"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := claimName(tt.leaderElect, "rayfleet-spoke.rayfleet.io", tt.hostname); got != tt.want {
+				t.Errorf("claimName = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -79,12 +79,12 @@ const (
 )
 
 // Identity is one spoke installation: its claim lives in Namespace, its holder identity is
-// Namespace/Name (the leader-election ID, shared by the replicas of one installation, so that a
-// new leader carries the claim on).
+// Namespace/Name. Name is shared by the replicas of one installation (the leader-election ID),
+// so that a new leader carries the claim on.
 type Identity struct {
 	// Namespace holds the claim Lease: the spoke's own namespace.
 	Namespace string
-	// Name tells installations in one namespace apart: the leader-election ID.
+	// Name tells installations in one namespace apart.
 	Name string
 	// WatchNamespaces are the namespaces the spoke reconciles; empty means all.
 	WatchNamespaces []string
