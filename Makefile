@@ -84,7 +84,7 @@ generate: controller-gen ## Generate deep-copy methods for the API types under s
 	$(CONTROLLER_GEN) object paths=./shared/...
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the ray.io and fleet.rayfleet.io CRDs and the hub's and spoke's RBAC into the charts; copy Gateway API's CRDs.
+manifests: controller-gen ## Generate the ray.io and fleet.rayfleet.io CRDs, the hub's and spoke's RBAC and the hub guard into the charts; copy Gateway API's CRDs.
 	@# The output directories hold generated files only; emptying them first means a file that
 	@# is no longer generated disappears (and `make verify` notices). The fleet CRDs keep their
 	@# descriptions (kubectl explain), so they are generated without KubeRay's options.
@@ -104,6 +104,9 @@ manifests: controller-gen ## Generate the ray.io and fleet.rayfleet.io CRDs and 
 	@# of cmd/spoke (leader election, events).
 	$(CONTROLLER_GEN) rbac:roleName=rayfleet-spoke paths="{./spoke/...,./cmd/spoke/...}" \
 	  output:rbac:artifacts:config=$(SPOKE_RBAC)
+	@# The hub's guard on a member (shared/hubpolicy's Build with its Default config), which the
+	@# spoke chart re-emits under the release's names with the settings from its values.
+	go run ./shared/hubpolicy/gen $(SPOKE_RBAC)/hubpolicy.yaml
 	@# The hub's: a ClusterRole from hub/ and cmd/hub, plus a Role for the markers scoped to the
 	@# hub namespace (the members' kubeconfig Secrets, the leader-election Lease). The chart
 	@# re-emits both under the release's names, the Role in the release namespace.
