@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rayfleet/rayfleet/shared/manageropts"
 )
 
 func TestFlagDefaults(t *testing.T) {
@@ -34,7 +36,7 @@ func TestRateLimitFlags(t *testing.T) {
 		qps, memberQPS        float64
 		burst, memberBurstArg int
 	}{
-		{nil, defaultQPS, defaultMemberQPS, defaultBurst, defaultMemberBurst},
+		{nil, manageropts.DefaultQPS, defaultMemberQPS, manageropts.DefaultBurst, defaultMemberBurst},
 		{[]string{"--kube-api-qps=50", "--kube-api-burst=60", "--member-api-qps=-1", "--member-api-burst=7"}, 50, -1, 60, 7},
 	}
 	for _, tt := range tests {
@@ -45,8 +47,8 @@ func TestRateLimitFlags(t *testing.T) {
 		if err := fs.Parse(tt.args); err != nil {
 			t.Fatal(err)
 		}
-		if f.qps != tt.qps || f.burst != tt.burst || f.memberQPS != tt.memberQPS || f.memberBurst != tt.memberBurstArg {
-			t.Errorf("%v: qps %v burst %d member qps %v burst %d", tt.args, f.qps, f.burst, f.memberQPS, f.memberBurst)
+		if f.manager.QPS != tt.qps || f.manager.Burst != tt.burst || f.memberQPS != tt.memberQPS || f.memberBurst != tt.memberBurstArg {
+			t.Errorf("%v: qps %v burst %d member qps %v burst %d", tt.args, f.manager.QPS, f.manager.Burst, f.memberQPS, f.memberBurst)
 		}
 	}
 }
@@ -54,23 +56,15 @@ func TestRateLimitFlags(t *testing.T) {
 func TestCacheOptions(t *testing.T) {
 	tests := []struct {
 		name           string
-		watch          string
+		watch          []string
 		wantNamespaces []string
-		wantErr        bool
 	}{
-		{name: "all namespaces", watch: ""},
-		{name: "some namespaces", watch: "a, b", wantNamespaces: []string{"a", "b"}},
-		{name: "empty entry", watch: "a,,b", wantErr: true},
+		{name: "all namespaces"},
+		{name: "some namespaces", watch: []string{"a", "b"}, wantNamespaces: []string{"a", "b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := cacheOptions(tt.watch, "fleet")
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("error = %v, wantErr %v", err, tt.wantErr)
-			}
-			if err != nil {
-				return
-			}
+			opts := cacheOptions(tt.watch, "fleet")
 			if len(opts.DefaultNamespaces) != len(tt.wantNamespaces) {
 				t.Errorf("namespaces = %v, want %v", opts.DefaultNamespaces, tt.wantNamespaces)
 			}
@@ -89,6 +83,44 @@ func TestCacheOptions(t *testing.T) {
 			}
 			if len(secretOpts) != 1 || secretOpts[0] != "fleet" {
 				t.Errorf("Secrets cached in %v, want only the hub namespace", secretOpts)
+			}
+		})
+	}
+}
+
+// TestManagerOptions checks what the hub adds to the shared manager options: the Lease lives
+// in the hub namespace unless --leader-election-namespace says otherwise, and the worker count
+// reaches the controllers.
+func TestManagerOptions(t *testing.T) {
+	tests := []struct {
+		name          string
+		args          []string
+		wantNamespace string
+		wantWorkers   int
+	}{
+		{name: "defaults", wantNamespace: "rayfleet-system", wantWorkers: 16},
+		{name: "another hub namespace", args: []string{"--hub-namespace=fleet"}, wantNamespace: "fleet", wantWorkers: 16},
+		{
+			name: "an explicit lease namespace", args: []string{"--leader-election-namespace=sys", "--max-concurrent-reconciles=3"},
+			wantNamespace: "sys", wantWorkers: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f flags
+			fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			bindFlags(fs, &f)
+			if err := fs.Parse(append([]string{"--leader-elect"}, tt.args...)); err != nil {
+				t.Fatal(err)
+			}
+			opts := managerOptions(f, nil, nil)
+			if !opts.LeaderElection || opts.LeaderElectionID != "rayfleet-hub.rayfleet.io" || opts.LeaderElectionNamespace != tt.wantNamespace {
+				t.Errorf("leader election %v, Lease %s/%s; want true, %s/rayfleet-hub.rayfleet.io",
+					opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaderElectionID, tt.wantNamespace)
+			}
+			if opts.Controller.MaxConcurrentReconciles != tt.wantWorkers {
+				t.Errorf("MaxConcurrentReconciles = %d, want %d", opts.Controller.MaxConcurrentReconciles, tt.wantWorkers)
 			}
 		})
 	}

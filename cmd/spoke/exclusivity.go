@@ -20,15 +20,15 @@ const fallbackNamespace = "default"
 // setupExclusivity adds the Claimer that keeps this spoke from fighting KubeRay's operator or
 // a second spoke over the member's ray.io objects, and returns the gate the reconcilers obey.
 func setupExclusivity(mgr ctrl.Manager, f flags, getenv func(string) string) (*exclusivity.Gate, *exclusivity.Claimer, error) {
-	watch, err := parseNamespaces(f.watchNamespaces)
+	watch, err := f.manager.Namespaces()
 	if err != nil {
 		return nil, nil, err
 	}
 	gate := exclusivity.NewGate(nil, exclusivity.DefaultInterval)
 	claimer, err := exclusivity.NewClaimer(exclusivity.ClaimerOptions{
 		Identity: exclusivity.Identity{
-			Namespace:       spokeNamespace(f.leaderElectionNamespace, getenv, os.ReadFile),
-			Name:            claimName(f.leaderElect, f.leaderElectionID, os.Hostname),
+			Namespace:       spokeNamespace(f.manager.LeaderElectionNamespace, getenv, os.ReadFile),
+			Name:            claimName(f.manager.LeaderElect, f.manager.LeaderElectionID, os.Hostname),
 			WatchNamespaces: watch,
 		},
 		Client: mgr.GetClient(),

@@ -10,27 +10,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/manageropts"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
@@ -49,33 +43,17 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Defaults of the flags below. KubeRay's operator uses 100 QPS and a burst of 200, the floor.
-// Creating a 1,000-Pod cluster (or 200 small ones at once) takes a few thousand writes, and at
-// 100 QPS the client-side limiter alone would hold the last one back by ten seconds or more;
-// the API server's own priority and fairness is what protects it from a busy client.
-const (
-	defaultMetricsAddr      = ":8080"
-	defaultProbeAddr        = ":8081"
-	defaultLeaderElectionID = "rayfleet-spoke.rayfleet.io"
-	defaultQPS              = 1000
-	defaultBurst            = 2000
-)
+// defaultLeaderElectionID is the spoke's leader-election Lease (and, with it, its claim).
+const defaultLeaderElectionID = "rayfleet-spoke.rayfleet.io"
 
-// flags holds the command line of the spoke.
+// flags holds the command line of the spoke: the manager flags it shares with the hub and its
+// own.
 type flags struct {
-	metricsAddr             string
-	probeAddr               string
-	leaderElect             bool
-	leaderElectionID        string
-	leaderElectionNamespace string
-	qps                     float64
-	burst                   int
-	watchNamespaces         string
-	dashboardTemplate       string
-	proxyTemplate           string
-	reportInterval          time.Duration
-	featureGates            *features.Gates
-	zap                     zap.Options
+	manager           manageropts.Options
+	dashboardTemplate string
+	proxyTemplate     string
+	reportInterval    time.Duration
+	featureGates      *features.Gates
 }
 
 // reconcilerOptions are the options of both reconcilers: KubeRay's environment variables first,
@@ -85,30 +63,15 @@ type reconcilerOptions struct {
 	rayService rayservice.Options
 }
 
-// bindFlags registers the spoke's flags on fs. --max-concurrent-reconciles is bound to the
-// RayCluster reconciler's option and copied to the RayService reconciler's by parseArgs.
+// bindFlags registers the spoke's flags on fs. --max-concurrent-reconciles defaults to the
+// RayCluster reconciler's option (from KubeRay's environment) and sizes both reconcilers (see
+// parseArgs).
 func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
-	// controller-runtime's config loader owns --kubeconfig (falling back to $KUBECONFIG, then
-	// in-cluster config, then ~/.kube/config); registering it here keeps it on fs.
-	config.RegisterFlags(fs)
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", defaultMetricsAddr,
-		"Address the Prometheus metrics endpoint binds to; 0 disables it.")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", defaultProbeAddr,
-		"Address the /healthz and /readyz endpoints bind to; 0 disables them.")
-	fs.BoolVar(&f.leaderElect, "leader-elect", false,
-		"Elect a leader so that only one replica reconciles at a time.")
-	fs.StringVar(&f.leaderElectionID, "leader-election-id", defaultLeaderElectionID,
-		"Name of the Lease used for leader election.")
-	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "",
-		"Namespace of the leader election Lease; defaults to the Pod's namespace in-cluster.")
-	fs.Float64Var(&f.qps, "kube-api-qps", defaultQPS,
-		"Queries per second the spoke may send to the Kubernetes API server; negative turns client-side throttling off.")
-	fs.IntVar(&f.burst, "kube-api-burst", defaultBurst,
-		"Burst of queries the spoke may send to the Kubernetes API server.")
-	fs.IntVar(&opts.rayCluster.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.rayCluster.MaxConcurrentReconciles,
-		"How many objects of one kind are reconciled in parallel.")
-	fs.StringVar(&f.watchNamespaces, "watch-namespace", "",
-		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	f.manager.Bind(fs, manageropts.Defaults{
+		Binary:                  "spoke",
+		LeaderElectionID:        defaultLeaderElectionID,
+		MaxConcurrentReconciles: opts.rayCluster.MaxConcurrentReconciles,
+	})
 	fs.StringVar(&f.dashboardTemplate, "dashboard-address-template", dashboard.DefaultDashboardTemplate,
 		"How the spoke reaches a RayCluster's Ray dashboard: a URL template with {namespace}, {cluster}, "+
 			"{service} (the head Service), {port} and {domain}. The default uses in-cluster DNS; set it when "+
@@ -123,9 +86,6 @@ func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
 	// the spoke cannot honour fails here rather than being ignored.
 	f.featureGates = features.New()
 	fs.Var(f.featureGates, "feature-gates", features.Usage())
-	// ISO 8601 timestamps, as KubeRay logs them, unless --zap-time-encoding says otherwise.
-	f.zap.TimeEncoder = zapcore.ISO8601TimeEncoder
-	f.zap.BindFlags(fs)
 }
 
 // parseArgs reads the reconcilers' options from getenv, then the command line over them. A
@@ -146,7 +106,8 @@ func parseArgs(args []string, getenv func(string) string, out io.Writer) (f flag
 		return f, opts, false, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	// Both reconcilers build the same RayClusters, and one flag sizes both worker pools.
-	opts.rayService.MaxConcurrentReconciles = opts.rayCluster.MaxConcurrentReconciles
+	opts.rayCluster.MaxConcurrentReconciles = f.manager.MaxConcurrentReconciles
+	opts.rayService.MaxConcurrentReconciles = f.manager.MaxConcurrentReconciles
 	opts.rayService.Build = opts.rayCluster.Build
 	return f, opts, false, nil
 }
@@ -164,24 +125,17 @@ func run(args []string) error {
 		return err
 	}
 
-	// JSON logs unless --zap-devel; client-go's own logs (leader election, reflectors) go
-	// through the same logger so that they are JSON too.
-	logger := zap.New(zap.UseFlagOptions(&f.zap))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
+	f.manager.SetupLogging()
 	setupLog := ctrl.Log.WithName("setup")
 
 	// Bad templates are a configuration error: fail before connecting to anything.
 	if err = setDashboardAccess(&opts.rayService, f, ctrlmetrics.Registry); err != nil {
 		return err
 	}
-	restCfg, err := ctrl.GetConfig()
+	restCfg, err := f.manager.RESTConfig("rayfleet-spoke/" + version)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
-	restCfg.QPS = float32(f.qps)
-	restCfg.Burst = f.burst
-	restCfg.UserAgent = "rayfleet-spoke/" + version
 
 	if opts.rayService.GatewayAPI, err = detectGatewayAPI(restCfg); err != nil {
 		return err
@@ -206,7 +160,7 @@ func run(args []string) error {
 		return err
 	}
 
-	setupLog.Info("starting spoke", "version", version, "watchNamespaces", f.watchNamespaces,
+	setupLog.Info("starting spoke", "version", version, "watchNamespaces", f.manager.WatchNamespaces,
 		"maxConcurrentReconciles", opts.rayCluster.MaxConcurrentReconciles,
 		"gatewayAPI", opts.rayService.GatewayAPI, "reportInterval", f.reportInterval,
 		"dashboardAddressTemplate", f.dashboardTemplate, "serveProxyAddressTemplate", f.proxyTemplate)
@@ -218,7 +172,11 @@ func run(args []string) error {
 
 // newManager creates the controller-runtime manager with the spoke's cache and endpoints.
 func newManager(restCfg *rest.Config, f flags) (ctrl.Manager, error) {
-	cacheOpts, err := cacheOptions(f.watchNamespaces)
+	namespaces, err := f.manager.Namespaces()
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts, err := cacheOptions(namespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -226,25 +184,14 @@ func newManager(restCfg *rest.Config, f flags) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                        sch,
-		Cache:                         cacheOpts,
-		Client:                        clientOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:        f.probeAddr,
-		LeaderElection:                f.leaderElect,
-		LeaderElectionID:              f.leaderElectionID,
-		LeaderElectionNamespace:       f.leaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true, // the process exits right after, so a successor need not wait out the lease
-	})
+	opts := f.manager.Manager()
+	opts.Scheme, opts.Cache, opts.Client = sch, cacheOpts, clientOptions()
+	mgr, err := ctrl.NewManager(restCfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding healthz check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding readyz check: %w", err)
+	if err := manageropts.AddProbes(mgr); err != nil {
+		return nil, err
 	}
 	return mgr, nil
 }
@@ -292,7 +239,7 @@ func setupReconcilers(mgr ctrl.Manager, opts reconcilerOptions) error {
 // the ready endpoints of serve Services only, every serve Service KubeRay (and the spoke) creates
 // is labelled ray.io/serve=<name>-serve, and the EndpointSlice controller copies a Service's
 // labels onto its slices.
-func cacheOptions(watchNamespaces string) (cache.Options, error) {
+func cacheOptions(namespaces []string) (cache.Options, error) {
 	owned, err := existsSelector(labels.Cluster)
 	if err != nil {
 		return cache.Options{}, err
@@ -309,10 +256,6 @@ func cacheOptions(watchNamespaces string) (cache.Options, error) {
 			&batchv1.Job{}:               {Label: owned},
 			&discoveryv1.EndpointSlice{}: {Label: serve},
 		},
-	}
-	namespaces, err := parseNamespaces(watchNamespaces)
-	if err != nil {
-		return cache.Options{}, err
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = make(map[string]cache.Config, len(namespaces))
@@ -337,20 +280,4 @@ func existsSelector(key string) (k8slabels.Selector, error) {
 		return nil, fmt.Errorf("building the %s selector: %w", key, err)
 	}
 	return k8slabels.NewSelector().Add(*req), nil
-}
-
-// parseNamespaces splits --watch-namespace; an empty value means every namespace.
-func parseNamespaces(s string) ([]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []string
-	for _, ns := range strings.Split(s, ",") {
-		ns = strings.TrimSpace(ns)
-		if ns == "" {
-			return nil, errors.New("--watch-namespace has an empty entry: " + s)
-		}
-		out = append(out, ns)
-	}
-	return out, nil
 }
