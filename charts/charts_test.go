@@ -177,6 +177,7 @@ func TestLint(t *testing.T) {
 		{chart: hubChart, set: []string{"replicas=2", "metrics.serviceMonitor.enabled=true"}},
 		{chart: spokeChart},
 		{chart: spokeChart, set: []string{"replicas=2", "metrics.serviceMonitor.enabled=true", "hubAccess.create=false"}},
+		{chart: spokeChart, set: []string{"hubPolicy.enabled=false", "hubPolicy.allowHostNetwork=true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chart+strings.Join(tt.set, ","), func(t *testing.T) {
@@ -216,6 +217,10 @@ func TestBadValuesFail(t *testing.T) {
 		// The spoke does not run RayJobs; KubeRay's RayJob gates would only fail at start.
 		{name: "RayJob feature gate", charts: []string{spokeChart}, set: []string{"featureGates.RayJobDeletionPolicy=true"}, wantInErr: "'RayJobDeletionPolicy'"},
 		{name: "feature gate not a bool", charts: []string{spokeChart}, set: []string{"featureGates.RayMultiHostIndexing=on"}, wantInErr: "/featureGates/RayMultiHostIndexing"},
+		{name: "unknown hub policy key", charts: []string{spokeChart}, set: []string{"hubPolicy.allowPrivileged=true"}, wantInErr: "'allowPrivileged'"},
+		{name: "unknown Pod Security level", charts: []string{spokeChart}, set: []string{"hubPolicy.minPodSecurityLevel=strict"}, wantInErr: "/hubPolicy/minPodSecurityLevel"},
+		{name: "no worker groups", charts: []string{spokeChart}, set: []string{"hubPolicy.maxWorkerGroups=0"}, wantInErr: "/hubPolicy/maxWorkerGroups"},
+		{name: "capability in lower case", charts: []string{spokeChart}, set: []string{`json:hubPolicy.allowedCapabilities=["sys_admin"]`}, wantInErr: "/hubPolicy/allowedCapabilities/0"},
 		{
 			name: "several replicas without leader election", charts: []string{hubChart, spokeChart},
 			set: []string{"replicas=2", "leaderElection.enabled=false"}, wantInErr: "leaderElection.enabled",

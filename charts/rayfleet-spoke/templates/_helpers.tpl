@@ -31,7 +31,7 @@ app.kubernetes.io/name: {{ include "rayfleet-spoke.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{/* The labels of the release's objects but the hub's identity (see hubaccess.yaml). */}}
+{{/* The labels of the release's objects but the hub's identity and guard (see hubaccess.yaml). */}}
 {{- define "rayfleet-spoke.labels" -}}
 {{ include "rayfleet-spoke.commonLabels" . }}
 app.kubernetes.io/component: spoke
@@ -41,6 +41,12 @@ app.kubernetes.io/component: spoke
 {{- define "rayfleet-spoke.hubAccessLabels" -}}
 {{ include "rayfleet-spoke.commonLabels" . }}
 app.kubernetes.io/component: hub-access
+{{- end }}
+
+{{/* The labels of the hub's guard on this member (see hubpolicy.yaml). */}}
+{{- define "rayfleet-spoke.hubPolicyLabels" -}}
+{{ include "rayfleet-spoke.commonLabels" . }}
+app.kubernetes.io/component: hub-guard
 {{- end }}
 
 {{/* The labels every object of the release carries. */}}
