@@ -71,6 +71,9 @@ type Options struct {
 	DashboardDeployDelay time.Duration
 	// HubArgs and SpokeArgs are extra flags for bin/hub and every bin/spoke.
 	HubArgs, SpokeArgs []string
+	// LogLevel, when set, is the --zap-log-level of bin/hub and every bin/spoke ("debug",
+	// "info", "error", or a verbosity such as "10"); default the development logger's (debug).
+	LogLevel string
 	// CLI is the rayfleet binary `join` is run with; default <RayFleetBin>/rayfleet.
 	CLI string
 	// HubAPIServerPort is the hub's kube-apiserver port; 0 picks a free one (see

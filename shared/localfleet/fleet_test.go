@@ -56,3 +56,23 @@ func TestWithDefaults(t *testing.T) {
 		})
 	}
 }
+
+func TestLogArgs(t *testing.T) {
+	tests := []struct {
+		name  string
+		level string
+		want  string
+	}{
+		{name: "the development logger's own level", want: "--zap-devel"},
+		{name: "a named level", level: "error", want: "--zap-devel --zap-log-level=error"},
+		{name: "a verbosity", level: "127", want: "--zap-devel --zap-log-level=127"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &Fleet{opts: Options{LogLevel: tt.level}}
+			if got := strings.Join(f.logArgs(), " "); got != tt.want {
+				t.Errorf("logArgs = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -132,7 +132,7 @@ func (f *Fleet) startHub(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"--zap-devel", "--hub-namespace=" + f.HubNamespace}
+	args := append(f.logArgs(), "--hub-namespace="+f.HubNamespace)
 	if f.opts.HeartbeatTimeout > 0 {
 		args = append(args, "--heartbeat-timeout="+f.opts.HeartbeatTimeout.String())
 	}
@@ -181,12 +181,11 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{
-		"--zap-devel",
-		"--dashboard-address-template=" + raydashboard.DashboardTemplate(dashURL),
-		"--serve-proxy-address-template=" + raydashboard.ProxyTemplate(dashURL),
-		"--report-interval=" + f.opts.ReportInterval.String(),
-	}, f.opts.SpokeArgs...)
+	args := append(f.logArgs(),
+		"--dashboard-address-template="+raydashboard.DashboardTemplate(dashURL),
+		"--serve-proxy-address-template="+raydashboard.ProxyTemplate(dashURL),
+		"--report-interval="+f.opts.ReportInterval.String())
+	args = append(args, f.opts.SpokeArgs...)
 	spoke, err := member.StartManager(ctx, "spoke", filepath.Join(f.opts.RayFleetBin, "spoke"), kubeconfig, args, nil)
 	if err != nil {
 		return fmt.Errorf("starting bin/spoke: %w", err)
@@ -199,6 +198,16 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 		return err
 	}
 	return f.labelMember(ctx, spec.Name, spec.Labels)
+}
+
+// logArgs are the logging flags of bin/hub and bin/spoke: human-readable lines, at
+// Options.LogLevel when set.
+func (f *Fleet) logArgs() []string {
+	args := []string{"--zap-devel"}
+	if f.opts.LogLevel != "" {
+		args = append(args, "--zap-log-level="+f.opts.LogLevel)
+	}
+	return args
 }
 
 // join runs the real `rayfleet join` with both admin kubeconfigs; the member kubeconfig's
