@@ -73,8 +73,9 @@ type JoinResult struct {
 }
 
 // Join gives the hub an identity on the member and registers the member on the hub. A hub
-// identity already on the member that join did not create (the spoke chart's) is used as is;
-// otherwise join applies its own. Every write is a server-side apply, so running it again
+// identity already on the member that join did not create (the spoke chart's) is used as is,
+// with whatever guard the chart installed; otherwise join applies its own, guarded by
+// shared/hubpolicy's defaults. Every write is a server-side apply, so running it again
 // updates a member (a new server URL, say) rather than failing.
 func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult, error) {
 	if o.Name == "" || o.HubNamespace == "" {
@@ -86,7 +87,11 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
 	if existing == nil {
-		for _, obj := range memberObjects(namespace) {
+		objs, objsErr := memberObjects(namespace)
+		if objsErr != nil {
+			return nil, fmt.Errorf("member %s: %w", o.Name, objsErr)
+		}
+		for _, obj := range objs {
 			if applyErr := apply(ctx, member.Client, obj); applyErr != nil {
 				return nil, fmt.Errorf("member %s: %w", o.Name, applyErr)
 			}

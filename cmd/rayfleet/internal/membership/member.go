@@ -1,6 +1,7 @@
 // Package membership joins member clusters to a RayFleet hub and removes them again: the hub's
-// identity on the member (ServiceAccount, RBAC, token) and, on the hub, the kubeconfig Secret the
-// multicluster-runtime kubeconfig provider engages plus the MemberCluster that names it.
+// identity on the member (ServiceAccount, RBAC, token) with the guard on what that identity may
+// run there (shared/hubpolicy), and, on the hub, the kubeconfig Secret the multicluster-runtime
+// kubeconfig provider engages plus the MemberCluster that names it.
 // It reaches both clusters through their APIs only: of the repository it imports only shared/
 // (the fleet API, hubaccess), never hub/ or spoke/.
 package membership
@@ -9,6 +10,7 @@ import (
 	"context"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 )
 
 // Names of the hub's identity on a member (see hubaccess).
@@ -66,13 +69,18 @@ func (r ObjectRef) String() string {
 	return s
 }
 
-// memberObjects are the hub's identity on a member, in creation order (a Secret's
-// ServiceAccount must exist before the token controller fills it).
-func memberObjects(namespace string) []client.Object {
+// memberObjects are the hub's guard and identity on a member, in creation order: the guard
+// first, so that no token of the hub exists unguarded, and a Secret's ServiceAccount before the
+// Secret, which the token controller fills.
+func memberObjects(namespace string) ([]client.Object, error) {
+	guard, err := guardObjects(namespace)
+	if err != nil {
+		return nil, err
+	}
 	meta := func(name, ns string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedByValue}}
 	}
-	return []client.Object{
+	return append(guard,
 		&corev1.Namespace{ObjectMeta: meta(namespace, "")},
 		&corev1.ServiceAccount{ObjectMeta: meta(ServiceAccountName, namespace)},
 		&rbacv1.ClusterRole{ObjectMeta: meta(ClusterRoleName, ""), Rules: hubaccess.HubRules()},
@@ -82,19 +90,44 @@ func memberObjects(namespace string) []client.Object {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: namespace}},
 		},
 		tokenSecret(namespace),
-	}
+	), nil
 }
 
-// identityObjects are the hub identity's objects unjoin may remove, token first so that the
-// hub loses access before anything else changes. The namespace is not among them: the spoke
-// runs in it.
+// guardObjects are the guard join applies with the hub's identity: shared/hubpolicy's defaults
+// (the Pod Security baseline level) for the hub's ServiceAccount in namespace. A member that
+// wants other settings installs the spoke chart, whose hubPolicy values set them.
+func guardObjects(namespace string) ([]client.Object, error) {
+	cfg := hubpolicy.Default()
+	cfg.HubUsernames = []string{hubpolicy.HubUsername(namespace, ServiceAccountName)}
+	guard, err := hubpolicy.Build(hubpolicy.DefaultName, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the hub's guard: %w", err)
+	}
+	objs := guard.List()
+	for _, obj := range objs {
+		obj.SetLabels(map[string]string{ManagedByLabel: ManagedByValue})
+	}
+	return objs, nil
+}
+
+// identityObjects are the objects of the hub's identity and guard that unjoin may remove: the
+// token first, so that the hub loses access before anything else changes, the guard last, so
+// that it outlives every way the hub had in, and its bindings before its policies. The
+// namespace is not among them: the spoke runs in it.
 func identityObjects(namespace string) []client.Object {
-	return []client.Object{
+	objs := []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: TokenSecretName, Namespace: namespace}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: namespace}},
 	}
+	for _, suffix := range []string{hubpolicy.RayServicesSuffix, hubpolicy.NamespacesSuffix} {
+		objs = append(objs, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: hubpolicy.DefaultName + suffix}})
+	}
+	for _, suffix := range []string{hubpolicy.RayServicesSuffix, hubpolicy.NamespacesSuffix} {
+		objs = append(objs, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: hubpolicy.DefaultName + suffix}})
+	}
+	return objs
 }
 
 // tokenSecret asks the token controller for a long-lived token of ServiceAccountName: bound
@@ -149,8 +182,8 @@ func existingIdentity(ctx context.Context, c client.Client, namespace string) (*
 }
 
 // checkNoForeignIdentity fails when, without a token Secret in namespace, part of a hub
-// identity someone else manages exists: applying would force-own Helm's objects and rebind
-// its ClusterRole to another namespace.
+// identity or guard someone else manages exists: applying would force-own Helm's objects and
+// rebind its ClusterRole to another namespace.
 func checkNoForeignIdentity(ctx context.Context, c client.Client, namespace string) error {
 	for _, obj := range identityObjects(namespace)[1:] {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {

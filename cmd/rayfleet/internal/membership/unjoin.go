@@ -33,8 +33,8 @@ type UnjoinResult struct {
 
 // Unjoin removes a member from the hub: the MemberCluster first, so that the hub stops placing
 // on it while its kubeconfig still works for cleaning up, then the kubeconfig Secret. With a
-// member client it also removes the hub's identity there, which revokes the token, but only
-// the objects join created: an identity the spoke chart installed belongs to Helm and is
+// member client it also removes the hub's identity there, which revokes the token, and then
+// the guard, but only the objects join created: an identity the spoke chart installed belongs to Helm and is
 // reported as kept. The member namespace stays, as the spoke runs in it. Objects already gone
 // count as removed, and every object is attempted even when one fails.
 func Unjoin(ctx context.Context, hub client.Client, member client.Client, o UnjoinOptions) (*UnjoinResult, error) {

@@ -1,0 +1,144 @@
+package membership
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
+	"github.com/rayfleet/rayfleet/shared/testing/envtest"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
+)
+
+// waitTimeout bounds waits on the API servers; generous for a busy 2-core machine.
+const waitTimeout = 60 * time.Second
+
+// Join guards the identity it creates with shared/hubpolicy's defaults for that identity's
+// username, so the hub's token is refused a privileged RayService while the member's admin is
+// not; unjoin removes the guard with the identity. A member whose chart made the identity gets
+// no second guard from join.
+func TestJoinGuardsTheHubIdentity(t *testing.T) {
+	envs := envtest.StartN(t, 2, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
+	hub, member := Cluster{Client: envs[0].Client, Config: envs[0].Config}, Cluster{Client: envs[1].Client, Config: envs[1].Config}
+	ctx := t.Context()
+	const namespace = "fleet-agent"
+	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, PollInterval: 10 * time.Millisecond}
+
+	joinFillingToken(ctx, t, hub, member, opts)
+	objs, err := guardObjects(namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range objs {
+		got := want.DeepCopyObject().(client.Object)
+		if err := member.Client.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
+			t.Fatalf("after join: %v", err)
+		}
+		if got.GetLabels()[ManagedByLabel] != ManagedByValue || len(got.GetManagedFields()) != 1 || got.GetManagedFields()[0].Manager != FieldManager {
+			t.Errorf("%s: labels %v, managed fields %v; want join's", got.GetName(), got.GetLabels(), got.GetManagedFields())
+		}
+		if p, ok := got.(*admissionregistrationv1.ValidatingAdmissionPolicy); ok {
+			want := hubpolicy.HubMatchExpression([]string{"system:serviceaccount:" + namespace + ":" + ServiceAccountName})
+			if len(p.Spec.MatchConditions) != 1 || p.Spec.MatchConditions[0].Expression != want {
+				t.Errorf("%s match conditions %+v, want %s", p.Name, p.Spec.MatchConditions, want)
+			}
+		}
+	}
+
+	// The hub's token, impersonated: refused a privileged RayService with the guard's rule.
+	if err := member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
+		t.Fatal(err)
+	}
+	hubOnMember := impersonate(t, envs[1], namespace)
+	rs := raybuilder.MakeRayService("demo", "apps").Obj()
+	rs.UID = ""
+	rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	gomega.NewWithT(t).Eventually(func() string {
+		rule, _, _ := hubpolicy.ParseDenial(hubOnMember.Create(ctx, rs.DeepCopy(), client.DryRunAll))
+		return rule
+	}).WithTimeout(waitTimeout).Should(gomega.Equal(hubpolicy.RulePrivileged))
+	if err := member.Client.Create(ctx, rs.DeepCopy(), client.DryRunAll); err != nil {
+		t.Errorf("the admin's privileged RayService: %v, want it allowed", err)
+	}
+
+	res, err := Unjoin(ctx, hub.Client, member.Client, UnjoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace})
+	if err != nil || len(res.Kept) != 0 {
+		t.Fatalf("unjoin: %+v, %v", res, err)
+	}
+	for _, obj := range objs {
+		if err := member.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("after unjoin, %s: %v, want NotFound", obj.GetName(), err)
+		}
+	}
+}
+
+// A guard object of the same name that join did not create (a chart installed with
+// fullnameOverride "rayfleet", say) is neither taken over nor deleted.
+func TestJoinLeavesAForeignGuard(t *testing.T) {
+	envs := envtest.StartN(t, 2, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
+	hub, member := Cluster{Client: envs[0].Client, Config: envs[0].Config}, Cluster{Client: envs[1].Client, Config: envs[1].Config}
+	ctx := t.Context()
+	objs, err := hubpolicy.Build(hubpolicy.DefaultName, hubpolicy.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	helmPolicy := objs.Policies[0]
+	helmPolicy.Labels = map[string]string{ManagedByLabel: "Helm"}
+	if err := member.Client.Create(ctx, helmPolicy); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Join(ctx, hub, member, JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", TokenTimeout: time.Second})
+	want := "ValidatingAdmissionPolicy rayfleet-hub-guard-rayservices (managed by Helm) exists but Secret rayfleet-system/rayfleet-hub-access-token does not"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("join: %v, want an error containing %q", err, want)
+	}
+	res, err := Unjoin(ctx, hub.Client, member.Client, UnjoinOptions{Name: "m1", HubNamespace: "rayfleet-system"})
+	if err != nil || len(res.Kept) != 1 || res.Kept[0].Key.Name != helmPolicy.Name {
+		t.Errorf("unjoin: %+v, %v; want the Helm policy kept", res, err)
+	}
+}
+
+// joinFillingToken runs Join, playing the member's token controller for the Secret it creates.
+func joinFillingToken(ctx context.Context, t *testing.T, hub, member Cluster, opts JoinOptions) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Join(ctx, hub, member, opts)
+		done <- err
+	}()
+	key := client.ObjectKey{Namespace: opts.MemberNamespace, Name: TokenSecretName}
+	var s corev1.Secret
+	gomega.NewWithT(t).Eventually(func() error { return member.Client.Get(ctx, key, &s) }).WithTimeout(waitTimeout).Should(gomega.Succeed())
+	s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte("token")}
+	if err := member.Client.Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("join: %v", err)
+	}
+}
+
+// impersonate is a client of env acting as the hub's ServiceAccount in namespace.
+func impersonate(t *testing.T, env *envtest.Env, namespace string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: hubpolicy.HubUsername(namespace, ServiceAccountName),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
