@@ -128,6 +128,20 @@ docker-build: ## Build the image IMG (default ghcr.io/rayfleet/rayfleet:VERSION)
 test: tools ## Run the unit and integration tests (integration tests use the envtest binaries).
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) go test $(TEST_FLAGS) ./...
 
+# Go fuzzes one target per package run, so each target is its own `go test -fuzz`. The seeds are
+# the hostile inputs of the unit tests; a crasher is written to the package's testdata/fuzz and
+# stays there as a regression seed. FUZZTIME is per target: five targets at 10s keep CI's fuzz
+# step around a minute once the instrumented build is cached.
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the CLI's kubeconfig input, FUZZTIME (10s) each.
+	go test -run '^$$' -fuzz '^FuzzRayServiceSpec$$' -fuzztime $(FUZZTIME) ./shared/validation
+	go test -run '^$$' -fuzz '^FuzzConfigJSON$$' -fuzztime $(FUZZTIME) ./spoke/rayservice/serve
+	go test -run '^$$' -fuzz '^FuzzSpecHash$$' -fuzztime $(FUZZTIME) ./hub/propagation
+	go test -run '^$$' -fuzz '^FuzzMemberRayService$$' -fuzztime $(FUZZTIME) ./hub/propagation
+	go test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(FUZZTIME) ./cmd/rayfleet
+
 .PHONY: e2e
 # -p 1: each e2e package starts its own control planes (one member; a hub and two members), and
 # running them side by side on two cores starves both. shared/localfleet holds the local fleet itself
