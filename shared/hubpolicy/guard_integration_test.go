@@ -141,6 +141,7 @@ func testRayServices(t *testing.T, g guardEnv) {
 		wantMsg  string // the whole guard message
 	}{
 		{name: "plain"},
+		{name: "no worker groups", edit: func(rs *rayv1.RayService) { rs.Spec.RayClusterSpec.WorkerGroupSpecs = nil }},
 		{name: "privileged head", wantRule: hubpolicy.RulePrivileged,
 			wantMsg: `hubPolicy/privileged: container "ray-head" in headGroupSpec asks for privileged`,
 			edit: func(rs *rayv1.RayService) {
