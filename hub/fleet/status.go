@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/aggregate"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/raystatus"
 )
@@ -30,9 +31,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	clusters := clusterStatuses(s, now)
 	hubStatus := aggregate.HubStatus(s.hub, s.placed, clusters, now)
 	if s.invalid != nil {
-		meta.SetStatusCondition(&hubStatus.Conditions, metav1.Condition{
+		conditions.Set(&hubStatus.Conditions, metav1.Condition{
 			Type: string(rayv1.RayServiceReady), Status: metav1.ConditionFalse, Reason: s.invalidReason(),
-			Message: truncate(s.invalid.Error()), ObservedGeneration: s.hub.Generation, LastTransitionTime: now,
+			Message: s.invalid.Error(), ObservedGeneration: s.hub.Generation, LastTransitionTime: now,
 		})
 		hubStatus.ServiceStatus = ""
 	}
@@ -41,12 +42,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	next := s.binding.Status.DeepCopy()
 	next.ObservedGeneration = s.binding.Generation
 	next.Clusters = clusters
-	for _, c := range bindingConditions(s, &hubStatus) {
+	for _, c := range bindingConditions(s) {
 		c.ObservedGeneration = s.binding.Generation
 		c.LastTransitionTime = now
-		c.Message = truncate(c.Message)
-		meta.SetStatusCondition(&next.Conditions, c)
+		conditions.Set(&next.Conditions, c)
 	}
+	// Ready mirrors the hub RayService's, so that both say the same thing in the same words.
+	conditions.Mirror(&next.Conditions, hubStatus.Conditions, string(rayv1.RayServiceReady), fleetv1alpha1.ConditionReady,
+		s.binding.Generation, now)
 	if bindingChanged(&s.binding.Status, next) {
 		orig := s.binding.DeepCopy()
 		s.binding.Status = *next
@@ -94,9 +97,8 @@ func clusterStatuses(s *scope, now metav1.Time) []fleetv1alpha1.ClusterStatus {
 	return out
 }
 
-// bindingConditions computes Placed, Propagated and Ready. Ready mirrors the hub RayService's,
-// so that both say the same thing in the same words.
-func bindingConditions(s *scope, hub *rayv1.RayServiceStatuses) []metav1.Condition {
+// bindingConditions computes Placed and Propagated; writeStatus mirrors Ready.
+func bindingConditions(s *scope) []metav1.Condition {
 	placed := s.placedCond
 	if s.invalid != nil {
 		placed = metav1.Condition{Status: metav1.ConditionFalse, Reason: s.invalidReason(), Message: s.invalid.Error()}
@@ -106,13 +108,7 @@ func bindingConditions(s *scope, hub *rayv1.RayServiceStatuses) []metav1.Conditi
 		// place did not run (it always does for a valid RayService); say so rather than lie.
 		placed.Status, placed.Reason = metav1.ConditionUnknown, fleetv1alpha1.ReasonApplyPending
 	}
-	conds := []metav1.Condition{placed, propagatedCondition(s)}
-	if ready := meta.FindStatusCondition(hub.Conditions, string(rayv1.RayServiceReady)); ready != nil {
-		conds = append(conds, metav1.Condition{
-			Type: fleetv1alpha1.ConditionReady, Status: ready.Status, Reason: ready.Reason, Message: ready.Message,
-		})
-	}
-	return conds
+	return []metav1.Condition{placed, propagatedCondition(s)}
 }
 
 // propagatedCondition is True when every placed cluster holds the copy the hub applies there.
@@ -183,17 +179,6 @@ func bindingChanged(prev, next *fleetv1alpha1.RayServiceBindingStatus) bool {
 	return !equality.Semantic.DeepEqual(a, b)
 }
 
-// maxMessageLength is the API server's limit on a condition message.
-const maxMessageLength = 32768
-
-// truncate cuts a message to what the API server accepts, on a rune boundary.
-func truncate(msg string) string {
-	if len(msg) <= maxMessageLength {
-		return msg
-	}
-	return strings.ToValidUTF8(msg[:maxMessageLength], "")
-}
-
 // noteShortfall adds to a True Ready condition that fewer clusters run the RayService than its
 // policy asks for. Ready stays True, as the placed copies serve; but a fleet asked to span two
 // regions and running in one is degraded, and Ready's message is where `kubectl get` and
@@ -203,5 +188,5 @@ func noteShortfall(st *rayv1.RayServiceStatuses, placed metav1.Condition) {
 	if ready == nil || ready.Status != metav1.ConditionTrue || placed.Reason != fleetv1alpha1.ReasonInsufficientClusters {
 		return
 	}
-	ready.Message = truncate(ready.Message + "; fewer clusters than the policy asks for: " + placed.Message)
+	ready.Message = conditions.Truncate(ready.Message + "; fewer clusters than the policy asks for: " + placed.Message)
 }
