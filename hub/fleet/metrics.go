@@ -16,6 +16,7 @@ type metrics struct {
 	decisions *prometheus.CounterVec
 	clusters  *prometheus.GaugeVec
 	latency   prometheus.Histogram
+	refusals  *prometheus.CounterVec
 
 	mu sync.Mutex
 	// observed is, per hub RayService and cluster, the member status lastUpdateTime already
@@ -40,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time from a member RayService's status lastUpdateTime to the hub status write reflecting it.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rayfleet_member_refusals_total",
+			Help: "Copies a member's API server refused, by member and rule (hubPolicy/<rule>, NamespaceTerminating, RequestTooLarge, Invalid).",
+		}, []string{"cluster", "rule"}),
 		observed: map[types.NamespacedName]map[string]time.Time{},
 	}
 	var err error
@@ -50,6 +55,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.latency, err = register(reg, m.latency); err != nil {
+		return nil, err
+	}
+	if m.refusals, err = register(reg, m.refusals); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -75,6 +83,14 @@ func (m *metrics) decision(result string) {
 		return
 	}
 	m.decisions.WithLabelValues(result).Inc()
+}
+
+// refused counts a member's refusal of a copy.
+func (m *metrics) refused(cluster, rule string) {
+	if m == nil {
+		return
+	}
+	m.refusals.WithLabelValues(cluster, rule).Inc()
 }
 
 // placed sets how many clusters a RayService is placed on.

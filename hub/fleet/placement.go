@@ -59,6 +59,13 @@ type scope struct {
 	kept []string
 	// wake is when a not-ready member's toleration ends; zero when none is tolerated.
 	wake time.Time
+	// hash is the hub spec's hash (before overrides), what a refusal is recorded against.
+	hash string
+	// refusals are the members refusing the copy of this spec: the binding's that still hold,
+	// plus those met this reconcile.
+	refusals map[string]fleetv1alpha1.ClusterRefusal
+	// newRefusal is set when this reconcile met a refusal: the next one re-plans without it.
+	newRefusal bool
 }
 
 func newScope(hub *rayv1.RayService) *scope {
@@ -70,6 +77,7 @@ func newScope(hub *rayv1.RayService) *scope {
 		applied:        map[string]string{},
 		unreachable:    map[string]error{},
 		applyErrs:      map[string]error{},
+		refusals:       map[string]fleetv1alpha1.ClusterRefusal{},
 	}
 }
 
@@ -117,6 +125,7 @@ func (r *Reconciler) place(ctx context.Context, s *scope) error {
 		Members: members,
 		Current: previous,
 		Held:    heldBy(s),
+		Refused: refusedForPlanning(s),
 	}, reportTimes(s.memberClusters), r.clock.Now())
 	s.placed = d.Clusters
 	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue

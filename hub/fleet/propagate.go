@@ -87,6 +87,11 @@ func (r *Reconciler) propagateTo(ctx context.Context, s *scope, name string) err
 	if s.invalid != nil {
 		return nil
 	}
+	if _, refused := s.refusals[name]; refused {
+		// The member refused this spec; asking again every resync gets the same answer. A copy
+		// it already runs (of an earlier spec) is left as it is.
+		return nil
+	}
 	var clusterLabels map[string]string
 	if mc := s.memberClusters[name]; mc != nil {
 		clusterLabels = mc.Labels
@@ -102,19 +107,30 @@ func (r *Reconciler) propagateTo(ctx context.Context, s *scope, name string) err
 	}
 	if member == nil {
 		if nsErr := ensureNamespace(ctx, cl, s.hub.Namespace); nsErr != nil {
-			s.applyErrs[name] = fmt.Errorf("cluster %s: %w", name, nsErr)
-			return s.applyErrs[name]
+			return r.applyFailed(s, name, nsErr)
 		}
 	}
 	got, err := applyCopy(ctx, cl, desired)
 	if err != nil {
-		s.applyErrs[name] = fmt.Errorf("cluster %s: %w", name, err)
-		return s.applyErrs[name]
+		return r.applyFailed(s, name, err)
 	}
 	s.copies[name] = got
 	r.recorder.Eventf(s.hub, memberRef(name), corev1.EventTypeNormal, "Propagated", "Propagate",
 		"applied RayService %s to cluster %s", s.key, name)
 	return nil
+}
+
+// applyFailed records why a copy could not be written to cluster name: a refusal by the
+// member (recorded, not retried until it is due) or an error retried on the next reconcile.
+func (r *Reconciler) applyFailed(s *scope, name string, err error) error {
+	if ref, ok := propagation.RefusalOf(err); ok {
+		delete(s.applied, name)
+		r.recordRefusal(s, name, ref)
+		s.newRefusal = true
+		return nil
+	}
+	s.applyErrs[name] = fmt.Errorf("cluster %s: %w", name, err)
+	return s.applyErrs[name]
 }
 
 // readCopy returns the member's client and its copy of the RayService, nil when it has none.
@@ -133,11 +149,15 @@ func (r *Reconciler) readCopy(ctx context.Context, s *scope, name string) (clien
 	return cl, &member, nil
 }
 
-// ensureNamespace creates the namespace on the member if it is missing.
+// ensureNamespace creates the namespace on the member if it is missing. A namespace being
+// deleted there is a refusal: nothing can be created in it until it is gone.
 func ensureNamespace(ctx context.Context, cl client.Client, name string) error {
 	var ns corev1.Namespace
 	err := cl.Get(ctx, client.ObjectKey{Name: name}, &ns)
 	if err == nil {
+		if !ns.DeletionTimestamp.IsZero() {
+			return propagation.NamespaceTerminating(name)
+		}
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/validation"
@@ -173,6 +174,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // requeueAfter is the periodic resync, or sooner when a tolerated member's time runs out, so
 // the RayService fails over then and not up to a resync later.
 func (r *Reconciler) requeueAfter(s *scope) time.Duration {
+	if s.newRefusal {
+		// The member that refused is left out by the next plan; make it now, not a resync later.
+		return time.Millisecond
+	}
 	if s.wake.IsZero() {
 		return r.opts.Resync
 	}
@@ -214,5 +219,11 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*scope, e
 		s.placed = slices.Clone(s.binding.Spec.Clusters)
 		s.policyName = s.binding.Spec.PolicyName
 	}
+	hash, err := propagation.SpecHash(&hub.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("RayService %s: %w", s.key, err)
+	}
+	s.hash = hash
+	s.refusals = refusalsOf(s.binding, hash, r.clock.Now())
 	return s, nil
 }

@@ -38,10 +38,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		hubStatus.ServiceStatus = ""
 	}
 	noteShortfall(&hubStatus, s.placedCond)
+	had := meta.FindStatusCondition(s.hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused) != nil
+	if c, ok := refusedCondition(s, had); ok {
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&hubStatus.Conditions, c)
+	}
 
 	next := s.binding.Status.DeepCopy()
 	next.ObservedGeneration = s.binding.Generation
 	next.Clusters = clusters
+	next.Refusals = refusalList(s)
 	for _, c := range bindingConditions(s) {
 		c.ObservedGeneration = s.binding.Generation
 		c.LastTransitionTime = now
@@ -129,8 +135,12 @@ func propagatedCondition(s *scope) metav1.Condition {
 		c.Reason, c.Message = fleetv1alpha1.ReasonNotPlaced, "placed on no cluster; see the Placed condition"
 		return c
 	}
-	var failed, pending []string
+	var failed, refused, pending []string
 	for _, name := range s.placed {
+		if ref, ok := s.refusals[name]; ok {
+			refused = append(refused, fmt.Sprintf("%s refused it: %s", name, refusalText(ref)))
+			continue
+		}
 		if err := s.unreachable[name]; err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
 			continue
@@ -145,7 +155,9 @@ func propagatedCondition(s *scope) metav1.Condition {
 	}
 	switch {
 	case len(failed) > 0:
-		c.Reason, c.Message = fleetv1alpha1.ReasonApplyFailed, strings.Join(failed, "; ")
+		c.Reason, c.Message = fleetv1alpha1.ReasonApplyFailed, strings.Join(slices.Concat(failed, refused), "; ")
+	case len(refused) > 0:
+		c.Reason, c.Message = fleetv1alpha1.ReasonRefusedByMember, strings.Join(refused, "; ")
 	case len(pending) > 0:
 		c.Reason, c.Message = fleetv1alpha1.ReasonApplyPending, "not yet applied on "+strings.Join(pending, ", ")
 	default:
