@@ -25,11 +25,11 @@ func TestRefusalOf(t *testing.T) {
 	guard := apierrors.NewForbidden(rs, "svc", errors.New(`ValidatingAdmissionPolicy 'rayfleet-hub-policy' with binding `+
 		`'rayfleet-hub-policy' denied request: hubPolicy/privileged: container "ray-head" in headGroupSpec asks for privileged`))
 	tests := []struct {
-		name      string
-		err       error
-		wantRule  string
-		wantMsg   string
-		short     bool
+		name     string
+		err      error
+		wantRule string
+		wantMsg  string
+		short    bool
 	}{
 		{name: "the member's hub policy guard", err: fmt.Errorf("cluster eu: %w", guard),
 			wantRule: "hubPolicy/privileged", wantMsg: `container "ray-head" in headGroupSpec asks for privileged`},
