@@ -43,7 +43,7 @@ func TestHubPolicyIsGenerated(t *testing.T) {
 		},
 		{
 			name: "tightened", wantName: "rayfleet-spoke-hub-guard",
-			set:  []string{`json:hubPolicy.allowedServiceAccounts=[]`, `json:hubPolicy.allowedCapabilities=[]`, "hubPolicy.minPodSecurityLevel=restricted"},
+			set: []string{`json:hubPolicy.allowedServiceAccounts=[]`, `json:hubPolicy.allowedCapabilities=[]`, "hubPolicy.minPodSecurityLevel=restricted"},
 			edit: func(c *hubpolicy.Config) {
 				c.AllowedServiceAccounts, c.AllowedCapabilities = []string{}, []string{}
 				c.MinPodSecurityLevel = hubpolicy.LevelRestricted

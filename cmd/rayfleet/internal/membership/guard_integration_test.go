@@ -41,8 +41,8 @@ func TestJoinGuardsTheHubIdentity(t *testing.T) {
 	}
 	for _, want := range objs {
 		got := want.DeepCopyObject().(client.Object)
-		if err := member.Client.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
-			t.Fatalf("after join: %v", err)
+		if getErr := member.Client.Get(ctx, client.ObjectKeyFromObject(want), got); getErr != nil {
+			t.Fatalf("after join: %v", getErr)
 		}
 		if got.GetLabels()[ManagedByLabel] != ManagedByValue || len(got.GetManagedFields()) != 1 || got.GetManagedFields()[0].Manager != FieldManager {
 			t.Errorf("%s: labels %v, managed fields %v; want join's", got.GetName(), got.GetLabels(), got.GetManagedFields())
@@ -56,7 +56,7 @@ func TestJoinGuardsTheHubIdentity(t *testing.T) {
 	}
 
 	// The hub's token, impersonated: refused a privileged RayService with the guard's rule.
-	if err := member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
+	if err = member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
 		t.Fatal(err)
 	}
 	hubOnMember := impersonate(t, envs[1], namespace)
@@ -67,7 +67,7 @@ func TestJoinGuardsTheHubIdentity(t *testing.T) {
 		rule, _, _ := hubpolicy.ParseDenial(hubOnMember.Create(ctx, rs.DeepCopy(), client.DryRunAll))
 		return rule
 	}).WithTimeout(waitTimeout).Should(gomega.Equal(hubpolicy.RulePrivileged))
-	if err := member.Client.Create(ctx, rs.DeepCopy(), client.DryRunAll); err != nil {
+	if err = member.Client.Create(ctx, rs.DeepCopy(), client.DryRunAll); err != nil {
 		t.Errorf("the admin's privileged RayService: %v, want it allowed", err)
 	}
 
@@ -94,7 +94,7 @@ func TestJoinLeavesAForeignGuard(t *testing.T) {
 	}
 	helmPolicy := objs.Policies[0]
 	helmPolicy.Labels = map[string]string{ManagedByLabel: "Helm"}
-	if err := member.Client.Create(ctx, helmPolicy); err != nil {
+	if err = member.Client.Create(ctx, helmPolicy); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Join(ctx, hub, member, JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", TokenTimeout: time.Second})
