@@ -3,7 +3,7 @@
 // leader election, client-side rate limits, the worker count, the watched namespaces and zap
 // logging, and the /healthz and /readyz checks. Both binaries take these flags under the same
 // names with the same defaults, which the Helm charts rely on. It imports no other package of
-// the repository.
+// the repository but shared/logcap.
 package manageropts
 
 import (
@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/rayfleet/rayfleet/shared/logcap"
 )
 
 // Defaults of the shared flags. KubeRay's operator uses 100 QPS and a burst of 200, the floor.
@@ -122,9 +124,10 @@ func (o *Options) Namespaces() ([]string, error) {
 
 // SetupLogging makes the logger the --zap-* flags describe (JSON unless --zap-devel) the logger
 // of controller-runtime and of client-go, whose own logs (leader election, reflectors) then come
-// out in the same format.
+// out in the same format. Its verbosity is capped (logcap): above V(7) client-go would log the
+// bodies of API calls, Secrets included.
 func (o *Options) SetupLogging() {
-	logger := zap.New(zap.UseFlagOptions(&o.Zap))
+	logger := logcap.Logger(zap.New(zap.UseFlagOptions(&o.Zap)))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 }
