@@ -3,6 +3,8 @@ package validation
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,10 +21,27 @@ import (
 // tables, where they run once.
 const maxSeedBytes = 64 << 10
 
-// FuzzRayServiceSpec decodes arbitrary JSON as a RayService and validates it as the hub and the
-// spoke do. Whatever the input: no panic, the same answer twice, the RayService unchanged, an
-// answer within hostileDeadline, an error that is an InvalidRayServiceError and never echoes a
-// large serveConfigV2; and a RayService that passes is within every limit.
+// Bits of FuzzRayServiceSpec's apply argument: which of its plain arguments replace what the
+// JSON (or the valid default RayService) says.
+const (
+	applyName uint8 = 1 << iota
+	applyServeConfig
+	applyCounts
+	applyGroupCount
+)
+
+// maxFuzzGroups bounds the worker groups a fuzz input may ask for: past MaxWorkerGroups, and
+// small enough that copying and comparing the groups does not slow every execution down (the
+// unit tables try 10,000).
+const maxFuzzGroups = 4 * MaxWorkerGroups
+
+// FuzzRayServiceSpec validates arbitrary RayServices as the hub and the spoke do. The input is
+// JSON decoded as a RayService (the valid default RayService when it does not decode), whose
+// name, serveConfigV2, first worker group's counts and number of worker groups the plain
+// arguments may replace (apply's bits say which), so that the fuzzer reaches the limits without
+// having to write JSON. Whatever the input: no panic, the same answer twice, the RayService
+// unchanged, an answer within hostileDeadline, an error that is an InvalidRayServiceError and
+// never echoes a large serveConfigV2; and a RayService that passes is within every limit.
 func FuzzRayServiceSpec(f *testing.F) {
 	seeds := []*rayv1.RayService{rayService()}
 	for _, tt := range hostileCases() {
@@ -39,35 +58,71 @@ func FuzzRayServiceSpec(f *testing.F) {
 			f.Fatal(err)
 		}
 		if len(data) <= maxSeedBytes {
-			f.Add(data)
+			f.Add(data, "", "", int32(0), int32(0), int32(0), int32(0), uint16(0), uint8(0))
 		}
 	}
-	f.Add([]byte(`{"metadata":{"name":"a"},"spec":{"rayClusterConfig":{"workerGroupSpecs":[{"numOfHosts":-1}]}}}`))
-	f.Add([]byte(`{"spec":{"serveConfigV2":"a: &a [*a]"}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var rs rayv1.RayService
-		if json.Unmarshal(data, &rs) != nil {
-			return
-		}
+	f.Add([]byte(`{"metadata":{"name":"a"},"spec":{"rayClusterConfig":{"workerGroupSpecs":[{"numOfHosts":-1}]}}}`),
+		"", "", int32(0), int32(0), int32(0), int32(0), uint16(0), uint8(0))
+	all := applyName | applyServeConfig | applyCounts | applyGroupCount
+	f.Add([]byte(nil), "svc", sampleServeConfig, int32(1), int32(0), int32(3), int32(1), uint16(1), all)
+	f.Add([]byte(nil), strings.Repeat("a", 48), laughs(9, 10), int32(math.MaxInt32), int32(0), int32(math.MaxInt32), int32(2),
+		uint16(MaxWorkerGroups+1), all)
+	f.Add([]byte(nil), "Svc", "a: &a [*a]", int32(-1), int32(-1), int32(-1), int32(-1), uint16(MaxWorkerGroups), all)
+	f.Add([]byte(nil), "", "", int32(50_000), int32(50_000), int32(50_000), int32(3), uint16(1), applyCounts)
+	f.Fuzz(func(t *testing.T, data []byte, name, config string, replicas, minReplicas, maxReplicas, hosts int32,
+		groups uint16, apply uint8,
+	) {
+		rs := fuzzRayService(data, name, config, [4]int32{replicas, minReplicas, maxReplicas, hosts}, groups, apply)
 		before := rs.DeepCopy()
 		start := time.Now()
-		err := validateRayService(&rs)
+		err := validateRayService(rs)
 		if took := time.Since(start); took > hostileDeadline {
 			t.Fatalf("validation took %v", took)
 		}
-		if !reflect.DeepEqual(before, &rs) {
+		if !reflect.DeepEqual(before, rs) {
 			t.Fatal("validation changed the RayService")
 		}
-		again := validateRayService(&rs)
+		again := validateRayService(rs)
 		if (err == nil) != (again == nil) || (err != nil && err.Error() != again.Error()) {
 			t.Fatalf("validation is not deterministic: %v, then %v", err, again)
 		}
 		if err != nil {
-			checkRefusal(t, &rs, err)
+			checkRefusal(t, rs, err)
 			return
 		}
-		checkWithinLimits(t, &rs)
+		checkWithinLimits(t, rs)
 	})
+}
+
+// fuzzRayService builds FuzzRayServiceSpec's RayService: data decoded (the valid default when it
+// does not decode), then the plain arguments apply selects. counts are replicas, minReplicas,
+// maxReplicas and numOfHosts of the first worker group.
+func fuzzRayService(data []byte, name, config string, counts [4]int32, groups uint16, apply uint8) *rayv1.RayService {
+	rs := &rayv1.RayService{}
+	if json.Unmarshal(data, rs) != nil {
+		rs = rayService()
+	}
+	if apply&applyName != 0 {
+		rs.Name = name
+	}
+	if apply&applyServeConfig != 0 {
+		rs.Spec.ServeConfigV2 = config
+	}
+	spec := &rs.Spec.RayClusterSpec
+	if apply&applyGroupCount != 0 && len(spec.WorkerGroupSpecs) > 0 {
+		n := min(int(groups), maxFuzzGroups)
+		resized := make([]rayv1.WorkerGroupSpec, n)
+		for i := range resized {
+			resized[i] = *spec.WorkerGroupSpecs[i%len(spec.WorkerGroupSpecs)].DeepCopy()
+			resized[i].GroupName = fmt.Sprintf("g%d", i)
+		}
+		spec.WorkerGroupSpecs = resized
+	}
+	if apply&applyCounts != 0 && len(spec.WorkerGroupSpecs) > 0 {
+		g := &spec.WorkerGroupSpecs[0]
+		g.Replicas, g.MinReplicas, g.MaxReplicas, g.NumOfHosts = &counts[0], &counts[1], &counts[2], counts[3]
+	}
+	return rs
 }
 
 // validateRayService runs the hub's and the spoke's checks: metadata, then spec.
