@@ -60,6 +60,9 @@ func TestFleet(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "member m1 joined: the hub reaches "+memberRest.Host) {
 		t.Fatalf("join: code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	if !strings.Contains(stdout, "applied the hub identity and its guard") {
+		t.Errorf("join does not say it guarded the hub identity: %q", stdout)
+	}
 	if strings.Contains(stdout+stderr, fakeToken) {
 		t.Errorf("join printed the token: %q %q", stdout, stderr)
 	}
