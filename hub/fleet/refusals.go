@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 // refusalsOf returns the binding's refusals that still hold: for the spec hash the hub
@@ -101,7 +101,7 @@ func refusedCondition(s *scope, had bool) (metav1.Condition, bool) {
 		parts = append(parts, fmt.Sprintf("%s: %s", name, refusalText(s.refusals[name])))
 	}
 	c.Status, c.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonRefusedByMember
-	c.Message = "refused by " + strings.Join(parts, "; ")
+	c.Message = conditions.Join(fmt.Sprintf("refused by %d member(s)", len(parts)), parts...)
 	return c, true
 }
 

@@ -41,7 +41,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	had := meta.FindStatusCondition(s.hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused) != nil
 	if c, ok := refusedCondition(s, had); ok {
 		c.LastTransitionTime = now
-		meta.SetStatusCondition(&hubStatus.Conditions, c)
+		conditions.Set(&hubStatus.Conditions, c)
 	}
 
 	next := s.binding.Status.DeepCopy()

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 )
 
@@ -82,24 +83,20 @@ func RefusalOf(err error) (*Refusal, bool) {
 	}
 	if rule, denial, ok := hubpolicy.ParseDenial(err); ok {
 		rule = guardRulePrefix + rule
-		detail := strings.TrimPrefix(denial, rule+": ")
-		return &Refusal{Rule: rule, Message: shorten(detail), Retry: RefusalRetry}, true
+		msg = strings.TrimPrefix(denial, rule+": ")
+		return &Refusal{Rule: rule, Message: conditions.TruncateTo(msg, maxRefusalMessage), Retry: RefusalRetry}, true
 	}
+	r := &Refusal{Message: conditions.TruncateTo(msg, maxRefusalMessage), Retry: RefusalRetry}
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "because it is being terminated"):
-		return &Refusal{Rule: RuleNamespaceTerminating, Message: shorten(msg), Retry: TerminatingRetry}, true
+		r.Rule, r.Retry = RuleNamespaceTerminating, TerminatingRetry
 	case apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(msg, "request is too large"):
-		return &Refusal{Rule: RuleRequestTooLarge, Message: shorten(msg), Retry: RefusalRetry}, true
+		r.Rule = RuleRequestTooLarge
 	case apierrors.IsInvalid(err):
-		return &Refusal{Rule: RuleInvalid, Message: shorten(msg), Retry: RefusalRetry}, true
+		r.Rule = RuleInvalid
+	default:
+		return nil, false
 	}
-	return nil, false
+	return r, true
 }
 
-// shorten keeps the first maxRefusalMessage bytes of msg, on a rune boundary.
-func shorten(msg string) string {
-	if len(msg) <= maxRefusalMessage {
-		return msg
-	}
-	return strings.ToValidUTF8(msg[:maxRefusalMessage-len("…")], "") + "…"
-}

@@ -21,19 +21,23 @@ const MaxMessageLength = 32768
 // Truncate cuts msg to at most MaxMessageLength bytes. The cut moves back to the start of the
 // character the limit falls in, so a multi-byte character is dropped whole rather than left
 // half-written (the API server would store the torn bytes as U+FFFD).
-func Truncate(msg string) string {
-	if len(msg) <= MaxMessageLength {
+func Truncate(msg string) string { return TruncateTo(msg, MaxMessageLength) }
+
+// TruncateTo cuts msg to at most limit bytes as Truncate does, for fields with a smaller
+// limit than a condition message.
+func TruncateTo(msg string, limit int) string {
+	if len(msg) <= limit {
 		return msg
 	}
 	// msg[cut] is the first byte left out. A character spans at most utf8.UTFMax bytes, so its
 	// start is at most utf8.UTFMax-1 bytes back; in invalid UTF-8 there may be none, and the
 	// plain byte cut is as good as any.
-	cut := MaxMessageLength
-	for back := 0; back < utf8.UTFMax-1 && !utf8.RuneStart(msg[cut]); back++ {
+	cut := max(limit, 0)
+	for back := 0; back < utf8.UTFMax-1 && cut > 0 && !utf8.RuneStart(msg[cut]); back++ {
 		cut--
 	}
 	if !utf8.RuneStart(msg[cut]) {
-		cut = MaxMessageLength
+		cut = max(limit, 0)
 	}
 	return msg[:cut]
 }

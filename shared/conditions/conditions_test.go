@@ -291,3 +291,23 @@ func TestSummarizeLongMessageFits(t *testing.T) {
 		t.Errorf("message %q...%q does not open with the count and close with what was left out", got.Message[:40], tail(got.Message))
 	}
 }
+
+func TestTruncateTo(t *testing.T) {
+	tests := []struct {
+		msg   string
+		limit int
+		want  string
+	}{
+		{msg: "short", limit: 10, want: "short"},
+		{msg: "abcdef", limit: 4, want: "abcd"},
+		{msg: "abcé", limit: 4, want: "abc"}, // é is 2 bytes: dropped whole
+		{msg: "a😀", limit: 3, want: "a"},     // 4-byte character straddling the limit
+		{msg: "é", limit: 1, want: ""},
+		{msg: "abc", limit: 0, want: ""},
+	}
+	for _, tt := range tests {
+		if got := TruncateTo(tt.msg, tt.limit); got != tt.want {
+			t.Errorf("TruncateTo(%q, %d) = %q, want %q", tt.msg, tt.limit, got, tt.want)
+		}
+	}
+}
