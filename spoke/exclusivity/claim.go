@@ -159,7 +159,7 @@ func (c *Claimer) claim(ctx context.Context, now time.Time) error {
 	if apierrors.IsNotFound(err) {
 		lease = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		c.fill(&lease, now, now)
-		if err := c.opts.Client.Create(ctx, &lease); err != nil {
+		if err = c.opts.Client.Create(ctx, &lease); err != nil {
 			c.acquired = time.Time{}
 			return fmt.Errorf("creating the claim Lease %s: %w", key, err)
 		}

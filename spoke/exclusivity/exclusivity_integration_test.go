@@ -81,19 +81,19 @@ func startReconcilers(t *testing.T, e *envtest.Env, s *spoke) {
 	reg := prometheus.NewRegistry()
 	rc := raycluster.OptionsFromEnv(func(string) string { return "" })
 	rc.MetricsRegisterer, rc.Gate = reg, s.gate
-	if err := raycluster.NewReconciler(mgr, rc).SetupWithManager(mgr); err != nil {
+	if err = raycluster.NewReconciler(mgr, rc).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	rs := rayservice.OptionsFromEnv(func(string) string { return "" })
 	rs.MetricsRegisterer, rs.Gate = reg, s.gate
-	if err := rayservice.NewReconciler(mgr, rs).SetupWithManager(mgr); err != nil {
+	if err = rayservice.NewReconciler(mgr, rs).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := reporter.New(mgr, reporter.Options{Interval: 500 * time.Millisecond, Exclusivity: s.claimer.Problem})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mgr.Add(rep); err != nil {
+	if err = mgr.Add(rep); err != nil {
 		t.Fatal(err)
 	}
 	envtest.RunManager(t, mgr)
@@ -266,7 +266,12 @@ func TestSecondSpoke(t *testing.T) {
 	firstCtx, stopFirst := context.WithCancel(ctx)
 	firstDone := make(chan error, 1)
 	go func() { firstDone <- first.claimer.Start(firstCtx) }()
-	t.Cleanup(func() { stopFirst(); <-firstDone })
+	t.Cleanup(func() {
+		stopFirst()
+		if err := <-firstDone; err != nil {
+			t.Errorf("the first spoke's claimer: %v", err)
+		}
+	})
 	g.Eventually(func(g Gomega) {
 		_, ok := first.gate.Decision()
 		g.Expect(ok).To(BeTrue())
