@@ -131,16 +131,19 @@ test: tools ## Run the unit and integration tests (integration tests use the env
 # Go fuzzes one target per package run, so each target is its own `go test -fuzz`. The seeds are
 # the hostile inputs of the unit tests; a crasher is written to the package's testdata/fuzz and
 # stays there as a regression seed. FUZZTIME is per target: five targets at 10s keep CI's fuzz
-# step around a minute once the instrumented build is cached.
+# step around a minute once the instrumented build is cached. FUZZMINIMIZETIME bounds the
+# shrinking of each new interesting input: Go's default (60s) would spend a short run shrinking
+# its first find instead of fuzzing.
 FUZZTIME ?= 10s
+FUZZMINIMIZETIME ?= 100x
 
 .PHONY: fuzz
 fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the CLI's kubeconfig input, FUZZTIME (10s) each.
-	go test -run '^$$' -fuzz '^FuzzRayServiceSpec$$' -fuzztime $(FUZZTIME) ./shared/validation
-	go test -run '^$$' -fuzz '^FuzzConfigJSON$$' -fuzztime $(FUZZTIME) ./spoke/rayservice/serve
-	go test -run '^$$' -fuzz '^FuzzSpecHash$$' -fuzztime $(FUZZTIME) ./hub/propagation
-	go test -run '^$$' -fuzz '^FuzzMemberRayService$$' -fuzztime $(FUZZTIME) ./hub/propagation
-	go test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(FUZZTIME) ./cmd/rayfleet
+	go test -run '^$$' -fuzz '^FuzzRayServiceSpec$$' -fuzztime $(FUZZTIME) ./shared/validation -fuzzminimizetime $(FUZZMINIMIZETIME)
+	go test -run '^$$' -fuzz '^FuzzConfigJSON$$' -fuzztime $(FUZZTIME) ./spoke/rayservice/serve -fuzzminimizetime $(FUZZMINIMIZETIME)
+	go test -run '^$$' -fuzz '^FuzzSpecHash$$' -fuzztime $(FUZZTIME) ./hub/propagation -fuzzminimizetime $(FUZZMINIMIZETIME)
+	go test -run '^$$' -fuzz '^FuzzMemberRayService$$' -fuzztime $(FUZZTIME) ./hub/propagation -fuzzminimizetime $(FUZZMINIMIZETIME)
+	go test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(FUZZTIME) ./cmd/rayfleet -fuzzminimizetime $(FUZZMINIMIZETIME)
 
 .PHONY: e2e
 # -p 1: each e2e package starts its own control planes (one member; a hub and two members), and

@@ -16,10 +16,11 @@ import (
 	"github.com/rayfleet/rayfleet/shared/demand"
 )
 
-// maxSeedBytes keeps the seed corpus small: the fuzzer copies and mutates whole inputs, so the
-// cases that are hostile by their size alone (a 1 MiB config, 10,000 groups) stay in the unit
-// tables, where they run once.
-const maxSeedBytes = 64 << 10
+// maxSeedBytes keeps the seed corpus small: the fuzzer copies, mutates and minimizes whole
+// inputs, byte by byte, so the cases that are large by design (a 1 MiB config, 100 or 10,000
+// groups) stay in the unit tables, and the fuzzer reaches the group limit through the plain
+// arguments instead.
+const maxSeedBytes = 16 << 10
 
 // Bits of FuzzRayServiceSpec's apply argument: which of its plain arguments replace what the
 // JSON (or the valid default RayService) says.

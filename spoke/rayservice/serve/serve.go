@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"sigs.k8s.io/yaml"
@@ -54,6 +55,9 @@ func declaresApplications(serveConfigV2 string) bool {
 	if err := checkSize(serveConfigV2); err != nil {
 		return true
 	}
+	if blank(serveConfigV2) {
+		return false
+	}
 	var cfg struct {
 		Applications []any `json:"applications"`
 	}
@@ -73,12 +77,20 @@ func checkSize(serveConfigV2 string) error {
 	return nil
 }
 
+// blank reports whether a config holds only white space, which validation takes for no config
+// at all; the YAML parser would refuse one with a tab in it.
+func blank(serveConfigV2 string) bool { return strings.TrimSpace(serveConfigV2) == "" }
+
 // ConfigJSON turns serveConfigV2 (YAML) into the JSON body of a submission, with
 // target_capacity set when targetCapacity is not nil. A config over
-// validation.MaxServeConfigV2Bytes is an error, and is not parsed.
+// validation.MaxServeConfigV2Bytes is an error, and is not parsed; a blank one is an empty
+// config, as validation has it.
 func ConfigJSON(serveConfigV2 string, targetCapacity *int32) ([]byte, error) {
 	if err := checkSize(serveConfigV2); err != nil {
 		return nil, err
+	}
+	if blank(serveConfigV2) {
+		serveConfigV2 = ""
 	}
 	js, err := yaml.YAMLToJSON([]byte(serveConfigV2))
 	if err != nil {

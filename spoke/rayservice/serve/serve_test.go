@@ -34,6 +34,7 @@ func TestNeedsSubmit(t *testing.T) {
 		{"a config without applications is not resubmitted", Submitted{Config: "applications: []"}, true, "applications: []", 0, false},
 		{"an empty config is not resubmitted", Submitted{}, true, "", 0, false},
 		{"an empty config is submitted once", Submitted{}, false, "", 0, true},
+		{"a blank config declares no application", Submitted{Config: "\t\n"}, true, "\t\n", 0, false},
 		{"an oversized config is not parsed and counts as declaring applications", Submitted{Config: oversized}, true, oversized, 0, true},
 	}
 	for _, tt := range tests {
@@ -61,6 +62,8 @@ func TestConfigJSON(t *testing.T) {
 		{"numbers kept exactly", "http_options:\n  port: 8000\n  request_timeout_s: 9007199254740993\n", nil,
 			`{"http_options":{"port":8000,"request_timeout_s":9007199254740993}}`, ""},
 		{"empty config", "", ptr.To[int32](100), `{"target_capacity":100}`, ""},
+		// Found by FuzzConfigJSON: validation takes blanks for no config, the YAML parser refuses a tab.
+		{"only blanks, a tab among them", " \t\n", nil, `{}`, ""},
 		{"malformed YAML", "applications: [", nil, "", "parse serveConfigV2"},
 		{"not a mapping", "- a\n- b\n", nil, "", "not a YAML mapping"},
 		{"over the size limit, not parsed", "applications: [" + strings.Repeat("x", validation.MaxServeConfigV2Bytes), nil, "",
