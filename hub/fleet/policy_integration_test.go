@@ -140,7 +140,6 @@ func (h *fleetHarness) expectPolicyRejected(t *testing.T, name, policy string, c
 // which policy and why, and nothing is placed, applied or deleted on any member.
 func TestFleetRejectsBrokenPolicy(t *testing.T) {
 	h := startFleet(t)
-	g := NewWithT(t)
 	ctx := context.Background()
 
 	t.Run("a new RayService is not placed", func(t *testing.T) {
@@ -178,5 +177,5 @@ func TestFleetRejectsBrokenPolicy(t *testing.T) {
 		g.Expect(after).NotTo(BeNil())
 		g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion))
 	})
-	g.Expect(h.writes.naming("fresh")).To(BeEmpty())
+	NewWithT(t).Expect(h.writes.naming("fresh")).To(BeEmpty())
 }

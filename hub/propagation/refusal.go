@@ -99,4 +99,3 @@ func RefusalOf(err error) (*Refusal, bool) {
 	}
 	return r, true
 }
-
