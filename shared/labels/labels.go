@@ -126,6 +126,23 @@ const (
 	SpecHash = FleetKeyPrefix + "spec-hash"
 	// MemberCleanupFinalizer holds a hub RayService until the hub has deleted its member copies.
 	MemberCleanupFinalizer = FleetKeyPrefix + "member-cleanup"
+	// Revision is the annotation on a member RayService naming the ControllerRevision of the
+	// hub RayService the hub applied there.
+	Revision = FleetKeyPrefix + "revision"
+	// RunningClusterHash is the annotation the spoke keeps on a member RayService the hub made:
+	// rayspec.ClusterSpecHash of the spec its active RayCluster was built from. With
+	// RunningServeConfigHash it tells the hub what the member really runs, not only what it was
+	// asked to run.
+	RunningClusterHash = FleetKeyPrefix + "running-cluster-hash"
+	// RunningServeConfigHash is the annotation the spoke keeps on a member RayService the hub
+	// made: rayspec.ServeConfigHash of the serveConfigV2 last applied to its active RayCluster.
+	RunningServeConfigHash = FleetKeyPrefix + "running-serve-config-hash"
+	// Paused is the annotation on a hub RayService that halts its rollout between clusters
+	// ("true"); nothing in flight is undone.
+	Paused = FleetKeyPrefix + "paused"
+	// ApprovedStage is the annotation on a RayServiceBinding approving one stage of one
+	// rollout, "<revision>/<stage>", written by `rayfleet rollout approve`.
+	ApprovedStage = FleetKeyPrefix + "approved-stage"
 )
 
 // Values of the fleet API.

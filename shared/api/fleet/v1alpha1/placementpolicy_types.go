@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // DefaultPlacementPolicyName is the policy a namespace's RayServices use when they name none.
@@ -15,12 +16,11 @@ const DefaultPlacementPolicyName = "default"
 const (
 	// DefaultClusters is how many clusters a RayService runs on.
 	DefaultClusters int32 = 1
-	// DefaultMaxUnavailableClusters is how many clusters a Rolling rollout updates at once. It
-	// is not a CRD default because it does not apply to BlueGreen.
+	// DefaultMaxUnavailableClusters is how many clusters a Rolling rollout updates at once.
 	DefaultMaxUnavailableClusters int32 = 1
-	// DefaultSoakSeconds is how long an updated cluster must stay Ready before the next wave.
+	// DefaultSoakSeconds is how long an updated cluster must stay done before the next ones.
 	DefaultSoakSeconds int32 = 60
-	// DefaultProgressDeadlineSeconds is how long one wave may take before the rollout stalls.
+	// DefaultProgressDeadlineSeconds is how long one cluster may take before the rollout stalls.
 	DefaultProgressDeadlineSeconds int32 = 600
 	// DefaultFailoverTolerationSeconds is how long a member may be not Ready before its
 	// RayServices are moved; long enough to ride out an API server restart.
@@ -28,15 +28,23 @@ const (
 )
 
 // RolloutType is how a spec change reaches the placed clusters.
-// +kubebuilder:validation:Enum=Rolling;BlueGreen
+// +kubebuilder:validation:Enum=Rolling;None
 type RolloutType string
 
 const (
-	// RolloutRolling updates the placed clusters in waves of maxUnavailableClusters.
+	// RolloutRolling updates the placed clusters stage by stage, a few at a time, each one only
+	// after the ones before it are done (Ready, every Serve application RUNNING, for soakSeconds).
 	RolloutRolling RolloutType = "Rolling"
-	// RolloutBlueGreen brings the new spec up on a fresh set of clusters, then shifts traffic.
-	RolloutBlueGreen RolloutType = "BlueGreen"
+	// RolloutNone applies a change to every placed cluster at once.
+	RolloutNone RolloutType = "None"
 )
+
+// DefaultRevisionHistoryLimit is how many ControllerRevisions of a RayService are kept.
+const DefaultRevisionHistoryLimit int32 = 10
+
+// ImplicitStageName names the last stage of a Rolling rollout, made of the clusters no stage
+// selects (all of them when there are no stages).
+const ImplicitStageName = "rest"
 
 // PlacementPolicySpec says where a RayService runs and how changes and failures are handled.
 // ClusterSelector, ClusterNames and Tolerations all restrict the candidates: a cluster must
@@ -110,35 +118,93 @@ type ClusterOverride struct {
 }
 
 // RolloutStrategy is how a spec change reaches the placed clusters.
-// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailableClusters) || !has(self.type) || self.type == 'Rolling'",message="maxUnavailableClusters applies to Rolling rollouts only"
 // +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.soakSeconds) || self.progressDeadlineSeconds > self.soakSeconds",message="progressDeadlineSeconds must be greater than soakSeconds"
 type RolloutStrategy struct {
-	// Type is Rolling or BlueGreen.
+	// Type is Rolling (stage by stage) or None (every cluster at once).
 	// +optional
 	// +kubebuilder:default=Rolling
 	Type RolloutType `json:"type,omitempty"`
 
-	// MaxUnavailableClusters is how many clusters a Rolling rollout updates at once
-	// (DefaultMaxUnavailableClusters when absent).
+	// MaxUnavailableClusters is how many clusters of a stage are updated at once: a number, or
+	// a percentage of the placed clusters (rounded down, at least 1). Clusters that are not
+	// Ready count against it. Default 1.
 	// +optional
-	// +kubebuilder:validation:Minimum=1
-	MaxUnavailableClusters *int32 `json:"maxUnavailableClusters,omitempty"`
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxUnavailableClusters must be at least 1 or a percentage from 1% to 100%"
+	MaxUnavailableClusters *intstr.IntOrString `json:"maxUnavailableClusters,omitempty"`
 
-	// SoakSeconds is how long an updated cluster must stay Ready before it counts as done.
+	// SoakSeconds is how long an updated cluster must stay done (Ready, every Serve application
+	// RUNNING, on the new spec) before the next clusters start.
 	// +optional
 	// +kubebuilder:default=60
 	// +kubebuilder:validation:Minimum=0
 	SoakSeconds *int32 `json:"soakSeconds,omitempty"`
 
-	// ProgressDeadlineSeconds is how long a wave may take before the rollout is reported stalled.
+	// ProgressDeadlineSeconds is how long one cluster may take to be done (soak not counted)
+	// before the rollout stalls. Time paused or awaiting approval does not count.
 	// +optional
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
-	// AutoRollback returns the clusters to the last good spec when the rollout stalls.
+	// AutoRollback returns the clusters already updated to the last good revision when the
+	// rollout stalls, and marks the revision failed: it is not tried again until the RayService
+	// spec or the policy's overrides change.
 	// +optional
 	AutoRollback bool `json:"autoRollback,omitempty"`
+
+	// Stages are updated in order; the clusters no stage selects form a last stage named
+	// "rest". Without stages all clusters are one stage.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Stages []RolloutStage `json:"stages,omitempty"`
+
+	// SortingLabelKey orders the clusters within a stage by this MemberCluster label's value
+	// (then by name); without it, the clusters with the fewest serve endpoints go first.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	SortingLabelKey string `json:"sortingLabelKey,omitempty"`
+
+	// RevisionHistoryLimit is how many ControllerRevisions of each RayService are kept; the
+	// target, the last good revision and any revision a member still runs are never removed.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+}
+
+// RolloutStage is a group of clusters updated together in a Rolling rollout.
+type RolloutStage struct {
+	// Name identifies the stage in the status and in approvals.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// ClusterSelector picks the stage's clusters among the placed ones; the first stage that
+	// selects a cluster owns it. An empty selector selects every cluster not yet owned.
+	// +required
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector"`
+
+	// MaxConcurrency is how many of the stage's clusters are updated at once (a number or a
+	// percentage of the stage's clusters); default the rollout's maxUnavailableClusters.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxConcurrency must be at least 1 or a percentage from 1% to 100%"
+	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
+
+	// SoakSeconds overrides the rollout's soakSeconds for this stage's clusters.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SoakSeconds *int32 `json:"soakSeconds,omitempty"`
+
+	// Approval makes the stage wait, before it starts, for `rayfleet rollout approve`, which
+	// names the revision and the stage.
+	// +optional
+	Approval bool `json:"approval,omitempty"`
 }
 
 // FailoverPolicy is when and how a RayService leaves a member that stays not Ready.

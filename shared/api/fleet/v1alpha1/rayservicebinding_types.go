@@ -61,6 +61,125 @@ type RayServiceBindingStatus struct {
 	// +listMapKey=cluster
 	// +kubebuilder:validation:MaxItems=100
 	Refusals []ClusterRefusal `json:"refusals,omitempty"`
+
+	// Rollout is the progress of the RayService's revisions across its clusters.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// RolloutPhase is where a fleet rollout stands.
+// +kubebuilder:validation:Enum=Progressing;Paused;AwaitingApproval;Stalled;RollingBack;Complete
+type RolloutPhase string
+
+// Phases of a fleet rollout.
+const (
+	// RolloutProgressing: clusters are being updated to the target revision.
+	RolloutProgressing RolloutPhase = "Progressing"
+	// RolloutPaused: the hub RayService is annotated paused; no cluster starts.
+	RolloutPaused RolloutPhase = "Paused"
+	// RolloutAwaitingApproval: the next stage waits for `rayfleet rollout approve`.
+	RolloutAwaitingApproval RolloutPhase = "AwaitingApproval"
+	// RolloutStalled: a cluster was not done within progressDeadlineSeconds.
+	RolloutStalled RolloutPhase = "Stalled"
+	// RolloutRollingBack: the updated clusters return to the last good revision.
+	RolloutRollingBack RolloutPhase = "RollingBack"
+	// RolloutComplete: every placed cluster is done on the target revision (or, after a
+	// rollback, on the last good one).
+	RolloutComplete RolloutPhase = "Complete"
+)
+
+// ClusterRolloutPhase is where one cluster stands in a rollout.
+// +kubebuilder:validation:Enum=Pending;Updating;Soaking;Done;Failed
+type ClusterRolloutPhase string
+
+// Phases of one cluster in a rollout.
+const (
+	// ClusterPending: not started on the target revision yet.
+	ClusterPending ClusterRolloutPhase = "Pending"
+	// ClusterUpdating: the revision is applied; the member is not done with it yet.
+	ClusterUpdating ClusterRolloutPhase = "Updating"
+	// ClusterSoaking: done, and being watched for soakSeconds.
+	ClusterSoaking ClusterRolloutPhase = "Soaking"
+	// ClusterDone: done for soakSeconds on the target revision.
+	ClusterDone ClusterRolloutPhase = "Done"
+	// ClusterFailed: not done within progressDeadlineSeconds.
+	ClusterFailed ClusterRolloutPhase = "Failed"
+)
+
+// RolloutStatus is the progress of a RayService's revisions across its clusters.
+type RolloutStatus struct {
+	// TargetRevision is the ControllerRevision the clusters are being moved to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	TargetRevision string `json:"targetRevision,omitempty"`
+
+	// GoodRevision is the last revision every placed cluster was done on; new clusters get it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	GoodRevision string `json:"goodRevision,omitempty"`
+
+	// FailedRevision is the last revision that stalled and was rolled back; it is not tried
+	// again until the RayService spec or the policy's overrides change.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	FailedRevision string `json:"failedRevision,omitempty"`
+
+	// Phase is where the rollout stands.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// Stage is the name of the stage being updated (or waiting for approval).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Stage string `json:"stage,omitempty"`
+
+	// Stages are the stages started so far for the target revision, in order.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=17
+	Stages []StageStatus `json:"stages,omitempty"`
+
+	// StartTime is when the rollout to the target revision started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when it completed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Updated is "n/m": how many of the m placed clusters are done on the target revision.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Updated string `json:"updated,omitempty"`
+
+	// Message says what the rollout waits for, in words.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message,omitempty"`
+}
+
+// StageStatus is one started stage of a rollout.
+type StageStatus struct {
+	// Name of the stage.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Clusters are the stage's clusters in the order they are updated, recorded when the stage
+	// started.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Clusters []string `json:"clusters,omitempty"`
+
+	// StartTime is when the stage started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// Approved is whether the stage started on an approval.
+	// +optional
+	Approved bool `json:"approved,omitempty"`
 }
 
 // ClusterRefusal is one member's refusal of the hub's copy of a RayService.
@@ -142,6 +261,20 @@ type ClusterStatus struct {
 	// LastSeenTime is when the hub last read the member RayService.
 	// +optional
 	LastSeenTime *metav1.Time `json:"lastSeenTime,omitempty"`
+
+	// Revision is the ControllerRevision the member's copy carries.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Revision string `json:"revision,omitempty"`
+
+	// RolloutPhase is where the cluster stands in the rollout to the target revision.
+	// +optional
+	RolloutPhase ClusterRolloutPhase `json:"rolloutPhase,omitempty"`
+
+	// PhaseTime is when the cluster entered its rollout phase: the start of an update (for the
+	// progress deadline) or of the soak.
+	// +optional
+	PhaseTime *metav1.Time `json:"phaseTime,omitempty"`
 }
 
 // RayServiceBinding records where the hub RayService of the same name and namespace runs and
@@ -153,6 +286,9 @@ type ClusterStatus struct {
 // +kubebuilder:printcolumn:name="Placed",type=string,JSONPath=`.status.conditions[?(@.type=="Placed")].status`
 // +kubebuilder:printcolumn:name="Propagated",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.rollout.targetRevision`
+// +kubebuilder:printcolumn:name="Updated",type=string,JSONPath=`.status.rollout.updated`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.rollout.phase`
 // +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.policyName`,priority=1
 // +kubebuilder:printcolumn:name="Spec Hash",type=string,JSONPath=`.spec.specHash`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
