@@ -1,5 +1,6 @@
 // Package rayspec answers the questions about a RayCluster spec that validation, pod building
-// and both reconcilers ask: is autoscaling on, is GCS fault tolerance on, which auth mode.
+// and both reconcilers ask: is autoscaling on, is GCS fault tolerance on, which auth mode; and
+// the hashes the hub and the spoke compare to tell which cluster spec and Serve config run.
 // Of the repository it imports only shared/labels; like all of shared/, never hub/, spoke/ or
 // cmd/.
 package rayspec

@@ -43,7 +43,7 @@ func RayClusterName(rs *rayv1.RayService, random func(n int) string) string {
 // counts of a serving cluster, so here only a cluster other than the active one loses them.
 func RayClusterForRayService(rs *rayv1.RayService, name string, opts Options) (*rayv1.RayCluster, error) {
 	opts = opts.withDefaults()
-	hash, err := HashWithoutReplicas(&rs.Spec.RayClusterSpec)
+	hash, err := rayspec.ClusterSpecHash(&rs.Spec.RayClusterSpec)
 	if err != nil {
 		return nil, fmt.Errorf("build RayCluster %s for RayService %s/%s: %w", name, rs.Namespace, rs.Name, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 func TestRayClusterName(t *testing.T) {
@@ -53,7 +54,7 @@ func TestRayClusterForRayService(t *testing.T) {
 		rs.Labels = map[string]string{"team": "a", labels.OriginatedFromCRD: "spoofed"}
 		rs.Annotations = map[string]string{"note": "x", labels.KubeRayVersion: "v0.0.1"}
 	})
-	hash, err := HashWithoutReplicas(&base.Spec.RayClusterSpec)
+	hash, err := rayspec.ClusterSpecHash(&base.Spec.RayClusterSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestRayClusterForRayServiceReplicas(t *testing.T) {
 			if tt.rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas == nil {
 				t.Error("the RayService's replicas were cleared")
 			}
-			hash, _ := HashWithoutReplicas(&tt.rs.Spec.RayClusterSpec)
+			hash, _ := rayspec.ClusterSpecHash(&tt.rs.Spec.RayClusterSpec)
 			if rc.Annotations[labels.HashWithoutReplicas] != hash {
 				t.Error("the hash is not the RayService spec's")
 			}

@@ -4,8 +4,7 @@
 // and target_capacity move between the active and the pending cluster, when the pending one is
 // promoted and when an upgrade is rolled back. Nothing here calls the API server or reads a
 // clock; the reconciler executes what these functions decide.
-// Of the repository it imports shared/ and spoke/builder (the hash of a cluster's spec): no
-// client, never hub/ or the reconciler.
+// Of the repository it imports only shared/: no client, never hub/ or the reconciler.
 package upgrade
 
 import (
@@ -18,7 +17,6 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
-	"github.com/rayfleet/rayfleet/spoke/builder"
 )
 
 // Role says which of a RayService's two clusters a decision is about.
@@ -63,7 +61,7 @@ func RollbackInProgress(st *rayv1.RayServiceStatuses) bool {
 // SpecMatches reports whether rc was built from spec, replicas and the other fields a running
 // cluster may change by itself (autoscaler, Kueue) aside.
 func SpecMatches(spec *rayv1.RayClusterSpec, rc *rayv1.RayCluster) bool {
-	goal, err := builder.HashWithoutReplicas(spec)
+	goal, err := rayspec.ClusterSpecHash(spec)
 	return err == nil && goal == rc.Annotations[labels.HashWithoutReplicas]
 }
 
