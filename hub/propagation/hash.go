@@ -18,9 +18,16 @@ func SpecHash(spec *rayv1.RayServiceSpec) (string, error) {
 	if spec == nil {
 		return "", errors.New("hashing RayService spec: spec is nil")
 	}
-	data, err := json.Marshal(spec)
+	return JSONHash("RayService spec", spec)
+}
+
+// JSONHash is SpecHash's scheme for any value encoding/json encodes (a hub RayService's
+// revision is hashed with it too), so the hub keeps one kind of hash; what names the value in
+// the error.
+func JSONHash(what string, v any) (string, error) {
+	data, err := json.Marshal(v)
 	if err != nil {
-		return "", fmt.Errorf("hashing RayService spec: %w", err)
+		return "", fmt.Errorf("hashing %s: %w", what, err)
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil

@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -81,4 +82,24 @@ func TestSpecHashNil(t *testing.T) {
 	if h, err := SpecHash(nil); err == nil {
 		t.Errorf("SpecHash(nil) = %q, want an error", h)
 	}
+}
+
+func TestJSONHash(t *testing.T) {
+	spec := raybuilder.MakeRayService("svc", "ns").Obj().Spec
+	if got, want := mustJSONHash(t, &spec), mustHash(t, &spec); got != want {
+		t.Errorf("JSONHash(spec) = %s, SpecHash(spec) = %s: one scheme must give one hash", got, want)
+	}
+	// encoding/json cannot encode a func: the error names what was hashed.
+	if _, err := JSONHash("revision", func() {}); err == nil || !strings.Contains(err.Error(), "hashing revision") {
+		t.Errorf("JSONHash(func) error = %v, want one naming the revision", err)
+	}
+}
+
+func mustJSONHash(t *testing.T, v any) string {
+	t.Helper()
+	h, err := JSONHash("test value", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
