@@ -1,5 +1,6 @@
 // Command rayfleet is RayFleet's command line: `join` and `unjoin` members, the fleet's
-// `status`, `dev` (a local fleet to try RayFleet out) and `version`.
+// `status`, a RayService's `rollout` across its members, `dev` (a local fleet to try RayFleet
+// out) and `version`.
 // It reaches clusters through their APIs only: it imports its internal packages and shared/
 // (the local fleet included), never hub/ or spoke/.
 package main
@@ -27,6 +28,7 @@ Commands:
   join      Join a member cluster to the hub.
   unjoin    Remove a member cluster from the hub.
   status    Show the fleet's status.
+  rollout   Show and steer a RayService's rollout: status, history, pause, resume, approve, undo.
   dev       Run a local fleet (a hub and two members) to try RayFleet out: up, down, status.
   version   Print the version.
 
@@ -66,6 +68,8 @@ func runWith(ctx context.Context, args []string, s streams) int {
 		return runCommand(ctx, args[0], unjoin, args[1:], s)
 	case "status":
 		return runCommand(ctx, args[0], status, args[1:], s)
+	case "rollout":
+		return runRollout(ctx, args[1:], s)
 	case "dev":
 		return runDev(ctx, args[1:], s)
 	default:

@@ -1,0 +1,169 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// ErrNothingToApprove is wrapped by Approve's error when no stage can be approved.
+var ErrNothingToApprove = errors.New("nothing awaits approval")
+
+// ErrNothingToUndo is wrapped by Undo's error when the chosen revision is the spec already.
+var ErrNothingToUndo = errors.New("nothing to undo")
+
+// Paused says whether the hub RayService is annotated paused.
+func (v *View) Paused() bool { return v.Service.Annotations[labels.Paused] == "true" }
+
+// SetPaused annotates the hub RayService paused, or removes the annotation, with a merge patch
+// touching that key only; false when there was nothing to change.
+func SetPaused(ctx context.Context, c client.Client, v *View, paused bool) (bool, error) {
+	_, annotated := v.Service.Annotations[labels.Paused]
+	if paused == v.Paused() && (paused || !annotated) {
+		return false, nil
+	}
+	var value any // null removes the key
+	if paused {
+		value = "true"
+	}
+	if err := patchAnnotation(ctx, c, v.Service, labels.Paused, value); err != nil {
+		return false, fmt.Errorf("annotating RayService %s %s=%v: %w", v.Key(), labels.Paused, value, err)
+	}
+	return true, nil
+}
+
+// patchAnnotation sets (or, with nil, removes) one annotation of obj with a merge patch, so no
+// other key, and nothing the hub owns, is touched.
+func patchAnnotation(ctx context.Context, c client.Client, obj client.Object, key string, value any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+}
+
+// Approval is what Approve wrote.
+type Approval struct {
+	// Value is the annotation's value, "<revision>/<stage>".
+	Value string
+	// Stage is the approved stage.
+	Stage string
+	// Changed is false when the binding carried this approval already.
+	Changed bool
+}
+
+// Approve approves stage (empty: the stage the rollout awaits approval for) of the rollout's
+// target revision, annotating the binding. It refuses, with an error wrapping
+// ErrNothingToApprove, when no rollout is recorded, it is complete, or no stage is named and
+// none awaits approval; and refuses a stage the policy does not define or that already started.
+func Approve(ctx context.Context, c client.Client, v *View, stage string) (*Approval, error) {
+	ro := v.Rollout()
+	if ro == nil || ro.TargetRevision == "" {
+		return nil, fmt.Errorf("%w: the hub has recorded no rollout of RayService %s", ErrNothingToApprove, v.Key())
+	}
+	if ro.Phase == fleetv1alpha1.RolloutComplete {
+		return nil, fmt.Errorf("%w: the rollout of RayService %s to %s is Complete", ErrNothingToApprove, v.Key(), v.revisionLabel(ro.TargetRevision))
+	}
+	awaiting := ro.Phase == fleetv1alpha1.RolloutAwaitingApproval && ro.Stage != ""
+	switch {
+	case stage == "" && !awaiting:
+		return nil, fmt.Errorf("%w: the rollout of RayService %s to %s is %s; name a later stage with --stage to approve it ahead",
+			ErrNothingToApprove, v.Key(), v.revisionLabel(ro.TargetRevision), phaseLine(ro))
+	case stage == "":
+		stage = ro.Stage
+	case awaiting && stage == ro.Stage:
+	default:
+		if err := v.checkApprovable(stage); err != nil {
+			return nil, err
+		}
+	}
+	a := &Approval{Value: ro.TargetRevision + "/" + stage, Stage: stage}
+	if v.Binding.Annotations[labels.ApprovedStage] == a.Value {
+		return a, nil
+	}
+	if err := patchAnnotation(ctx, c, v.Binding, labels.ApprovedStage, a.Value); err != nil {
+		return nil, fmt.Errorf("annotating RayServiceBinding %s %s=%s: %w", v.Key(), labels.ApprovedStage, a.Value, err)
+	}
+	a.Changed = true
+	return a, nil
+}
+
+// checkApprovable refuses to approve ahead a stage the policy does not define or one already
+// started for the target revision.
+func (v *View) checkApprovable(stage string) error {
+	// A missing policy's stages are unknown: the hub decides.
+	if names := v.stageNames(); !v.PolicyMissing && !slices.Contains(names, stage) {
+		policy := "the hub's built-in default policy"
+		if v.Policy != nil {
+			policy = "PlacementPolicy " + v.Policy.Name
+		}
+		return fmt.Errorf("%w: %s has no stage %q (its stages: %s)", ErrNothingToApprove, policy, stage, strings.Join(names, ", "))
+	}
+	for _, s := range v.Rollout().Stages {
+		if s.Name == stage {
+			return fmt.Errorf("%w: stage %s of the rollout of RayService %s to %s has started already",
+				ErrNothingToApprove, stage, v.Key(), v.revisionLabel(v.Rollout().TargetRevision))
+		}
+	}
+	return nil
+}
+
+// Undo writes revision to (0: the rollout's last good revision) back to the hub RayService's
+// spec, like `kubectl rollout undo`: an update with the resource version read, read and tried
+// again on a conflict. It refuses, with an error wrapping ErrNothingToUndo, a revision whose
+// spec is the RayService's already. The revision's overrides are not restored: they are the
+// PlacementPolicy's.
+func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int64) (*Revision, error) {
+	var chosen *Revision
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		v, err := Read(ctx, c, key)
+		if err != nil {
+			return err
+		}
+		if chosen, err = v.undoTarget(to); err != nil {
+			return err
+		}
+		content, err := chosen.Decode()
+		if err != nil {
+			return err
+		}
+		if current, _ := v.isCurrentSpec(chosen); current {
+			return fmt.Errorf("%w: revision %d (%s) is the spec of RayService %s already", ErrNothingToUndo, chosen.Number, chosen.Name, key)
+		}
+		v.Service.Spec = content.Spec
+		return c.Update(ctx, v.Service, client.FieldOwner(FieldManager))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rolling back RayService %s: %w", key, err)
+	}
+	return chosen, nil
+}
+
+// undoTarget is revision to, or the last good one for 0.
+func (v *View) undoTarget(to int64) (*Revision, error) {
+	if to != 0 {
+		if r := v.revisionNumbered(to); r != nil {
+			return r, nil
+		}
+		return nil, fmt.Errorf("RayService %s has no revision %d (%s)", v.Key(), to, v.numbers())
+	}
+	ro := v.Rollout()
+	if ro == nil || ro.GoodRevision == "" {
+		return nil, fmt.Errorf("the hub has recorded no good revision of RayService %s: name one with --to-revision (see 'rayfleet rollout history')", v.Key())
+	}
+	r := v.revisionNamed(ro.GoodRevision)
+	if r == nil {
+		return nil, fmt.Errorf("the good revision %s of RayService %s is not among its ControllerRevisions (%s)", ro.GoodRevision, v.Key(), v.numbers())
+	}
+	return r, nil
+}
