@@ -150,10 +150,7 @@ func run(args []string) error {
 		Resync:                  f.resync,
 		MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles,
 	})
-	if err = rayServices.SetupWithManager(local); err != nil {
-		return err
-	}
-	if err = setupMemberWatch(mgr, rayServices); err != nil {
+	if err = rayServices.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err = policy.New(local.GetClient(), local.GetEventRecorder("placementpolicy-controller")).SetupWithManager(local); err != nil {

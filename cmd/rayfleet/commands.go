@@ -97,7 +97,7 @@ func join(ctx context.Context, args []string, s streams) error {
 		return err
 	}
 	if res.Existing != nil {
-		fmt.Fprintf(s.stdout, "using the hub identity installed by the spoke chart: %s (guarded by the chart's hubPolicy)\n", res.Existing)
+		fmt.Fprintf(s.stdout, "using the hub identity installed by the spoke chart: %s\n", res.Existing)
 	} else {
 		fmt.Fprintln(s.stdout, "applied the hub identity and its guard: the hub may create on this member only RayServices "+
 			"within the Pod Security baseline (no privileged, host namespaces or hostPath; ServiceAccount default)")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -30,26 +28,22 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hub *rayv1.RayService)
 	if !controllerutil.ContainsFinalizer(hub, labels.MemberCleanupFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	s := newScope(hub)
-	var binding fleetv1alpha1.RayServiceBinding
-	switch err := r.client.Get(ctx, s.key, &binding); {
-	case err == nil:
-		s.binding = &binding
-	case !apierrors.IsNotFound(err):
-		return ctrl.Result{}, fmt.Errorf("get RayServiceBinding %s: %w", s.key, err)
+	g, err := r.read(ctx, hub)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	var pending []string
 	var errs []error
-	for _, name := range holdingClusters(s.binding) {
-		var mc fleetv1alpha1.MemberCluster
-		if err := r.client.Get(ctx, client.ObjectKey{Name: name}, &mc); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			errs = append(errs, fmt.Errorf("get MemberCluster %s: %w", name, err))
+	for _, name := range g.holding() {
+		m := g.members[name]
+		if m.mc == nil {
 			continue
 		}
-		gone, err := r.removeCopy(ctx, s, name)
+		if m.readErr != nil {
+			errs = append(errs, m.readErr)
+			continue
+		}
+		gone, err := r.removeCopy(ctx, g, name)
 		if err != nil {
 			errs = append(errs, err)
 		} else if !gone {
@@ -57,7 +51,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hub *rayv1.RayService)
 		}
 	}
 	if len(errs) > 0 {
-		return ctrl.Result{}, fmt.Errorf("delete member copies of RayService %s: %w", s.key, errors.Join(errs...))
+		return ctrl.Result{}, fmt.Errorf("delete member copies of RayService %s: %w", g.key, errors.Join(errs...))
 	}
 	if len(pending) > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for member copies to be deleted", "clusters", strings.Join(pending, ","))
@@ -69,21 +63,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hub *rayv1.RayService)
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("remove finalizer from RayService %s: %w", s.key, err)
+		return ctrl.Result{}, fmt.Errorf("remove finalizer from RayService %s: %w", g.key, err)
 	}
-	r.metrics.forget(s.key)
+	r.metrics.forget(g.key)
 	return ctrl.Result{}, nil
-}
-
-// holdingClusters are the clusters the binding says may hold a copy: placed or still listed.
-func holdingClusters(b *fleetv1alpha1.RayServiceBinding) []string {
-	if b == nil {
-		return nil
-	}
-	names := slices.Clone(b.Spec.Clusters)
-	for i := range b.Status.Clusters {
-		names = append(names, b.Status.Clusters[i].Name)
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
 }

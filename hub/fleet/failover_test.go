@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/rayfleet/rayfleet/hub/placement"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -198,9 +200,19 @@ func TestRequeueAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := r.requeueAfter(&scope{wake: tt.wake}); got != tt.want {
+			if got := r.requeueAfter(&group{now: t0}, &outcome{d: &decision{wake: tt.wake}}); got != tt.want {
 				t.Errorf("requeueAfter() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestReconcileDropsMemberClusterRequests(t *testing.T) {
+	// No client: a request naming a member cluster must end before anything is read.
+	r := &Reconciler{}
+	req := mcreconcile.Request{ClusterName: "eu"}
+	req.Namespace, req.Name = "ns", "svc"
+	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("Reconcile(member request) = %v, %v; want nothing done", res, err)
 	}
 }

@@ -19,9 +19,13 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -75,7 +79,19 @@ func startFleet(t *testing.T) *fleetHarness {
 	for name, region := range map[string]string{"eu": "eu", "us": "us"} {
 		h.joinMember(t, name, region)
 	}
-	mgr, err := ctrl.NewManager(envs[0].Config, ctrl.Options{
+	// The members are engaged as the kubeconfig provider would engage them, so the member-copy
+	// watch runs as in the hub; the reconciler's own member clients record their writes.
+	provider := clustersprovider.New()
+	for name, env := range map[string]*envtest.Env{"eu": envs[1], "us": envs[2]} {
+		cl, err := cluster.New(env.Config, func(o *cluster.Options) { o.Scheme = env.Scheme })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := provider.Add(ctx, multicluster.ClusterName(name), cl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mgr, err := mcmanager.New(envs[0].Config, provider, ctrl.Options{
 		Scheme:     envs[0].Scheme,
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -84,7 +100,7 @@ func startFleet(t *testing.T) *fleetHarness {
 		t.Fatal(err)
 	}
 	members := h.writes.recording(t, map[string]*envtest.Env{"eu": envs[1], "us": envs[2]})
-	r := NewReconciler(mgr, members, Options{Resync: time.Second, MetricsRegisterer: prometheus.NewRegistry()})
+	r := NewReconciler(mgr.GetLocalManager(), members, Options{Resync: time.Second, MetricsRegisterer: prometheus.NewRegistry()})
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +291,25 @@ func TestFleetReconciler(t *testing.T) {
 		m := h.memberCopy(g, "eu", "mine")
 		g.Expect(m.Labels).NotTo(HaveKey(labels.OriginName))
 		g.Expect(m.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image).To(Equal("rayproject/ray:foreign"))
+	})
+
+	t.Run("a member's RayService is never reconciled as a hub object", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		// A member-only RayService whose name no hub RayService has: reconciled as a hub object
+		// it would get the hub's finalizer (and a binding would be looked for on the hub).
+		own := raybuilder.MakeRayService("member-only", ns).Obj()
+		own.UID, own.Generation = "", 0
+		g.Expect(h.members["us"].Create(ctx, own)).To(Succeed())
+		g.Consistently(func(g Gomega) {
+			m := h.memberCopy(g, "us", "member-only")
+			g.Expect(m.Finalizers).NotTo(ContainElement(labels.MemberCleanupFinalizer))
+			var b fleetv1alpha1.RayServiceBindingList
+			g.Expect(h.hub.List(ctx, &b, client.InNamespace(ns))).To(Succeed())
+			for i := range b.Items {
+				g.Expect(b.Items[i].Name).NotTo(Equal("member-only"))
+			}
+		}, settle, interval).Should(Succeed())
 	})
 
 	t.Run("an invalid RayService is never placed", func(t *testing.T) {

@@ -117,10 +117,6 @@ func TestPolicyOf(t *testing.T) {
 				if _, ok := errors.AsType[*policyError](err); !ok || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("policyOf() error = %v, want a *policyError containing %q", err, tt.wantErr)
 				}
-				s := scope{invalid: err}
-				if got := s.invalidReason(); got != fleetv1alpha1.ReasonPolicyInvalid {
-					t.Errorf("invalidReason() = %s, want %s", got, fleetv1alpha1.ReasonPolicyInvalid)
-				}
 				return
 			}
 			if err != nil {
@@ -193,8 +189,8 @@ func TestBindingChanged(t *testing.T) {
 		want       bool
 	}{
 		{name: "only lastSeenTime moved a little", prev: status(at(0), "a"), next: status(at(10*time.Second), "a"), want: false},
-		{name: "lastSeenTime is stale", prev: status(at(0), "a"), next: status(at(lastSeenRefresh), "a"), want: true},
-		{name: "first sighting", prev: status(nil, ""), next: status(at(0), ""), want: true},
+		{name: "only lastSeenTime moved, by hours: staleness is the heartbeat's business", prev: status(at(0), "a"), next: status(at(3*time.Hour), "a"), want: false},
+		{name: "first sighting changes the entry", prev: status(nil, ""), next: status(at(0), "a"), want: true},
 		{name: "member state changed", prev: status(at(0), "a"), next: status(at(time.Second), "b"), want: true},
 		{name: "kept entry unchanged", prev: status(at(0), "a"), next: status(at(0), "a"), want: false},
 	}
@@ -211,46 +207,70 @@ func TestPropagatedCondition(t *testing.T) {
 	copyWith := func(hash string) *rayv1.RayService {
 		return &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{labels.SpecHash: hash}}}
 	}
+	hub := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc"}}
+	// reachable builds a group whose members were read, with these copies.
+	reachable := func(copies map[string]*rayv1.RayService) *group {
+		g := &group{hub: hub, members: map[string]*memberRecord{}}
+		for name, c := range copies {
+			g.members[name] = &memberRecord{name: name, copy: c}
+		}
+		return g
+	}
+	applying := func(hashes map[string]string) map[string]action {
+		out := map[string]action{}
+		for name, h := range hashes {
+			out[name] = action{desired: copyWith(h)}
+		}
+		return out
+	}
 	tests := []struct {
 		name       string
-		s          scope
+		o          outcome
 		wantStatus metav1.ConditionStatus
 		wantReason string
 	}{{
 		name: "every placed cluster holds the applied hash",
-		s: scope{placed: []string{"a", "b"}, applied: map[string]string{"a": "h", "b": "h"},
-			copies: map[string]*rayv1.RayService{"a": copyWith("h"), "b": copyWith("h")}},
+		o: outcome{g: reachable(map[string]*rayv1.RayService{"a": copyWith("h"), "b": copyWith("h")}),
+			d: &decision{placed: []string{"a", "b"}, actions: applying(map[string]string{"a": "h", "b": "h"})}},
 		wantStatus: metav1.ConditionTrue, wantReason: fleetv1alpha1.ReasonApplied,
 	}, {
 		name: "a copy with an older hash is pending",
-		s: scope{placed: []string{"a"}, applied: map[string]string{"a": "new"},
-			copies: map[string]*rayv1.RayService{"a": copyWith("old")}},
+		o: outcome{g: reachable(map[string]*rayv1.RayService{"a": copyWith("old")}),
+			d: &decision{placed: []string{"a"}, actions: applying(map[string]string{"a": "new"})}},
 		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonApplyPending,
 	}, {
 		name: "an unreachable cluster failed",
-		s: scope{placed: []string{"a"}, unreachable: map[string]error{"a": errors.New("down")},
-			copies: map[string]*rayv1.RayService{}},
+		o: outcome{g: &group{hub: hub, members: map[string]*memberRecord{"a": {name: "a", readErr: errors.New("down")}}},
+			d: &decision{placed: []string{"a"}}},
 		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonApplyFailed,
 	}, {
-		name:       "a foreign copy wins over the rest",
-		s:          scope{placed: []string{"a"}, foreign: []string{"a"}, unreachable: map[string]error{"b": errors.New("down")}},
+		name: "a write that failed",
+		o: outcome{g: reachable(map[string]*rayv1.RayService{"a": nil}),
+			d:   &decision{placed: []string{"a"}, actions: applying(map[string]string{"a": "h"})},
+			res: &results{copies: map[string]*rayv1.RayService{"a": nil}, applyErrs: map[string]error{"a": errors.New("timeout")}}},
+		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonApplyFailed,
+	}, {
+		name: "a foreign copy wins over the rest",
+		o: outcome{g: &group{hub: hub, members: map[string]*memberRecord{"b": {name: "b", readErr: errors.New("down")}}},
+			d: &decision{placed: []string{"a"}, foreign: []string{"a"}}},
 		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonForeignRayService,
 	}, {
 		name:       "an invalid RayService",
-		s:          scope{invalid: errors.New("bad")},
+		o:          outcome{g: reachable(nil), d: &decision{invalid: errors.New("bad"), invalidReason: fleetv1alpha1.ReasonValidationFailed}},
 		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonValidationFailed,
 	}, {
-		name:       "a PlacementPolicy failing its check",
-		s:          scope{invalid: &policyError{errors.New("PlacementPolicy ns/p: overrides: bad")}, placed: []string{"a"}},
+		name: "a PlacementPolicy failing its check",
+		o: outcome{g: reachable(nil), d: &decision{invalid: errors.New("PlacementPolicy ns/p: overrides: bad"),
+			invalidReason: fleetv1alpha1.ReasonPolicyInvalid, placed: []string{"a"}}},
 		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonPolicyInvalid,
 	}, {
 		name:       "placed nowhere is not applied",
-		s:          scope{copies: map[string]*rayv1.RayService{}},
+		o:          outcome{g: reachable(nil), d: &decision{}},
 		wantStatus: metav1.ConditionFalse, wantReason: fleetv1alpha1.ReasonNotPlaced,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := propagatedCondition(&tt.s)
+			got := propagatedCondition(&tt.o)
 			if got.Status != tt.wantStatus || got.Reason != tt.wantReason {
 				t.Errorf("propagatedCondition() = %s/%s (%s), want %s/%s", got.Status, got.Reason, got.Message, tt.wantStatus, tt.wantReason)
 			}
@@ -283,8 +303,7 @@ func TestPlacedChanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &scope{binding: tt.binding, placedCond: placed}
-			if got := placedChanged(s); got != tt.want {
+			if got := placedChanged(tt.binding, placed); got != tt.want {
 				t.Errorf("placedChanged = %v, want %v", got, tt.want)
 			}
 		})

@@ -4,9 +4,15 @@
 // binding's and the hub RayService's (hub/aggregate). The decisions are those packages' pure
 // functions; this package reads, executes and writes.
 //
-// The reconciler runs on the hub cluster with a plain controller-runtime manager. Members are
-// reached through the Members interface, which the membership code implements, so this package
-// does not care how member clients are built or cached.
+// A reconcile reads once (the group: the hub RayService, its binding and policy, every member's
+// copy, the unreachable members listed), decides without API calls (placement, per-cluster
+// actions), executes the decision with a thin executor that collects errors per cluster, and
+// writes the binding's and the hub RayService's status once, from a defer, on every path.
+//
+// The controller runs in the hub's multicluster-runtime manager: hub objects come from the
+// local cluster, and the watch on the member copies (on every engaged member) feeds the same
+// queue, mapped to the hub RayService's key on the local cluster. Member clients come through
+// the Members interface, which the membership code implements.
 //
 // It imports the hub's pure packages, hub/policy (for Check) and shared/, never hub/membership
 // (Members is the seam), spoke/, shared/localfleet or, outside tests, shared/testing.
@@ -14,23 +20,26 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/validation"
@@ -43,10 +52,6 @@ const DefaultResync = 10 * time.Second
 // defaultConcurrentReconciles lets slow members (each call may wait on a remote API server)
 // not hold up the RayServices placed elsewhere.
 const defaultConcurrentReconciles = 8
-
-// enqueueBuffer is the capacity of the Enqueue channel: member events come in bursts (a
-// spoke restart touches every copy) and the sender should rarely block.
-const enqueueBuffer = 1024
 
 // Members hands out clients of member clusters by MemberCluster name.
 type Members interface {
@@ -77,11 +82,14 @@ type Reconciler struct {
 	metrics  *metrics
 	// reserved remembers recent placements until the members' reports include them.
 	reserved *reservations
-	events   chan event.TypedGenericEvent[*rayv1.RayService]
-	opts     Options
+	// validated remembers the validation of each hub RayService generation: validating parses
+	// serveConfigV2, which costs up to a few hundred milliseconds for the largest accepted one,
+	// and a resync must not pay that for a spec that did not change.
+	validated *validations
+	opts      Options
 }
 
-// NewReconciler returns a reconciler using the manager's client and event recorder and
+// NewReconciler returns a reconciler using the hub manager's client and event recorder and
 // reaching members through members.
 func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler {
 	if opts.Resync <= 0 {
@@ -97,24 +105,13 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		opts.MetricsRegisterer = ctrlmetrics.Registry
 	}
 	return &Reconciler{
-		client:   mgr.GetClient(),
-		members:  members,
-		recorder: mgr.GetEventRecorder("rayfleet-hub"),
-		clock:    opts.Clock,
-		reserved: newReservations(),
-		events:   make(chan event.TypedGenericEvent[*rayv1.RayService], enqueueBuffer),
-		opts:     opts,
-	}
-}
-
-// Enqueue asks for a reconcile of the hub RayService key, for instance because its copy on a
-// member changed. It blocks only while the buffer is full, until ctx ends.
-func (r *Reconciler) Enqueue(ctx context.Context, key types.NamespacedName) {
-	rs := &rayv1.RayService{}
-	rs.Namespace, rs.Name = key.Namespace, key.Name
-	select {
-	case r.events <- event.TypedGenericEvent[*rayv1.RayService]{Object: rs}:
-	case <-ctx.Done():
+		client:    mgr.GetClient(),
+		members:   members,
+		recorder:  mgr.GetEventRecorder("rayfleet-hub"),
+		clock:     opts.Clock,
+		reserved:  newReservations(),
+		validated: newValidations(),
+		opts:      opts,
 	}
 }
 
@@ -126,13 +123,20 @@ func OriginOf(member client.Object) (types.NamespacedName, bool) {
 	return key, key.Namespace != "" && key.Name != ""
 }
 
-// Reconcile places, propagates and aggregates one hub RayService.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile places, propagates and aggregates one hub RayService. Requests carry the local
+// cluster's (empty) name; a request naming a member cluster would make a member copy a hub
+// object, and is dropped.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	if req.ClusterName != "" {
+		ctrl.LoggerFrom(ctx).Error(nil, "Dropping a request for a member cluster's object", "cluster", req.ClusterName)
+		return ctrl.Result{}, nil
+	}
 	var hub rayv1.RayService
 	if err := r.client.Get(ctx, req.NamespacedName, &hub); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
 			r.reserved.forget(req.NamespacedName)
+			r.validated.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get RayService %s: %w", req.NamespacedName, err)
@@ -147,83 +151,87 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("add finalizer to RayService %s: %w", req.NamespacedName, err)
 		}
 	}
+	return r.reconcileNormal(ctx, &hub)
+}
 
-	s, err := r.read(ctx, &hub)
+// reconcileNormal is read → decide → execute, with the status written from a defer so that
+// an error in the executor still leaves the status saying what was read and decided.
+func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService) (result ctrl.Result, err error) {
+	g, err := r.read(ctx, hub)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := validate(&hub); err != nil {
-		s.invalid = err
-		r.recorder.Eventf(&hub, nil, "Warning", "ValidationFailed", "Validate", "%s", err.Error())
-	} else if err := r.place(ctx, s); err != nil {
+	d := r.decide(g)
+	r.announce(g, d)
+	o := &outcome{g: g, d: d}
+	defer func() {
+		if statusErr := r.writeStatus(ctx, o); statusErr != nil {
+			err = errors.Join(err, statusErr)
+		}
+		if err != nil {
+			result = ctrl.Result{}
+		}
+	}()
+	o.res, err = r.execute(ctx, g, d)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeBindingSpec(ctx, s); err != nil {
-		return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: r.requeueAfter(g, o)}, nil
+}
+
+// announce records the decision's events and metrics: a new placement outcome, a new set of
+// clusters, a refused spec. A resync that decides what was already decided says nothing.
+func (r *Reconciler) announce(g *group, d *decision) {
+	if d.invalidReason == fleetv1alpha1.ReasonValidationFailed {
+		if placedChanged(g.binding, withType(d.placedCond)) {
+			r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, "ValidationFailed", "Validate", "%s", d.invalid.Error())
+		}
+		return
 	}
-	r.propagate(ctx, s)
-	if s.invalid == nil {
-		r.removeUnplaced(ctx, s)
+	if d.result == "" {
+		return
 	}
-	if err := r.writeStatus(ctx, s); err != nil {
-		return ctrl.Result{}, err
+	if placedChanged(g.binding, withType(d.placedCond)) {
+		r.metrics.decision(d.result)
+		if d.placedCond.Status != metav1.ConditionTrue && (d.result == resultPolicyNotFound || d.result == resultPolicyInvalid) {
+			r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, d.placedCond.Reason, "Place", "%s", d.placedCond.Message)
+		}
 	}
-	return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
+	if previous := g.placedBefore(); !slices.Equal(previous, d.placed) && len(d.placed) > 0 {
+		r.recorder.Eventf(g.hub, nil, corev1.EventTypeNormal, "Placed", "Place", "placed on %s", strings.Join(d.placed, ", "))
+	}
+}
+
+// withType is c as the binding's Placed condition.
+func withType(c metav1.Condition) metav1.Condition {
+	c.Type = fleetv1alpha1.ConditionPlaced
+	return c
 }
 
 // requeueAfter is the periodic resync, or sooner when a tolerated member's time runs out, so
 // the RayService fails over then and not up to a resync later.
-func (r *Reconciler) requeueAfter(s *scope) time.Duration {
-	if s.newRefusal {
+func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
+	if o.res != nil && o.res.newRefusal {
 		// The member that refused is left out by the next plan; make it now, not a resync later.
 		return time.Millisecond
 	}
-	if s.wake.IsZero() {
+	if o.d.wake.IsZero() {
 		return r.opts.Resync
 	}
-	return min(r.opts.Resync, max(s.wake.Sub(r.clock.Now()), time.Millisecond))
+	return min(r.opts.Resync, max(o.d.wake.Sub(g.now), time.Millisecond))
 }
 
 // validate runs the spoke's own validation: a RayService the spokes would reject is never
-// placed.
-func validate(rs *rayv1.RayService) error {
+// placed. The spec's answer is remembered per generation.
+func (r *Reconciler) validate(rs *rayv1.RayService) error {
+	// Metadata (annotations) changes without a new generation; it is cheap to check.
 	if err := validation.RayServiceMetadata(rs.ObjectMeta); err != nil {
 		return fmt.Errorf("validate RayService %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
-	if err := validation.RayServiceSpec(rs); err != nil {
-		return fmt.Errorf("validate RayService %s/%s: %w", rs.Namespace, rs.Name, err)
-	}
-	return nil
-}
-
-// read fetches the binding and the MemberClusters into a new scope.
-func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*scope, error) {
-	s := newScope(hub)
-	var binding fleetv1alpha1.RayServiceBinding
-	switch err := r.client.Get(ctx, client.ObjectKeyFromObject(hub), &binding); {
-	case err == nil:
-		s.binding = &binding
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get RayServiceBinding %s/%s: %w", hub.Namespace, hub.Name, err)
-	}
-	var mcs fleetv1alpha1.MemberClusterList
-	if err := r.client.List(ctx, &mcs); err != nil {
-		return nil, fmt.Errorf("list MemberClusters: %w", err)
-	}
-	for i := range mcs.Items {
-		mc := &mcs.Items[i]
-		s.memberClusters[mc.Name] = mc
-	}
-	if s.binding != nil {
-		s.previous = slices.Clone(s.binding.Spec.Clusters)
-		s.placed = slices.Clone(s.binding.Spec.Clusters)
-		s.policyName = s.binding.Spec.PolicyName
-	}
-	hash, err := propagation.SpecHash(&hub.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("RayService %s: %w", s.key, err)
-	}
-	s.hash = hash
-	s.refusals = refusalsOf(s.binding, hash, r.clock.Now())
-	return s, nil
+	return r.validated.check(rs, func() error {
+		if err := validation.RayServiceSpec(rs); err != nil {
+			return fmt.Errorf("validate RayService %s/%s: %w", rs.Namespace, rs.Name, err)
+		}
+		return nil
+	})
 }

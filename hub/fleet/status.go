@@ -2,10 +2,10 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,79 +20,123 @@ import (
 	"github.com/rayfleet/rayfleet/shared/raystatus"
 )
 
-// lastSeenRefresh is how stale a binding entry's lastSeenTime may get before it alone is worth
-// a status write: refreshing it on every resync would write every binding every 10 s.
-const lastSeenRefresh = time.Minute
+// outcome is one reconcile's group, decision and results: what the status is computed from.
+// res is nil when the reconcile stopped before executing (an error reading or deciding); the
+// status then says what was read.
+type outcome struct {
+	g   *group
+	d   *decision
+	res *results
+}
 
-// writeStatus computes the binding's and the hub RayService's status from what the reconcile
-// read and writes each once, only when it changed.
-func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
-	now := metav1.NewTime(r.clock.Now())
-	clusters := clusterStatuses(s, now)
-	hubStatus := aggregate.HubStatus(s.hub, s.placed, clusters, now)
-	if s.invalid != nil {
+// copies are the member copies as they stand: what the executor left, or what was read.
+func (o *outcome) copies() map[string]*rayv1.RayService {
+	if o.res != nil {
+		return o.res.copies
+	}
+	out := map[string]*rayv1.RayService{}
+	for name, m := range o.g.members {
+		if m.readErr == nil {
+			out[name] = m.copy
+		}
+	}
+	return out
+}
+
+// refusals are the member refusals in force.
+func (o *outcome) refusals() map[string]fleetv1alpha1.ClusterRefusal {
+	if o.res != nil {
+		return o.res.refusals
+	}
+	return o.g.refusals
+}
+
+// kept are the clusters no longer placed whose copy is still there.
+func (o *outcome) kept() []string {
+	if o.res != nil {
+		return o.res.kept
+	}
+	return o.d.kept
+}
+
+// writeStatus computes the binding's and the hub RayService's status from the outcome and
+// writes each once, only when it changed. It runs on every path of a reconcile that read its
+// group, errors included.
+func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
+	g, d := o.g, o.d
+	now := metav1.NewTime(g.now)
+	clusters := clusterStatuses(o, now)
+	hubStatus := aggregate.HubStatus(g.hub, d.placed, clusters, now)
+	if d.invalid != nil {
 		conditions.Set(&hubStatus.Conditions, metav1.Condition{
-			Type: string(rayv1.RayServiceReady), Status: metav1.ConditionFalse, Reason: s.invalidReason(),
-			Message: s.invalid.Error(), ObservedGeneration: s.hub.Generation, LastTransitionTime: now,
+			Type: string(rayv1.RayServiceReady), Status: metav1.ConditionFalse, Reason: d.invalidReason,
+			Message: d.invalid.Error(), ObservedGeneration: g.hub.Generation, LastTransitionTime: now,
 		})
 		hubStatus.ServiceStatus = ""
 	}
-	noteShortfall(&hubStatus, s.placedCond)
-	had := meta.FindStatusCondition(s.hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused) != nil
-	if c, ok := refusedCondition(s, had); ok {
+	noteShortfall(&hubStatus, d.placedCond)
+	had := meta.FindStatusCondition(g.hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused) != nil
+	if c, ok := refusedCondition(g.hub, o.refusals(), had); ok {
 		c.LastTransitionTime = now
 		conditions.Set(&hubStatus.Conditions, c)
 	}
 
-	next := s.binding.Status.DeepCopy()
-	next.ObservedGeneration = s.binding.Generation
-	next.Clusters = clusters
-	next.Refusals = refusalList(s)
-	for _, c := range bindingConditions(s) {
-		c.ObservedGeneration = s.binding.Generation
-		c.LastTransitionTime = now
-		conditions.Set(&next.Conditions, c)
-	}
-	// Ready mirrors the hub RayService's, so that both say the same thing in the same words.
-	conditions.Mirror(&next.Conditions, hubStatus.Conditions, string(rayv1.RayServiceReady), fleetv1alpha1.ConditionReady,
-		s.binding.Generation, now)
-	if bindingChanged(&s.binding.Status, next) {
-		orig := s.binding.DeepCopy()
-		s.binding.Status = *next
-		if err := r.client.Status().Patch(ctx, s.binding, client.MergeFrom(orig)); err != nil {
-			return fmt.Errorf("patch RayServiceBinding %s status: %w", s.key, err)
+	var errs []error
+	if g.binding != nil {
+		next := g.binding.Status.DeepCopy()
+		next.ObservedGeneration = g.binding.Generation
+		next.Clusters = clusters
+		next.Refusals = refusalList(o.refusals())
+		for _, c := range bindingConditions(o) {
+			c.ObservedGeneration = g.binding.Generation
+			c.LastTransitionTime = now
+			conditions.Set(&next.Conditions, c)
+		}
+		// Ready mirrors the hub RayService's, so that both say the same thing in the same words.
+		conditions.Mirror(&next.Conditions, hubStatus.Conditions, string(rayv1.RayServiceReady), fleetv1alpha1.ConditionReady,
+			g.binding.Generation, now)
+		if bindingChanged(&g.binding.Status, next) {
+			orig := g.binding.DeepCopy()
+			g.binding.Status = *next
+			if err := r.client.Status().Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
+				errs = append(errs, fmt.Errorf("patch RayServiceBinding %s status: %w", g.key, err))
+			}
 		}
 	}
-	if raystatus.RayServiceChanged(&s.hub.Status, &hubStatus) {
-		orig := s.hub.DeepCopy()
-		s.hub.Status = hubStatus
-		if err := r.client.Status().Patch(ctx, s.hub, client.MergeFrom(orig)); err != nil {
-			return fmt.Errorf("patch RayService %s status: %w", s.key, err)
+	if raystatus.RayServiceChanged(&g.hub.Status, &hubStatus) {
+		orig := g.hub.DeepCopy()
+		g.hub.Status = hubStatus
+		if err := r.client.Status().Patch(ctx, g.hub, client.MergeFrom(orig)); err != nil {
+			errs = append(errs, fmt.Errorf("patch RayService %s status: %w", g.key, err))
+		} else {
+			r.metrics.statusWritten(g.key, o.copies(), now.Time)
 		}
-		r.metrics.statusWritten(s.key, s.copies, now.Time)
 	}
-	r.metrics.placed(s.key, len(s.placed))
-	return nil
+	r.metrics.placed(g.key, len(d.placed))
+	return errors.Join(errs...)
 }
 
 // clusterStatuses is the binding's per-cluster list: the placed clusters and those still
 // holding a copy. A cluster not read this time (unreachable) keeps its last entry, so its
 // last known state and lastSeenTime stay visible; a foreign copy describes nothing of ours.
-func clusterStatuses(s *scope, now metav1.Time) []fleetv1alpha1.ClusterStatus {
+func clusterStatuses(o *outcome, now metav1.Time) []fleetv1alpha1.ClusterStatus {
 	previous := map[string]*fleetv1alpha1.ClusterStatus{}
-	for i := range s.binding.Status.Clusters {
-		previous[s.binding.Status.Clusters[i].Name] = &s.binding.Status.Clusters[i]
+	if o.g.binding != nil {
+		for i := range o.g.binding.Status.Clusters {
+			previous[o.g.binding.Status.Clusters[i].Name] = &o.g.binding.Status.Clusters[i]
+		}
 	}
-	names := slices.Concat(s.placed, s.kept)
+	names := slices.Concat(o.d.placed, o.kept())
 	slices.Sort(names)
 	names = slices.Compact(names)
+	copies := o.copies()
 	out := make([]fleetv1alpha1.ClusterStatus, 0, len(names))
 	for _, name := range names {
-		member, read := s.copies[name]
+		member, read := copies[name]
 		switch {
-		case read:
-			out = append(out, aggregate.ClusterStatusOf(name, member, s.applied[name], now))
-		case slices.Contains(s.foreign, name):
+		case read && !slices.Contains(o.d.foreign, name):
+			out = append(out, aggregate.ClusterStatusOf(name, member, o.d.appliedHash(name), now))
+		case slices.Contains(o.d.foreign, name):
 			out = append(out, fleetv1alpha1.ClusterStatus{Name: name})
 		case previous[name] != nil:
 			out = append(out, *previous[name].DeepCopy())
@@ -104,52 +148,51 @@ func clusterStatuses(s *scope, now metav1.Time) []fleetv1alpha1.ClusterStatus {
 }
 
 // bindingConditions computes Placed and Propagated; writeStatus mirrors Ready.
-func bindingConditions(s *scope) []metav1.Condition {
-	placed := s.placedCond
-	if s.invalid != nil {
-		placed = metav1.Condition{Status: metav1.ConditionFalse, Reason: s.invalidReason(), Message: s.invalid.Error()}
-	}
+func bindingConditions(o *outcome) []metav1.Condition {
+	placed := o.d.placedCond
 	placed.Type = fleetv1alpha1.ConditionPlaced
 	if placed.Status == "" {
 		// place did not run (it always does for a valid RayService); say so rather than lie.
 		placed.Status, placed.Reason = metav1.ConditionUnknown, fleetv1alpha1.ReasonApplyPending
 	}
-	return []metav1.Condition{placed, propagatedCondition(s)}
+	return []metav1.Condition{placed, propagatedCondition(o)}
 }
 
 // propagatedCondition is True when every placed cluster holds the copy the hub applies there.
-func propagatedCondition(s *scope) metav1.Condition {
+func propagatedCondition(o *outcome) metav1.Condition {
+	g, d := o.g, o.d
 	c := metav1.Condition{Type: fleetv1alpha1.ConditionPropagated, Status: metav1.ConditionFalse}
-	if s.invalid != nil {
-		c.Reason, c.Message = s.invalidReason(), "nothing is applied until the Placed condition's problem is fixed; member copies are left as they were"
+	if d.invalid != nil {
+		c.Reason, c.Message = d.invalidReason, "nothing is applied until the Placed condition's problem is fixed; member copies are left as they were"
 		return c
 	}
-	if len(s.foreign) > 0 {
+	if len(d.foreign) > 0 {
 		c.Reason = fleetv1alpha1.ReasonForeignRayService
 		c.Message = fmt.Sprintf("a RayService %s not created by the hub exists on %s; it is left alone",
-			s.key, strings.Join(s.foreign, ", "))
+			g.key, strings.Join(d.foreign, ", "))
 		return c
 	}
-	if len(s.placed) == 0 {
+	if len(d.placed) == 0 {
 		// "Applied on 0/0 clusters" would read as success.
 		c.Reason, c.Message = fleetv1alpha1.ReasonNotPlaced, "placed on no cluster; see the Placed condition"
 		return c
 	}
+	refusals, copies := o.refusals(), o.copies()
 	var failed, refused, pending []string
-	for _, name := range s.placed {
-		if ref, ok := s.refusals[name]; ok {
+	for _, name := range d.placed {
+		if ref, ok := refusals[name]; ok {
 			refused = append(refused, fmt.Sprintf("%s refused it: %s", name, refusalText(ref)))
 			continue
 		}
-		if err := s.unreachable[name]; err != nil {
+		if m := g.members[name]; m == nil || m.readErr != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", name, unreachableErr(m)))
+			continue
+		}
+		if err := o.applyErr(name); err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
-		if err := s.applyErrs[name]; err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
-			continue
-		}
-		if member := s.copies[name]; member == nil || member.Annotations[labels.SpecHash] != s.applied[name] {
+		if member := copies[name]; member == nil || member.Annotations[labels.SpecHash] != d.appliedHash(name) {
 			pending = append(pending, name)
 		}
 	}
@@ -162,33 +205,42 @@ func propagatedCondition(s *scope) metav1.Condition {
 		c.Reason, c.Message = fleetv1alpha1.ReasonApplyPending, "not yet applied on "+strings.Join(pending, ", ")
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonApplied
-		c.Message = fmt.Sprintf("applied on %d/%d clusters", len(s.placed), len(s.placed))
+		c.Message = fmt.Sprintf("applied on %d/%d clusters", len(d.placed), len(d.placed))
 	}
 	return c
 }
 
 // bindingChanged reports whether the binding status must be written: it differs in anything
-// but the entries' lastSeenTime, or some entry's lastSeenTime is older than lastSeenRefresh.
+// but the entries' lastSeenTime. A lastSeenTime alone is never worth a write (a quiet fleet
+// would rewrite every binding every resync): it moves when something else does, and how stale
+// a member's view is shows in its MemberCluster's heartbeat.
 func bindingChanged(prev, next *fleetv1alpha1.RayServiceBindingStatus) bool {
-	seen := map[string]*metav1.Time{}
-	for i := range prev.Clusters {
-		seen[prev.Clusters[i].Name] = prev.Clusters[i].LastSeenTime
-	}
-	for i := range next.Clusters {
-		last, cur := seen[next.Clusters[i].Name], next.Clusters[i].LastSeenTime
-		if cur != nil && (last == nil || cur.Sub(last.Time) >= lastSeenRefresh) {
-			return true
-		}
-	}
 	a, b := prev.DeepCopy(), next.DeepCopy()
 	for _, st := range []*fleetv1alpha1.RayServiceBindingStatus{a, b} {
 		for i := range st.Clusters {
-			if st.Clusters[i].LastSeenTime != nil {
-				st.Clusters[i].LastSeenTime = &metav1.Time{}
-			}
+			st.Clusters[i].LastSeenTime = nil
 		}
 	}
 	return !equality.Semantic.DeepEqual(a, b)
+}
+
+// applyErr is why writing to cluster name failed this reconcile: the executor's error, or the
+// decision's when no copy could be built.
+func (o *outcome) applyErr(name string) error {
+	if o.res != nil {
+		if err := o.res.applyErrs[name]; err != nil {
+			return err
+		}
+	}
+	return o.d.actions[name].err
+}
+
+// unreachableErr is why a member's copy was not read.
+func unreachableErr(m *memberRecord) error {
+	if m == nil {
+		return errors.New("not read")
+	}
+	return m.readErr
 }
 
 // noteShortfall adds to a True Ready condition that fewer clusters run the RayService than its

@@ -10,14 +10,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -31,34 +35,61 @@ import (
 // +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=rayservicebindings/status,verbs=get;patch
 // +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=memberclusters;placementpolicies,verbs=get;list;watch
 
-// SetupWithManager registers the metrics, the reconciler and its watches.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// SetupWithManager registers the metrics and the controller in the hub's multicluster
+// manager: the hub RayServices, their bindings, MemberClusters and PlacementPolicies on the
+// local cluster, and the member copies on every engaged member, all feeding one queue of hub
+// RayService keys on the local cluster.
+func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	m, err := newMetrics(r.opts.MetricsRegisterer)
 	if err != nil {
 		return err
 	}
 	r.metrics = m
-	err = ctrl.NewControllerManagedBy(mgr).
+	local := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
+	err = mcbuilder.ControllerManagedBy(mgr).
 		Named("hub-rayservice").
 		// Our own status and finalizer writes need no reconcile.
-		For(&rayv1.RayService{}, ctrlbuilder.WithPredicates(predicate.Or(
+		For(&rayv1.RayService{}, local[0], local[1], mcbuilder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
 			deletionStarted(),
 		))).
 		// Someone else editing or deleting a binding is undone; our status writes are not news.
-		Owns(&fleetv1alpha1.RayServiceBinding{}, ctrlbuilder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&fleetv1alpha1.MemberCluster{}, r.memberClusterHandler()).
-		Watches(&fleetv1alpha1.PlacementPolicy{}, handler.EnqueueRequestsFromMapFunc(r.rayServicesOfPolicy)).
-		WatchesRawSource(source.Channel(r.events, &handler.TypedEnqueueRequestForObject[*rayv1.RayService]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
+		Owns(&fleetv1alpha1.RayServiceBinding{}, local[0], local[1], mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&fleetv1alpha1.MemberCluster{}, mchandler.Lift(r.memberClusterHandler()), local[0], local[1]).
+		Watches(&fleetv1alpha1.PlacementPolicy{}, mchandler.EnqueueRequestsFromMapFunc(r.rayServicesOfPolicy), local[0], local[1]).
+		// A member copy's change (its status, a deletion, drift) reconciles its hub RayService at
+		// once instead of at the next resync.
+		Watches(&rayv1.RayService{}, copyToOrigin,
+			mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles,
+			// The multicluster builder does not read the manager's controller options itself.
+			SkipNameValidation: mgr.GetLocalManager().GetControllerOptions().SkipNameValidation,
+		}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("set up the hub RayService controller: %w", err)
 	}
 	return nil
 }
+
+// copyToOrigin maps an event on a member RayService to its hub RayService on the local cluster;
+// a RayService the hub did not make maps to nothing. A burst of events on one copy, or on the
+// copies of one RayService on several members, collapses into one queued key.
+func copyToOrigin(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []mcreconcile.Request {
+		key, ok := OriginOf(obj)
+		if !ok {
+			return nil
+		}
+		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: key}, ClusterName: localCluster}}
+	})
+}
+
+// localCluster is multicluster-runtime's name of the hub's own cluster.
+const localCluster multicluster.ClusterName = ""
 
 // deletionStarted passes the update that sets deletionTimestamp, which need not change the
 // generation.

@@ -1,0 +1,184 @@
+package fleet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayfleet/rayfleet/hub/placement"
+	"github.com/rayfleet/rayfleet/hub/propagation"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// actionKind is what the executor does on one cluster.
+type actionKind int
+
+const (
+	// actionNone: the copy is as it should be, or nothing can be done there now.
+	actionNone actionKind = iota
+	// actionApply: server-side apply desired (creating the namespace first when the member has
+	// no copy).
+	actionApply
+	// actionRemove: delete the hub's copy, which is no longer placed there.
+	actionRemove
+)
+
+// action is the decision for one cluster.
+type action struct {
+	kind actionKind
+	// desired is the copy to apply (actionApply), or the copy the cluster should run when
+	// nothing is applied because it already runs it.
+	desired *rayv1.RayService
+	// err is why no copy could be built for the cluster (an override that does not apply).
+	err error
+}
+
+// decision is what one reconcile decided from its group, before anything is written.
+type decision struct {
+	// invalid is why the RayService (or its policy) cannot be placed; nothing is applied or
+	// removed then. invalidReason is its condition reason.
+	invalid       error
+	invalidReason string
+	placed        []string
+	// placedCond is the binding's Placed condition.
+	placedCond metav1.Condition
+	// result is the placement decision's label in rayfleet_placement_decisions_total.
+	result string
+	// wake is when a not-ready member's toleration ends; zero when none is tolerated.
+	wake      time.Time
+	overrides []fleetv1alpha1.ClusterOverride
+	// actions holds an entry for every placed cluster and every cluster whose copy is removed.
+	actions map[string]action
+	// foreign are placed clusters whose RayService of that name is not the hub's.
+	foreign []string
+	// kept are clusters no longer placed whose copy stays for now (unreachable, not Ready).
+	kept []string
+}
+
+// decide computes the decision for a group: validation, the policy, placement, and per
+// cluster what to apply or remove. It makes no API calls.
+func (r *Reconciler) decide(g *group) *decision {
+	d := &decision{placed: g.placedBefore(), actions: map[string]action{}}
+	if err := r.validate(g.hub); err != nil {
+		d.invalid, d.invalidReason = err, fleetv1alpha1.ReasonValidationFailed
+		d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: d.invalidReason, Message: err.Error()}
+		return d
+	}
+	r.decidePlacement(g, d)
+	if d.invalid != nil {
+		return d
+	}
+	for _, name := range d.placed {
+		d.actions[name] = decideCopy(g, d, name)
+	}
+	removable := map[string]bool{}
+	for name, m := range g.members {
+		removable[name] = m.readErr == nil && m.mc != nil && memberOf(m.mc).Ready
+	}
+	unremovable := map[string]bool{}
+	for _, name := range g.holding() {
+		if !removable[name] {
+			unremovable[name] = true
+		}
+	}
+	for _, name := range propagation.ToRemove(d.placed, g.holding(), unremovable) {
+		d.actions[name] = action{kind: actionRemove}
+	}
+	for _, name := range g.holding() {
+		if unremovable[name] && !slices.Contains(d.placed, name) && g.memberClusters[name] != nil {
+			d.kept = append(d.kept, name)
+		}
+	}
+	return d
+}
+
+// decideCopy is the action on one placed cluster.
+func decideCopy(g *group, d *decision, name string) action {
+	m := g.members[name]
+	if m == nil || m.readErr != nil {
+		return action{}
+	}
+	if propagation.OwnershipOf(g.hub, m.copy) == propagation.Foreign {
+		d.foreign = append(d.foreign, name)
+		return action{}
+	}
+	desired, err := propagation.MemberRayService(g.hub, name, m.mc.Labels, d.overrides)
+	if err != nil {
+		return action{err: err}
+	}
+	if _, refused := g.refusals[name]; refused {
+		// The member refused this spec; asking again every resync gets the same answer. A copy
+		// it already runs (of an earlier spec) is left as it is.
+		return action{}
+	}
+	if !propagation.Drifted(desired, m.copy) {
+		return action{desired: desired}
+	}
+	return action{kind: actionApply, desired: desired}
+}
+
+// decidePlacement resolves the policy and plans. A policy that is missing leaves the placement
+// as it was: moving copies because of a typo in an annotation would be worse. A policy that
+// fails its own check stops the RayService (invalid) once, before placement, rather than on
+// every cluster its overrides select.
+func (r *Reconciler) decidePlacement(g *group, d *decision) {
+	policy := placement.BuiltInPolicy()
+	toleration := tolerationOf(nil)
+	if !g.policy.builtIn {
+		if g.policy.pp == nil {
+			d.result = resultPolicyNotFound
+			d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonPolicyNotFound,
+				Message: fmt.Sprintf("PlacementPolicy %q not found in namespace %q; placement unchanged", g.policy.name, g.key.Namespace)}
+			return
+		}
+		var err error
+		if policy, err = policyOf(g.policy.pp); err != nil {
+			d.invalid, d.invalidReason, d.result = err, fleetv1alpha1.ReasonPolicyInvalid, resultPolicyInvalid
+			d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: d.invalidReason, Message: err.Error()}
+			return
+		}
+		d.overrides = g.policy.pp.Spec.Overrides
+		toleration = tolerationOf(g.policy.pp)
+	}
+
+	previous := g.placedBefore()
+	members := membersOf(g.memberClusters)
+	tol := tolerateNotReady(members, g.memberClusters, previous, toleration, g.now)
+	d.wake = tol.wake
+	plan := r.reserved.plan(g.key, placement.Input{
+		Demand:  placement.DemandOf(g.hub),
+		Policy:  policy,
+		Members: members,
+		Current: previous,
+		Held:    heldBy(g),
+		Refused: refusedForPlanning(g),
+	}, reportTimes(g.memberClusters), g.now)
+	d.placed = plan.Clusters
+	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue
+	switch {
+	case len(plan.Clusters) == 0:
+		result, reason, status = resultNone, fleetv1alpha1.ReasonNoClusterFits, metav1.ConditionFalse
+	case !plan.Placed:
+		result, reason, status = resultPartial, fleetv1alpha1.ReasonInsufficientClusters, metav1.ConditionFalse
+	}
+	msg := plan.Message
+	if len(tol.notes) > 0 {
+		msg += "; " + strings.Join(tol.notes, "; ")
+	}
+	d.result = result
+	d.placedCond = metav1.Condition{Status: status, Reason: reason, Message: msg}
+}
+
+// appliedHash is the spec hash the hub applies (or has applied) on a cluster this reconcile,
+// "" when it does not know.
+func (d *decision) appliedHash(name string) string {
+	if a, ok := d.actions[name]; ok && a.desired != nil {
+		return a.desired.Annotations[labels.SpecHash]
+	}
+	return ""
+}

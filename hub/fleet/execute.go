@@ -1,0 +1,232 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/rayfleet/rayfleet/hub/propagation"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// results is what the executor did, per cluster; the status is computed from the group, the
+// decision and these.
+type results struct {
+	// copies are the copies as they stand after this reconcile, for the clusters read or
+	// written (nil: none there).
+	copies map[string]*rayv1.RayService
+	// applyErrs are the clusters where writing failed, to be retried.
+	applyErrs map[string]error
+	// refusals are the member refusals in force after this reconcile: the group's plus new ones.
+	refusals map[string]fleetv1alpha1.ClusterRefusal
+	// newRefusal is set when this reconcile met a refusal: the next one re-plans without it.
+	newRefusal bool
+	// kept are clusters no longer placed whose copy is still there (being deleted or not
+	// removable now).
+	kept []string
+}
+
+// execute writes the decision: the binding's spec, then per cluster the apply or delete.
+// Member errors are collected per cluster and never stop the other clusters.
+func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*results, error) {
+	res := &results{
+		copies:    map[string]*rayv1.RayService{},
+		applyErrs: map[string]error{},
+		refusals:  maps.Clone(g.refusals),
+		kept:      slices.Clone(d.kept),
+	}
+	for name, m := range g.members {
+		if m.readErr == nil {
+			res.copies[name] = m.copy
+		}
+	}
+	if err := r.writeBindingSpec(ctx, g, d); err != nil {
+		return res, err
+	}
+	for _, name := range d.placed {
+		a := d.actions[name]
+		if a.err != nil {
+			res.applyErrs[name] = fmt.Errorf("cluster %s: %w", name, a.err)
+			continue
+		}
+		if a.kind == actionApply {
+			r.applyTo(ctx, g, res, name, a.desired)
+		}
+	}
+	for name, a := range d.actions {
+		if a.kind != actionRemove {
+			continue
+		}
+		gone, err := r.removeCopy(ctx, g, name)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Removing the copy from a member failed", "cluster", name)
+		}
+		if gone {
+			res.copies[name] = nil
+		} else {
+			res.kept = append(res.kept, name)
+		}
+	}
+	slices.Sort(res.kept)
+	res.kept = slices.Compact(res.kept)
+	return res, nil
+}
+
+// writeBindingSpec creates the binding, owned by the hub RayService, or patches its spec when
+// the decision changed it.
+func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision) error {
+	spec := fleetv1alpha1.RayServiceBindingSpec{Clusters: slices.Clone(d.placed), PolicyName: g.policy.name, SpecHash: g.hash}
+	if d.invalid != nil && g.binding != nil {
+		// The invalid spec is not propagated; the binding keeps the hash of the last one that was.
+		spec.SpecHash = g.binding.Spec.SpecHash
+	}
+	if g.binding == nil {
+		b := &fleetv1alpha1.RayServiceBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: g.hub.Namespace, Name: g.hub.Name},
+			Spec:       spec,
+		}
+		if err := controllerutil.SetControllerReference(g.hub, b, r.client.Scheme()); err != nil {
+			return fmt.Errorf("own RayServiceBinding %s: %w", g.key, err)
+		}
+		if err := r.client.Create(ctx, b); err != nil {
+			return fmt.Errorf("create RayServiceBinding %s: %w", g.key, err)
+		}
+		g.binding = b
+		return nil
+	}
+	if slices.Equal(g.binding.Spec.Clusters, spec.Clusters) && g.binding.Spec.PolicyName == spec.PolicyName &&
+		g.binding.Spec.SpecHash == spec.SpecHash {
+		return nil
+	}
+	orig := g.binding.DeepCopy()
+	g.binding.Spec = spec
+	if err := r.client.Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patch RayServiceBinding %s: %w", g.key, err)
+	}
+	return nil
+}
+
+// applyTo writes desired to one member: the namespace first when the member has no copy, then
+// a server-side apply. A refusal by the member is recorded; any other error is retried.
+func (r *Reconciler) applyTo(ctx context.Context, g *group, res *results, name string, desired *rayv1.RayService) {
+	m := g.members[name]
+	if m.copy == nil {
+		if err := ensureNamespace(ctx, m.client, g.hub.Namespace); err != nil {
+			r.applyFailed(ctx, g, res, name, err)
+			return
+		}
+	}
+	got, err := applyCopy(ctx, m.client, desired)
+	if err != nil {
+		r.applyFailed(ctx, g, res, name, err)
+		return
+	}
+	res.copies[name] = got
+	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Propagated", "Propagate",
+		"applied RayService %s to cluster %s", g.key, name)
+}
+
+// applyFailed records why a copy could not be written to cluster name: a refusal by the
+// member (recorded, not retried until it is due) or an error retried on the next reconcile.
+func (r *Reconciler) applyFailed(ctx context.Context, g *group, res *results, name string, err error) {
+	if ref, ok := propagation.RefusalOf(err); ok {
+		r.recordRefusal(g, res, name, ref)
+		res.newRefusal = true
+		return
+	}
+	res.applyErrs[name] = fmt.Errorf("cluster %s: %w", name, err)
+	ctrl.LoggerFrom(ctx).Error(err, "Propagating to member failed", "cluster", name)
+}
+
+// ensureNamespace creates the namespace on the member if it is missing. A namespace being
+// deleted there is a refusal: nothing can be created in it until it is gone.
+func ensureNamespace(ctx context.Context, cl client.Client, name string) error {
+	var ns corev1.Namespace
+	err := cl.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	if err == nil {
+		if !ns.DeletionTimestamp.IsZero() {
+			return propagation.NamespaceTerminating(name)
+		}
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get namespace %s: %w", name, err)
+	}
+	ns.Name = name
+	if err := cl.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// applyCopy server-side applies desired under the hub's field manager, taking over fields
+// another manager changed (that is drift to revert), and returns the object as stored.
+func applyCopy(ctx context.Context, cl client.Client, desired *rayv1.RayService) (*rayv1.RayService, error) {
+	data, err := json.Marshal(desired)
+	if err != nil {
+		return nil, fmt.Errorf("encode RayService %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, fmt.Errorf("decode RayService %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	// The hub owns no status on members, and a null creationTimestamp is noise in the request.
+	delete(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(labels.HubFieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("apply RayService %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	var got rayv1.RayService
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
+		return nil, fmt.Errorf("decode applied RayService %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return &got, nil
+}
+
+// removeCopy deletes the hub's copy on one cluster, as read into the group. gone is true once
+// the cluster holds no copy of ours (a foreign object is left alone and counts as gone); a copy
+// whose deletion waits on the spoke's finalizer is not gone yet and is looked at again next
+// time.
+func (r *Reconciler) removeCopy(ctx context.Context, g *group, name string) (gone bool, err error) {
+	m := g.members[name]
+	if m == nil || m.readErr != nil {
+		return false, nil
+	}
+	member := m.copy
+	if member == nil || propagation.OwnershipOf(g.hub, member) == propagation.Foreign {
+		return true, nil
+	}
+	if !member.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	if err := m.client.Delete(ctx, member, client.Preconditions{UID: &member.UID}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("delete RayService %s on cluster %s: %w", g.key, name, err)
+	}
+	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Removed", "Remove",
+		"deleted RayService %s from cluster %s: no longer placed there", g.key, name)
+	return false, nil
+}
+
+// memberRef is the MemberCluster an event about one cluster's copy relates to. The events API
+// folds events with the same object, reason and related object into one series and keeps the
+// first message, so without it "Removed from us" would hide a later "Removed from eu".
+func memberRef(name string) *fleetv1alpha1.MemberCluster {
+	return &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}

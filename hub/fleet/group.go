@@ -1,0 +1,168 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/hub/placement"
+	"github.com/rayfleet/rayfleet/hub/propagation"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// group is everything one reconcile reads, read once before anything is decided: the hub
+// RayService, its binding and policy, the MemberClusters, and every member's copy (or why it
+// could not be read). The decision and the status are computed from it; nothing reads the API
+// again until the executor writes.
+type group struct {
+	hub *rayv1.RayService
+	key types.NamespacedName
+	now time.Time
+	// binding is nil before the first reconcile creates it.
+	binding *fleetv1alpha1.RayServiceBinding
+	policy  policyRead
+	// memberClusters are the fleet's MemberClusters by name.
+	memberClusters map[string]*fleetv1alpha1.MemberCluster
+	// members holds a record for every MemberCluster and every cluster the binding names.
+	members map[string]*memberRecord
+	// hash is the hub spec's hash (before overrides), what a refusal is recorded against.
+	hash string
+	// refusals are the binding's refusals that still hold for hash.
+	refusals map[string]fleetv1alpha1.ClusterRefusal
+}
+
+// memberRecord is one member as the reconcile read it.
+type memberRecord struct {
+	name string
+	// mc is nil for a cluster the binding names that has left the fleet.
+	mc     *fleetv1alpha1.MemberCluster
+	client client.Client
+	// copy is the member's RayService of the hub RayService's name, nil when it has none.
+	copy *rayv1.RayService
+	// readErr is why the copy could not be read (member not engaged, API error): the member
+	// counts as unreachable and nothing is decided from its absent copy.
+	readErr error
+}
+
+// policyRead is the PlacementPolicy that places the RayService, as found.
+type policyRead struct {
+	// name is the policy's name, empty for the built-in one.
+	name    string
+	builtIn bool
+	// pp is the policy; nil when builtIn or not found.
+	pp *fleetv1alpha1.PlacementPolicy
+}
+
+// placedBefore are the clusters the binding had chosen before this reconcile.
+func (g *group) placedBefore() []string {
+	if g.binding == nil {
+		return nil
+	}
+	return slices.Clone(g.binding.Spec.Clusters)
+}
+
+// holding are the clusters the binding says may hold a copy: chosen, or still listed in its
+// status.
+func (g *group) holding() []string {
+	if g.binding == nil {
+		return nil
+	}
+	names := slices.Clone(g.binding.Spec.Clusters)
+	for i := range g.binding.Status.Clusters {
+		names = append(names, g.binding.Status.Clusters[i].Name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// read builds the group of hub. Errors reading the hub cluster (binding, MemberClusters,
+// policies) end the reconcile; a member that cannot be read is recorded in its memberRecord.
+func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, error) {
+	g := &group{
+		hub:            hub,
+		key:            types.NamespacedName{Namespace: hub.Namespace, Name: hub.Name},
+		now:            r.clock.Now(),
+		memberClusters: map[string]*fleetv1alpha1.MemberCluster{},
+		members:        map[string]*memberRecord{},
+	}
+	var binding fleetv1alpha1.RayServiceBinding
+	switch err := r.client.Get(ctx, g.key, &binding); {
+	case err == nil:
+		g.binding = &binding
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get RayServiceBinding %s: %w", g.key, err)
+	}
+	var mcs fleetv1alpha1.MemberClusterList
+	if err := r.client.List(ctx, &mcs); err != nil {
+		return nil, fmt.Errorf("list MemberClusters: %w", err)
+	}
+	for i := range mcs.Items {
+		g.memberClusters[mcs.Items[i].Name] = &mcs.Items[i]
+	}
+	policy, err := r.readPolicy(ctx, hub)
+	if err != nil {
+		return nil, err
+	}
+	g.policy = policy
+	if g.hash, err = propagation.SpecHash(&hub.Spec); err != nil {
+		return nil, fmt.Errorf("RayService %s: %w", g.key, err)
+	}
+	g.refusals = refusalsOf(g.binding, g.hash, g.now)
+
+	names := slices.Concat(slices.Collect(maps.Keys(g.memberClusters)), g.holding())
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		g.members[name] = r.readMember(ctx, g, name)
+	}
+	return g, nil
+}
+
+// readPolicy finds the PlacementPolicy the RayService names (or its namespace's default).
+func (r *Reconciler) readPolicy(ctx context.Context, hub *rayv1.RayService) (policyRead, error) {
+	var pps fleetv1alpha1.PlacementPolicyList
+	if err := r.client.List(ctx, &pps, client.InNamespace(hub.Namespace)); err != nil {
+		return policyRead{}, fmt.Errorf("list PlacementPolicies in %s: %w", hub.Namespace, err)
+	}
+	names := make([]string, 0, len(pps.Items))
+	for i := range pps.Items {
+		names = append(names, pps.Items[i].Name)
+	}
+	name, builtIn := placement.PolicyName(hub.Annotations, names)
+	out := policyRead{name: name, builtIn: builtIn}
+	if i := slices.Index(names, name); !builtIn && i >= 0 {
+		out.pp = &pps.Items[i]
+	}
+	return out, nil
+}
+
+// readMember reads one member's copy through its (cached) client.
+func (r *Reconciler) readMember(ctx context.Context, g *group, name string) *memberRecord {
+	m := &memberRecord{name: name, mc: g.memberClusters[name]}
+	if m.mc == nil {
+		m.readErr = errors.New("the member has left the fleet")
+		return m
+	}
+	cl, err := r.members.Client(ctx, name)
+	if err != nil {
+		m.readErr = fmt.Errorf("cluster %s: %w", name, err)
+		return m
+	}
+	m.client = cl
+	var member rayv1.RayService
+	switch err := cl.Get(ctx, g.key, &member); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		m.readErr = fmt.Errorf("get RayService %s on cluster %s: %w", g.key, name, err)
+	default:
+		m.copy = &member
+	}
+	return m
+}
