@@ -173,7 +173,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&rayv1.RayService{}, ctrlbuilder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
-			predicate.AnnotationChangedPredicate{},
+			annotationsChanged(),
 		))).
 		Owns(&rayv1.RayCluster{}).
 		Owns(&corev1.Service{}).

@@ -48,7 +48,8 @@ func (r *Reconciler) readyEndpoints(ctx context.Context, ns, svc string) (int32,
 }
 
 // finish computes the status from what the phases observed, reports what it decided, writes
-// it once if it changed, and requeues.
+// it once if it changed, brings a hub copy's running annotations in step with it, and
+// requeues.
 func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	timeout, _, _ := validation.InitializingTimeout(s.rs.Annotations) // validated already
@@ -69,6 +70,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}, s.incremental, metav1.NewTime(r.clock.Now()))
 	r.report(ctx, s, out)
 
+	written := false
 	if raystatus.RayServiceChanged(&s.original.Status, &next) {
 		if err := r.writeStatus(ctx, s, next); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -76,11 +78,19 @@ func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) 
 			}
 			return r.retry(ctx, "write status", err)
 		}
-		if out.Prepared != "" {
-			return ctrl.Result{RequeueAfter: requeueNewCluster}, nil
-		}
+		written = true
 	} else {
 		log.V(2).Info("Status unchanged")
+	}
+	// After the status: the annotations describe the cluster it names active.
+	if err := r.recordRunning(ctx, s, &next); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil // deleted meanwhile
+		}
+		return r.retry(ctx, "write running annotations", err)
+	}
+	if written && out.Prepared != "" {
+		return ctrl.Result{RequeueAfter: requeueNewCluster}, nil
 	}
 	return ctrl.Result{RequeueAfter: requeueSoon}, nil
 }

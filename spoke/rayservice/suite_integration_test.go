@@ -64,7 +64,9 @@ type harness struct {
 	dash   *raydashboard.Server
 	url    string
 	writes atomic.Int64
-	podIP  atomic.Int32
+	// rsPatches counts the writes to RayServices themselves (metadata), not their status.
+	rsPatches atomic.Int64
+	podIP     atomic.Int32
 
 	mu   sync.Mutex
 	stop func()
@@ -189,6 +191,9 @@ func (h *harness) countWrites() interceptor.Funcs {
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			h.writes.Add(1)
+			if _, ok := obj.(*rayv1.RayService); ok {
+				h.rsPatches.Add(1)
+			}
 			return c.Patch(ctx, obj, p, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {

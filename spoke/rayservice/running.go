@@ -1,0 +1,161 @@
+package rayservice
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
+	"github.com/rayfleet/rayfleet/spoke/rayservice/serve"
+)
+
+// The running annotations tell the hub what a member's copy of its RayService really runs: the
+// spec is only what the member was asked to run, and its status does not say which spec built
+// the serving cluster nor which Serve config that cluster took. KubeRay has no such thing; the
+// spoke keeps them on the hub's copies only.
+
+// hubCopy reports whether rs is a copy the hub placed here: it carries the hub's origin labels.
+// Other RayServices get no running annotations.
+func hubCopy(rs *rayv1.RayService) bool {
+	return rs.Labels[labels.OriginNamespace] != "" && rs.Labels[labels.OriginName] != ""
+}
+
+// runningPatch decides the running annotations of a hub copy whose annotations are current,
+// for the cluster that serves after this reconcile (active, nil when none does):
+//   - RunningClusterHash is active's ray.io/hash-without-replicas-and-workers-to-delete, the
+//     rayspec.ClusterSpecHash of the spec it was built from; absent without an active cluster
+//     or without that annotation on it;
+//   - RunningServeConfigHash is the rayspec.ServeConfigHash of applied, the Serve config last
+//     submitted successfully to active; absent without an active cluster. A nil applied
+//     (nothing remembered: the spoke restarted and has not submitted to active since, which
+//     it does not during a NewCluster upgrade) leaves it as it is, since the cluster still
+//     runs what it ran.
+//
+// It returns the changes as a merge patch of the annotations (a nil value removes the key),
+// nil when current already says all that.
+func runningPatch(current map[string]string, active *rayv1.RayCluster, applied *serve.Submitted) map[string]*string {
+	want := map[string]string{labels.RunningClusterHash: "", labels.RunningServeConfigHash: ""}
+	if active != nil {
+		want[labels.RunningClusterHash] = active.Annotations[labels.HashWithoutReplicas]
+		if applied != nil {
+			want[labels.RunningServeConfigHash] = rayspec.ServeConfigHash(applied.Config)
+		} else {
+			want[labels.RunningServeConfigHash] = current[labels.RunningServeConfigHash]
+		}
+	}
+	var patch map[string]*string
+	for k, v := range want {
+		have, ok := current[k]
+		switch {
+		case v == "" && ok:
+			patch = setPatch(patch, k, nil)
+		case v != "" && have != v:
+			patch = setPatch(patch, k, &v)
+		}
+	}
+	return patch
+}
+
+func setPatch(patch map[string]*string, k string, v *string) map[string]*string {
+	if patch == nil {
+		patch = map[string]*string{}
+	}
+	patch[k] = v
+	return patch
+}
+
+// runningMemoKey keys the memory of the running annotations written to rs.
+func runningMemoKey(rs *rayv1.RayService) string { return "running/" + string(rs.UID) }
+
+// recordRunning brings the running annotations of a hub copy in step with the cluster named
+// active in the status just computed (next): until a pending cluster is promoted they describe
+// the cluster that serves, not the one being prepared. It costs no read (the clusters were
+// read by this reconcile, the applied configs are the serve cache) and a write only when a
+// value changes: a JSON merge patch of just these annotations, without a resourceVersion so it
+// cannot conflict.
+func (r *Reconciler) recordRunning(ctx context.Context, s *scope, next *rayv1.RayServiceStatuses) error {
+	if !hubCopy(s.rs) {
+		return nil
+	}
+	active := s.clusterNamed(next.ActiveServiceStatus.RayClusterName)
+	var applied *serve.Submitted
+	if active != nil {
+		if sub, ok := r.configs.Get(s.key, active.Name); ok {
+			applied = &sub
+		}
+	}
+	patch := runningPatch(s.rs.Annotations, active, applied)
+	if patch == nil {
+		return nil
+	}
+	// json.Marshal sorts map keys: equal patches encode equally.
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if err != nil {
+		return fmt.Errorf("encode running annotations of RayService %s: %w", s.key, err)
+	}
+	// Written a moment ago and not in the cache yet: the same patch again would be a second
+	// write of one change.
+	memoKey := runningMemoKey(s.rs)
+	if r.writes.Recent(memoKey, string(body)) {
+		return nil
+	}
+	target := &rayv1.RayService{}
+	target.Namespace, target.Name = s.rs.Namespace, s.rs.Name
+	if err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, body), client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("write running annotations of RayService %s: %w", s.key, err)
+	}
+	r.writes.Note(memoKey, string(body))
+	ctrl.LoggerFrom(ctx).V(1).Info("Running annotations written", "rayCluster", next.ActiveServiceStatus.RayClusterName,
+		"annotations", string(body))
+	return nil
+}
+
+// clusterNamed returns whichever of the clusters read this reconcile is called name; nil when
+// name is empty or neither is (deleted).
+func (s *scope) clusterNamed(name string) *rayv1.RayCluster {
+	switch {
+	case name == "":
+		return nil
+	case s.active != nil && s.active.Name == name:
+		return s.active
+	case s.pending != nil && s.pending.Name == name:
+		return s.pending
+	default:
+		return nil
+	}
+}
+
+// annotationsChanged is predicate.AnnotationChangedPredicate blind to the running annotations:
+// the reconciler's own write of them needs no reconcile, and one by anybody else is put right
+// by the periodic requeue.
+func annotationsChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return false
+		}
+		return !maps.Equal(withoutRunning(e.ObjectOld.GetAnnotations()), withoutRunning(e.ObjectNew.GetAnnotations()))
+	}}
+}
+
+// withoutRunning returns annotations without the running annotations; annotations itself when
+// it has none of them.
+func withoutRunning(annotations map[string]string) map[string]string {
+	_, c := annotations[labels.RunningClusterHash]
+	_, s := annotations[labels.RunningServeConfigHash]
+	if !c && !s {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	delete(out, labels.RunningClusterHash)
+	delete(out, labels.RunningServeConfigHash)
+	return out
+}
