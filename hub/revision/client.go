@@ -44,9 +44,10 @@ func List(ctx context.Context, c client.Reader, hub *rayv1.RayService) ([]appsv1
 // Ensure is hub's revision of content: the one in history with content's hash if there is one,
 // reused as it is even when older revisions follow it (going back to an earlier spec returns to
 // its revision, as `kubectl rollout undo` does), else a new one numbered after the highest in
-// history. created says whether it was created now. When the name is taken already (history
-// came from a cache that had not seen it yet), the revision is read back instead. It fails
-// with New's *TooLargeError for a content that does not fit.
+// history. created says whether it was created now; a revision found in history is returned
+// as history's own element. When the name is taken already (history came from a cache that
+// had not seen it yet), the revision is read back instead. It fails with New's *TooLargeError
+// for a content that does not fit.
 func Ensure(ctx context.Context, c client.Client, hub *rayv1.RayService, content *Content,
 	history History) (*appsv1.ControllerRevision, bool, error) {
 	if err := checkHub(hub); err != nil {
