@@ -1,8 +1,9 @@
 // Command rayfleet is RayFleet's command line: `join` and `unjoin` members, the fleet's
 // `status`, a RayService's `rollout` across its members, `dev` (a local fleet to try RayFleet
 // out) and `version`.
-// It reaches clusters through their APIs only: it imports its internal packages and shared/
-// (the local fleet included), never hub/ or spoke/.
+// It reaches clusters through their APIs only: it imports its internal packages, shared/ (the
+// local fleet included) and hub/revision (to read a RayService's revisions as the hub writes
+// them), no hub controller and nothing of spoke/.
 package main
 
 import (

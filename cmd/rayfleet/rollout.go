@@ -112,7 +112,7 @@ func rolloutUndo(ctx context.Context, c client.Client, key types.NamespacedName,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.stdout, "RayService %s rolled back to revision %d (%s): the hub rolls it out as a spec change\n", key, r.Number, r.Name)
+	fmt.Fprintf(s.stdout, "RayService %s rolled back to revision %d (%s): the hub rolls it out as a spec change\n", key, r.Revision, r.Name)
 	fmt.Fprintln(s.stdout, "if a GitOps tool syncs this RayService, commit the same spec to its source, or it rolls the change forward again")
 	return nil
 }

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
@@ -123,8 +125,8 @@ func (v *View) checkApprovable(stage string) error {
 // again on a conflict. It refuses, with an error wrapping ErrNothingToUndo, a revision whose
 // spec is the RayService's already. The revision's overrides are not restored: they are the
 // PlacementPolicy's.
-func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int64) (*Revision, error) {
-	var chosen *Revision
+func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int64) (*appsv1.ControllerRevision, error) {
+	var chosen *appsv1.ControllerRevision
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		v, err := Read(ctx, c, key)
 		if err != nil {
@@ -133,12 +135,12 @@ func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 		if chosen, err = v.undoTarget(to); err != nil {
 			return err
 		}
-		content, err := chosen.Decode()
+		content, err := revision.Decode(chosen)
 		if err != nil {
 			return err
 		}
 		if current, _ := v.isCurrentSpec(chosen); current {
-			return fmt.Errorf("%w: revision %d (%s) is the spec of RayService %s already", ErrNothingToUndo, chosen.Number, chosen.Name, key)
+			return fmt.Errorf("%w: revision %d (%s) is the spec of RayService %s already", ErrNothingToUndo, chosen.Revision, chosen.Name, key)
 		}
 		v.Service.Spec = content.Spec
 		return c.Update(ctx, v.Service, client.FieldOwner(FieldManager))
@@ -150,9 +152,9 @@ func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 }
 
 // undoTarget is revision to, or the last good one for 0.
-func (v *View) undoTarget(to int64) (*Revision, error) {
+func (v *View) undoTarget(to int64) (*appsv1.ControllerRevision, error) {
 	if to != 0 {
-		if r := v.revisionNumbered(to); r != nil {
+		if r := v.Revisions.ByNumber(to); r != nil {
 			return r, nil
 		}
 		return nil, fmt.Errorf("RayService %s has no revision %d (%s)", v.Key(), to, v.numbers())
@@ -161,7 +163,7 @@ func (v *View) undoTarget(to int64) (*Revision, error) {
 	if ro == nil || ro.GoodRevision == "" {
 		return nil, fmt.Errorf("the hub has recorded no good revision of RayService %s: name one with --to-revision (see 'rayfleet rollout history')", v.Key())
 	}
-	r := v.revisionNamed(ro.GoodRevision)
+	r := v.Revisions.Get(ro.GoodRevision)
 	if r == nil {
 		return nil, fmt.Errorf("the good revision %s of RayService %s is not among its ControllerRevisions (%s)", ro.GoodRevision, v.Key(), v.numbers())
 	}

@@ -20,8 +20,8 @@ func WriteHistory(w io.Writer, v *View, now time.Time) error {
 	fmt.Fprintln(tw, "REVISION\tNAME\tCREATED\tROLLOUT\tCLUSTERS")
 	for i := range v.Revisions {
 		r := &v.Revisions[i]
-		created := duration.HumanDuration(now.Sub(r.Created)) + " ago"
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Number, r.Name, created, v.marks(r.Name), v.runningOn(r.Name))
+		created := duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)) + " ago"
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Revision, r.Name, created, v.marks(r.Name), v.runningOn(r.Name))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the history of RayService %s: %w", v.Key(), err)
@@ -70,11 +70,11 @@ func (v *View) runningOn(name string) string {
 // WriteRevision prints revision n's content (the spec and the policy's overrides) as YAML,
 // after a comment naming it.
 func WriteRevision(w io.Writer, v *View, n int64) error {
-	r := v.revisionNumbered(n)
+	r := v.Revisions.ByNumber(n)
 	if r == nil {
 		return fmt.Errorf("RayService %s has no revision %d (%s)", v.Key(), n, v.numbers())
 	}
-	out, err := yaml.JSONToYAML(r.Data)
+	out, err := yaml.JSONToYAML(r.Data.Raw)
 	if err != nil {
 		return fmt.Errorf("converting ControllerRevision %s/%s to YAML: %w", v.Service.Namespace, r.Name, err)
 	}
@@ -95,7 +95,7 @@ func (v *View) numbers() string {
 	}
 	nums := make([]string, len(v.Revisions))
 	for i, r := range v.Revisions {
-		nums[i] = fmt.Sprint(r.Number)
+		nums[i] = fmt.Sprint(r.Revision)
 	}
 	return "it has " + strings.Join(nums, ", ")
 }

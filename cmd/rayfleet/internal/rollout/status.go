@@ -94,8 +94,8 @@ func (v *View) revisionLabel(name string) string {
 	if name == "" {
 		return none
 	}
-	if r := v.revisionNamed(name); r != nil {
-		return fmt.Sprintf("revision %d (%s)", r.Number, name)
+	if r := v.Revisions.Get(name); r != nil {
+		return fmt.Sprintf("revision %d (%s)", r.Revision, name)
 	}
 	return name
 }
@@ -105,8 +105,8 @@ func (v *View) revisionShort(name string) string {
 	if name == "" {
 		return none
 	}
-	if r := v.revisionNamed(name); r != nil {
-		return fmt.Sprint(r.Number)
+	if r := v.Revisions.Get(name); r != nil {
+		return fmt.Sprint(r.Revision)
 	}
 	return name
 }

@@ -1,28 +1,26 @@
 // Package rollout reads and steers the fleet rollout of one hub RayService, for the verbs of
 // `rayfleet rollout`: status (once or watched), history, pause, resume, approve and undo.
 // It reaches the hub through its API only (the RayService, its RayServiceBinding, the
-// PlacementPolicy the binding names and the RayService's ControllerRevisions), never hub/ or
-// spoke/ code: the hub's rollout state is whatever the binding's status says.
+// PlacementPolicy the binding names and the RayService's ControllerRevisions): the hub's
+// rollout state is whatever the binding's status says. Of the hub's code it uses hub/revision
+// only, to list and decode revisions exactly as the hub does; never spoke/.
 package rollout
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
@@ -44,38 +42,8 @@ type View struct {
 	Policy *fleetv1alpha1.PlacementPolicy
 	// PolicyMissing says the binding names a policy that does not exist (any more).
 	PolicyMissing bool
-	// Revisions are the RayService's ControllerRevisions, by revision number.
-	Revisions []Revision
-}
-
-// Revision is one ControllerRevision of a hub RayService.
-type Revision struct {
-	// Number is the ControllerRevision's .revision.
-	Number int64
-	// Name is the ControllerRevision's name, what the binding refers to it by.
-	Name string
-	// Created is its creation time.
-	Created time.Time
-	// Data is its .data as stored: JSON {"spec": ..., "overrides": [...]}.
-	Data []byte
-}
-
-// Content is what a revision holds: the hub RayService's spec and the policy's overrides in
-// effect when it was made.
-type Content struct {
-	// Spec is the hub RayService's spec.
-	Spec rayv1.RayServiceSpec `json:"spec"`
-	// Overrides are the PlacementPolicy's overrides.
-	Overrides []fleetv1alpha1.ClusterOverride `json:"overrides,omitempty"`
-}
-
-// Decode parses the revision's data.
-func (r *Revision) Decode() (*Content, error) {
-	var c Content
-	if err := json.Unmarshal(r.Data, &c); err != nil {
-		return nil, fmt.Errorf("decoding ControllerRevision %s: %w", r.Name, err)
-	}
-	return &c, nil
+	// Revisions are the RayService's ControllerRevisions, oldest first.
+	Revisions revision.History
 }
 
 // Read reads the rollout of the hub RayService key. A RayService the hub does not manage (no
@@ -120,31 +88,14 @@ func readAround(ctx context.Context, c client.Reader, svc *rayv1.RayService, b *
 			return nil, fmt.Errorf("reading PlacementPolicy %s/%s of RayService %s/%s: %w", svc.Namespace, name, svc.Namespace, svc.Name, err)
 		}
 	}
-	revisions, err := listRevisions(ctx, c, svc)
+	// The revisions the hub made of svc: labelled with its name and controlled by it (a
+	// RayService of the same name deleted and created again has its own).
+	revisions, err := revision.List(ctx, c, svc)
 	if err != nil {
 		return nil, err
 	}
 	v.Revisions = revisions
 	return v, nil
-}
-
-// listRevisions lists the ControllerRevisions the hub made of svc: labelled with its name and
-// controlled by it (a RayService of the same name deleted and created again has its own).
-func listRevisions(ctx context.Context, c client.Reader, svc *rayv1.RayService) ([]Revision, error) {
-	var list appsv1.ControllerRevisionList
-	if err := c.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{labels.OriginName: svc.Name}); err != nil {
-		return nil, fmt.Errorf("listing the ControllerRevisions of RayService %s/%s: %w", svc.Namespace, svc.Name, err)
-	}
-	var out []Revision
-	for i := range list.Items {
-		cr := &list.Items[i]
-		if !metav1.IsControlledBy(cr, svc) {
-			continue
-		}
-		out = append(out, Revision{Number: cr.Revision, Name: cr.Name, Created: cr.CreationTimestamp.Time, Data: cr.Data.Raw})
-	}
-	slices.SortFunc(out, func(a, b Revision) int { return cmp.Compare(a.Number, b.Number) })
-	return out, nil
 }
 
 // Key is the hub RayService's namespace/name.
@@ -155,29 +106,9 @@ func (v *View) Key() types.NamespacedName {
 // Rollout is the binding's rollout status; nil until the hub records one.
 func (v *View) Rollout() *fleetv1alpha1.RolloutStatus { return v.Binding.Status.Rollout }
 
-// revisionNamed finds a revision by name.
-func (v *View) revisionNamed(name string) *Revision {
-	for i := range v.Revisions {
-		if v.Revisions[i].Name == name {
-			return &v.Revisions[i]
-		}
-	}
-	return nil
-}
-
-// revisionNumbered finds a revision by number.
-func (v *View) revisionNumbered(n int64) *Revision {
-	for i := range v.Revisions {
-		if v.Revisions[i].Number == n {
-			return &v.Revisions[i]
-		}
-	}
-	return nil
-}
-
 // isCurrentSpec says whether revision r holds the hub RayService's spec as it is now.
-func (v *View) isCurrentSpec(r *Revision) (bool, error) {
-	content, err := r.Decode()
+func (v *View) isCurrentSpec(r *appsv1.ControllerRevision) (bool, error) {
+	content, err := revision.Decode(r)
 	if err != nil {
 		return false, err
 	}
@@ -193,7 +124,7 @@ func (v *View) TargetIsCurrent() bool {
 	if ro == nil || ro.TargetRevision == "" {
 		return false
 	}
-	r := v.revisionNamed(ro.TargetRevision)
+	r := v.Revisions.Get(ro.TargetRevision)
 	if r == nil {
 		return true
 	}
