@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,7 +120,15 @@ func TestCRDsAcceptValidObjectsAndApplyDefaults(t *testing.T) {
 		SpreadBy:     "topology.kubernetes.io/region",
 		Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
 		Overrides:    []fleetv1alpha1.ClusterOverride{override(`{"rayClusterConfig":{"rayVersion":"2.52.0"}}`)},
-		Rollout:      &fleetv1alpha1.RolloutStrategy{MaxUnavailableClusters: ptr.To[int32](2)},
+		Rollout: &fleetv1alpha1.RolloutStrategy{
+			MaxUnavailableClusters: ptr.To(intstr.FromString("50%")),
+			Stages: []fleetv1alpha1.RolloutStage{
+				{Name: "canary", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}},
+					MaxConcurrency: ptr.To(intstr.FromInt32(1)), SoakSeconds: ptr.To[int32](120), Approval: true},
+				{Name: "prod", ClusterSelector: &metav1.LabelSelector{}},
+			},
+			SortingLabelKey: "region", RevisionHistoryLimit: ptr.To[int32](5),
+		},
 		Failover:     &fleetv1alpha1.FailoverPolicy{GracefulPurge: true},
 	})
 	mustCreate(t, c, pp)
@@ -246,11 +255,20 @@ func TestCRDsRejectInvalidObjects(t *testing.T) {
 			want: `spec.rollout.type: Unsupported value: "Canary"`,
 		},
 		{
-			name: "blue-green rollout with maxUnavailableClusters",
+			name: "blue-green is not built yet",
 			obj: placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
-				Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen, MaxUnavailableClusters: ptr.To[int32](1)},
+				Rollout: &fleetv1alpha1.RolloutStrategy{Type: "BlueGreen"},
 			}),
-			want: "maxUnavailableClusters applies to Rolling rollouts only",
+			want: `spec.rollout.type: Unsupported value: "BlueGreen"`,
+		},
+		{
+			name: "two stages of one name",
+			obj: placementPolicy("stages", fleetv1alpha1.PlacementPolicySpec{
+				Rollout: &fleetv1alpha1.RolloutStrategy{Stages: []fleetv1alpha1.RolloutStage{
+					{Name: "a", ClusterSelector: &metav1.LabelSelector{}}, {Name: "a", ClusterSelector: &metav1.LabelSelector{}},
+				}},
+			}),
+			want: "Duplicate value",
 		},
 		{
 			name: "rollout deadline not past the soak time",

@@ -127,10 +127,11 @@ type RolloutStrategy struct {
 
 	// MaxUnavailableClusters is how many clusters of a stage are updated at once: a number, or
 	// a percentage of the placed clusters (rounded down, at least 1). Clusters that are not
-	// Ready count against it. Default 1.
+	// Ready count against it. Default 1. A value below 1 or a malformed percentage makes the
+	// policy not Accepted (checked by the hub: a CEL rule on it exceeds the API server's cost
+	// budget inside the stages list).
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxUnavailableClusters must be at least 1 or a percentage from 1% to 100%"
 	MaxUnavailableClusters *intstr.IntOrString `json:"maxUnavailableClusters,omitempty"`
 
 	// SoakSeconds is how long an updated cluster must stay done (Ready, every Serve application
@@ -193,7 +194,6 @@ type RolloutStage struct {
 	// percentage of the stage's clusters); default the rollout's maxUnavailableClusters.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxConcurrency must be at least 1 or a percentage from 1% to 100%"
 	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
 
 	// SoakSeconds overrides the rollout's soakSeconds for this stage's clusters.
