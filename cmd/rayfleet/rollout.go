@@ -47,9 +47,9 @@ func rolloutCommand(ctx context.Context, verb string, args []string, s streams) 
 	}
 	key := a.key(hub.namespace)
 	if verb == "status" && a.watch {
-		wc, err := client.NewWithWatch(hub.Config, client.Options{Scheme: hub.Client.Scheme()})
-		if err != nil {
-			return fmt.Errorf("connecting to the hub at %s: %w", hub.Config.Host, err)
+		wc, watchErr := client.NewWithWatch(hub.Config, client.Options{Scheme: hub.Client.Scheme()})
+		if watchErr != nil {
+			return fmt.Errorf("connecting to the hub at %s: %w", hub.Config.Host, watchErr)
 		}
 		return rollout.Watch(ctx, wc, key, s.stdout, s.clock)
 	}

@@ -438,12 +438,12 @@ func testUndoConflict(t *testing.T, env *envtest.Env) {
 			updates++
 			if updates == 1 {
 				var other rayv1.RayService
-				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &other); err != nil {
-					return err
+				if getErr := c.Get(ctx, client.ObjectKeyFromObject(obj), &other); getErr != nil {
+					return getErr
 				}
 				other.Labels = map[string]string{"owner": "someone-else"}
-				if err := c.Update(ctx, &other); err != nil {
-					return err
+				if updateErr := c.Update(ctx, &other); updateErr != nil {
+					return updateErr
 				}
 			}
 			return c.Update(ctx, obj, opts...)

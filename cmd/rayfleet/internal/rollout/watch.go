@@ -33,10 +33,11 @@ func Watch(ctx context.Context, c client.WithWatch, key types.NamespacedName, w 
 	}
 	p := &printer{w: w, clock: clk}
 	for {
-		if err := p.print(v); err != nil {
+		if err = p.print(v); err != nil {
 			return err
 		}
-		if done, err := finished(v); done {
+		var done bool
+		if done, err = finished(v); done {
 			return err
 		}
 		if v, err = nextChange(ctx, c, v.Binding); err != nil {
