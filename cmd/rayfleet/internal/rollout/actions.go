@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,7 +140,7 @@ func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 		if err != nil {
 			return err
 		}
-		if current, _ := v.isCurrentSpec(chosen); current {
+		if apiequality.Semantic.DeepEqual(content.Spec, v.Service.Spec) {
 			return fmt.Errorf("%w: revision %d (%s) is the spec of RayService %s already", ErrNothingToUndo, chosen.Revision, chosen.Name, key)
 		}
 		v.Service.Spec = content.Spec
