@@ -1,0 +1,76 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// describe says, for each of ms that the rollout waits on, what it waits for, in order, and
+// how many wait for their turn: "us-east soaking 20s more", "eu-west updating (1m30s of
+// 10m0s): application app is DEPLOYING", "ap-south not Ready", "2 waiting for their turn".
+func (p *planner) describe(ms []*member) []string {
+	var parts []string
+	waiting := 0
+	for _, m := range ms {
+		s := p.memberText(m)
+		switch {
+		case s != "":
+			parts = append(parts, s)
+		case m.phase.Phase == fleetv1alpha1.ClusterPending:
+			waiting++
+		}
+	}
+	switch {
+	case waiting == 1:
+		parts = append(parts, "1 waiting for its turn")
+	case waiting > 1:
+		parts = append(parts, fmt.Sprintf("%d waiting for their turn", waiting))
+	}
+	return parts
+}
+
+// memberText is what the rollout waits for on m; "" for a cluster done, or waiting for its
+// turn.
+func (p *planner) memberText(m *member) string {
+	now := p.in.Now
+	ph := m.phase
+	var s string
+	switch ph.Phase {
+	case fleetv1alpha1.ClusterUpdating:
+		s = fmt.Sprintf("%s updating (%s of %s)", m.Name, roundSeconds(now.Sub(ph.Since)), p.in.Strategy.Deadline)
+		switch {
+		case m.Revision != p.in.Target:
+			s += ": its copy does not carry revision " + p.in.Target + " yet"
+		case m.NotDone != "":
+			s += ": " + m.NotDone
+		}
+	case fleetv1alpha1.ClusterSoaking:
+		s = fmt.Sprintf("%s soaking %s more", m.Name, roundSeconds(ph.Since.Add(p.soakOf(m)).Sub(now)))
+	case fleetv1alpha1.ClusterFailed:
+		s = p.failureText(m)
+	case fleetv1alpha1.ClusterPending:
+		if ph.Since.IsZero() {
+			break
+		}
+		rev := m.Revision
+		if rev == "" {
+			rev = p.status.GoodRevision
+		}
+		s = fmt.Sprintf("%s finishing revision %s first", m.Name, rev)
+		if m.NotDone != "" {
+			s += ": " + m.NotDone
+		}
+	}
+	if !m.Ready {
+		if s == "" {
+			return m.Name + " not Ready"
+		}
+		s += " (not Ready)"
+	}
+	return s
+}
+
+// roundSeconds is d rounded to the second, for messages.
+func roundSeconds(d time.Duration) time.Duration { return d.Round(time.Second) }
