@@ -168,7 +168,11 @@ func (p *planner) notPlaced() {
 func (p *planner) allAtOnce() {
 	p.mode = applyTarget
 	if p.status.FailedRevision == p.in.Target {
+		// A rolled-back revision under rollout type None: it is tried again, from the start.
 		p.status.FailedRevision = ""
+		for _, m := range p.members {
+			m.phase = ClusterPhase{Phase: fleetv1alpha1.ClusterPending}
+		}
 	}
 	for _, m := range p.members {
 		if m.phase.Phase == fleetv1alpha1.ClusterPending {

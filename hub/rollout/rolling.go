@@ -46,14 +46,14 @@ func (p *planner) rolling() {
 			return
 		}
 		p.status.Stage = active.def.Name
-		if !p.open(active) {
+		if active.waiting() && !p.open(active) {
 			return
 		}
-		if p.in.Paused {
+		switch {
+		case p.in.Paused:
 			p.hold(active)
 			return
-		}
-		if p.startIn(active) == 0 {
+		case !active.waiting() || p.startIn(active) == 0:
 			p.moving(active)
 			return
 		}
@@ -81,7 +81,9 @@ func (p *planner) activeStage() *stagePlan {
 }
 
 // open starts st unless it has started, the rollout is paused, or it awaits an approval of the
-// target; it reports whether the rollout may go on with st.
+// target; it reports whether the rollout may go on with st. A stage is opened only when it has
+// a cluster waiting for its turn: a stage whose clusters are all done or in flight (newly
+// placed clusters coming up on the good revision) has nothing to start or approve.
 func (p *planner) open(st *stagePlan) bool {
 	if st.record != nil || p.in.Paused {
 		return true
@@ -156,7 +158,10 @@ func (p *planner) hold(st *stagePlan) {
 // "stage eu: us-east soaking 20s more; next: stage rest (approval)".
 func (p *planner) stageText(st *stagePlan) string {
 	head := "stage " + st.def.Name
-	if st.record == nil {
+	switch {
+	case st.record == nil && st.def.Approval:
+		head += " (not started, needs approval)"
+	case st.record == nil:
 		head += " (not started)"
 	}
 	parts := p.describe(st.members)

@@ -63,8 +63,8 @@ func TestPlanRollingOneAtATime(t *testing.T) {
 				phases: kv("a", "Pending", "b", "Soaking@130", "c", "Pending"),
 				phase:  progressing, good: "r1", stage: "rest", updated: "0/3", stages: []string{"rest:b,c,a"},
 				progressing: "True/Progressing", paused: "False/NotPaused",
-				message:     []string{"stage rest: b soaking 1m0s more; 2 waiting for their turn"},
-				requeue:     60 * time.Second,
+				message: []string{"stage rest: b soaking 1m0s more; 2 waiting for their turn"},
+				requeue: 60 * time.Second,
 			},
 		},
 		{
@@ -254,4 +254,9 @@ func TestPlanConcurrency(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { check(t, Plan(tt.in), tt.want) })
 	}
+}
+
+func approved(s fleetv1alpha1.StageStatus) fleetv1alpha1.StageStatus {
+	s.Approved = true
+	return s
 }

@@ -133,3 +133,11 @@ func (st *stagePlan) names() []string {
 func (st *stagePlan) done() bool {
 	return !slices.ContainsFunc(st.members, func(m *member) bool { return m.phase.Phase != fleetv1alpha1.ClusterDone })
 }
+
+// waiting reports whether a cluster of the stage waits for its turn: not started on the
+// target and not in flight.
+func (st *stagePlan) waiting() bool {
+	return slices.ContainsFunc(st.members, func(m *member) bool {
+		return m.phase.Phase == fleetv1alpha1.ClusterPending && !inFlight(m)
+	})
+}
