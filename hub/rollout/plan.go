@@ -280,12 +280,13 @@ func (p *planner) applyFor(m *member) string {
 	switch {
 	case p.mode == applyGood:
 		return p.status.GoodRevision
-	case p.mode == applyTarget || m.phase.Phase != fleetv1alpha1.ClusterPending:
-		return p.in.Target
-	case m.Revision == "", m.Revision == p.status.FailedRevision:
-		return p.status.GoodRevision
+	case p.mode == applyStaged && m.phase.Phase == fleetv1alpha1.ClusterPending:
+		if m.Revision == "" || m.Revision == p.status.FailedRevision {
+			return p.status.GoodRevision
+		}
+		return m.Revision
 	}
-	return m.Revision
+	return p.in.Target
 }
 
 // event records an Event of this decision.

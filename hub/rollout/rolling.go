@@ -22,7 +22,7 @@ func (p *planner) rolling() {
 	}
 	p.stages = buildStages(p.in.Strategy, p.members, recorded)
 	deadlines := !p.in.Paused
-	if deadlines && !p.rebased && (p.prev.Phase == fleetv1alpha1.RolloutPaused || p.prev.Phase == fleetv1alpha1.RolloutAwaitingApproval) {
+	if deadlines && !p.rebased && p.prev.Phase == fleetv1alpha1.RolloutPaused {
 		p.resume()
 	}
 	for {
@@ -60,8 +60,10 @@ func (p *planner) rolling() {
 	}
 }
 
-// resume restarts the deadline of the clusters in flight when a pause or an approval wait
-// ends: the time the rollout was held does not count against them.
+// resume restarts the deadline of the clusters in flight when a pause ends: the time the
+// rollout was paused does not count against them. An approval wait needs no such care: it
+// comes before a stage starts, when the stages before it are done and nothing of it is in
+// flight, and resetting at every decision while it lasts would change the status each time.
 func (p *planner) resume() {
 	for _, m := range p.members {
 		if inFlight(m) && m.phase.Phase != fleetv1alpha1.ClusterSoaking {

@@ -87,9 +87,9 @@ func ownerOf(stages []*stagePlan, m *member) *stagePlan {
 	return stages[len(stages)-1]
 }
 
-// sortMembers orders clusters for updating: by the sorting label's value (as numbers when both
-// values are integers, clusters without the label last), else by fewest serve endpoints; then
-// by name.
+// sortMembers orders clusters for updating: by the sorting label's value (integer values first,
+// as numbers, then the others as text, then clusters without the label), else by fewest serve
+// endpoints; then by name.
 func sortMembers(ms []*member, key string) {
 	slices.SortFunc(ms, func(a, b *member) int {
 		if key == "" {
@@ -112,10 +112,17 @@ func compareLabel(a, b map[string]string, key string) int {
 	case !oka:
 		return 0
 	}
+	// Integers first, by value, then the other values as text: a total order, so that
+	// "9" < "10" without making a mix of numbers and words circular.
 	na, erra := strconv.ParseInt(va, 10, 64)
 	nb, errb := strconv.ParseInt(vb, 10, 64)
-	if erra == nil && errb == nil {
+	switch {
+	case erra == nil && errb == nil:
 		return cmp.Compare(na, nb)
+	case erra == nil:
+		return -1
+	case errb == nil:
+		return 1
 	}
 	return cmp.Compare(va, vb)
 }

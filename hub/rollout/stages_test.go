@@ -177,7 +177,7 @@ func TestPlanStages(t *testing.T) {
 }
 
 func TestPlanApproval(t *testing.T) {
-	strat := strategy(withStages(stage("canary", "env=canary"), stage("prod", "").approval()))
+	rollout := strategy(withStages(stage("canary", "env=canary"), stage("prod", "").approval()))
 	fleet := cs(c("can", "r2").done().label("env", "canary"), c("p1", "r1").done().ep(1), c("p2", "r1").done().ep(2))
 	canaryDone := phases("can", "Done@100")
 	awaiting := movingTo("r2", "r1", started("canary", "can"))
@@ -201,29 +201,29 @@ func TestPlanApproval(t *testing.T) {
 	}{
 		{
 			name: "a stage with approval waits before it starts, and says so once",
-			in:   Input{Now: at(200), Strategy: strat, Target: "r2", Previous: movingTo("r2", "r1", started("canary", "can")), Clusters: fleet, ClusterPhases: canaryDone},
+			in:   Input{Now: at(200), Strategy: rollout, Target: "r2", Previous: movingTo("r2", "r1", started("canary", "can")), Clusters: fleet, ClusterPhases: canaryDone},
 			want: withEvent,
 		},
 		{
 			name: "still awaiting approval: no second event",
-			in:   Input{Now: at(300), Strategy: strat, Target: "r2", Previous: awaiting, Clusters: fleet, ClusterPhases: canaryDone},
+			in:   Input{Now: at(300), Strategy: rollout, Target: "r2", Previous: awaiting, Clusters: fleet, ClusterPhases: canaryDone},
 			want: waiting,
 		},
 		{
 			name: "an approval for another revision never opens the stage",
-			in: Input{Now: at(300), Strategy: strat, Target: "r2", Previous: awaiting, Clusters: fleet, ClusterPhases: canaryDone,
+			in: Input{Now: at(300), Strategy: rollout, Target: "r2", Previous: awaiting, Clusters: fleet, ClusterPhases: canaryDone,
 				Approval: "r1/prod"},
 			want: otherRevision,
 		},
 		{
 			name: "an approval of another stage does not open this one",
-			in: Input{Now: at(300), Strategy: strat, Target: "r2", Previous: awaiting, Clusters: fleet, ClusterPhases: canaryDone,
+			in: Input{Now: at(300), Strategy: rollout, Target: "r2", Previous: awaiting, Clusters: fleet, ClusterPhases: canaryDone,
 				Approval: "r2/canary"},
 			want: waiting,
 		},
 		{
 			name: "the approval of this stage for the target opens it",
-			in: Input{Now: at(300), Strategy: strat, Target: "r2", Previous: awaiting, Clusters: fleet, ClusterPhases: canaryDone,
+			in: Input{Now: at(300), Strategy: rollout, Target: "r2", Previous: awaiting, Clusters: fleet, ClusterPhases: canaryDone,
 				Approval: "r2/prod"},
 			want: want{
 				apply:  kv("can", "r2", "p1", "r2", "p2", "r1"),
@@ -235,7 +235,7 @@ func TestPlanApproval(t *testing.T) {
 		},
 		{
 			name: "an approved stage goes on once started, with or without the annotation",
-			in: Input{Now: at(460), Strategy: strat, Target: "r2", Clusters: cs(c("can", "r2").done().label("env", "canary"),
+			in: Input{Now: at(460), Strategy: rollout, Target: "r2", Clusters: cs(c("can", "r2").done().label("env", "canary"),
 				c("p1", "r2").done().ep(1), c("p2", "r1").done().ep(2)),
 				Previous: movingTo("r2", "r1", started("canary", "can"),
 					approved(started("prod", "p1", "p2"))),
