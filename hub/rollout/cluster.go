@@ -90,6 +90,7 @@ func (p *planner) pending(m *member, deadlines bool) bool {
 	left := ph.Since.Add(p.in.Strategy.Deadline).Sub(p.in.Now)
 	if (m.Revision != "" && (m.Done || m.Blocked)) || (deadlines && left <= 0) {
 		ph.Since = time.Time{}
+		m.landed = m.Revision != good
 	} else if deadlines {
 		p.requeueIn(left)
 	}

@@ -237,6 +237,18 @@ func TestPlanSupersede(t *testing.T) {
 			},
 		},
 		{
+			name: "the cluster in flight goes on to the new target before the clusters that waited for their turn",
+			in: Input{Now: at(250), Strategy: strategy(), Target: "r3", Previous: movingTo("r3", "r1", started("rest", "a", "b", "c", "d")),
+				Clusters:      fleet(c("b", "r2").done()),
+				ClusterPhases: phases("a", "Pending", "b", "Pending@100", "c", "Pending", "d", "Pending")},
+			want: want{
+				apply:  kv("a", "r2", "b", "r3", "c", "r1", "d", "r1"),
+				phases: kv("a", "Pending", "b", "Updating@250", "c", "Pending", "d", "Pending"),
+				phase:  progressing, good: "r1", stage: "rest", updated: "0/4", stages: []string{"rest:a,b,c,d"},
+				progressing: "True/Progressing", paused: "False/NotPaused", requeue: 600 * time.Second,
+			},
+		},
+		{
 			name: "the cluster in flight is past its deadline on the old target: it is not waited for, it gets the new one",
 			in: Input{Now: at(700), Strategy: strategy(), Target: "r3", Previous: superseded,
 				Clusters:      fleet(c("b", "r2").why("application app is DEPLOY_FAILED")),

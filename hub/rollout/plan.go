@@ -20,6 +20,10 @@ type member struct {
 	phase ClusterPhase
 	// stage is the stage the cluster belongs to (Rolling rollouts only).
 	stage *stagePlan
+	// landed is set when the cluster left flight in this decision, done with the revision it
+	// was updating to when the target changed: it goes on to the target before the clusters
+	// that were waiting, room permitting.
+	landed bool
 }
 
 // applyMode is how the decision's Apply map is filled.

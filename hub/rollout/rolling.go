@@ -118,8 +118,9 @@ func (p *planner) awaitApproval(st *stagePlan) {
 	}
 }
 
-// startIn gives the target to as many clusters of st, in order, as its concurrency leaves
-// room for; clusters in flight and clusters not Ready take the room. It returns how many
+// startIn gives the target to as many clusters of st as its concurrency leaves room for;
+// clusters in flight and clusters not Ready take the room. Clusters that just finished a
+// superseded target go first, then the others in the stage's order. It returns how many
 // started.
 func (p *planner) startIn(st *stagePlan) int {
 	room := st.concurrency
@@ -129,14 +130,16 @@ func (p *planner) startIn(st *stagePlan) int {
 		}
 	}
 	started := 0
-	for _, m := range st.members {
-		if room <= 0 {
-			break
-		}
-		if m.phase.Phase == fleetv1alpha1.ClusterPending && !inFlight(m) && m.Ready {
-			p.start(m)
-			room--
-			started++
+	for _, landedFirst := range []bool{true, false} {
+		for _, m := range st.members {
+			if room <= 0 {
+				return started
+			}
+			if m.landed == landedFirst && m.phase.Phase == fleetv1alpha1.ClusterPending && !inFlight(m) && m.Ready {
+				p.start(m)
+				room--
+				started++
+			}
 		}
 	}
 	return started
@@ -161,9 +164,10 @@ func (p *planner) hold(st *stagePlan) {
 func (p *planner) stageText(st *stagePlan) string {
 	head := "stage " + st.def.Name
 	switch {
-	case st.record == nil && st.def.Approval:
+	case st.record != nil || !st.waiting():
+	case st.def.Approval:
 		head += " (not started, needs approval)"
-	case st.record == nil:
+	default:
 		head += " (not started)"
 	}
 	parts := p.describe(st.members)
