@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
@@ -58,6 +60,8 @@ type decision struct {
 	foreign []string
 	// kept are clusters no longer placed whose copy stays for now (unreachable, not Ready).
 	kept []string
+	// rollout is which revision each placed cluster gets; nil when invalid.
+	rollout *rolloutDecision
 }
 
 // decide computes the decision for a group: validation, the policy, placement, and per
@@ -73,8 +77,18 @@ func (r *Reconciler) decide(g *group) *decision {
 	if d.invalid != nil {
 		return d
 	}
+	if err := r.decideRollout(g, d, g.policy.pp); err != nil {
+		d.invalid, d.invalidReason = err, fleetv1alpha1.ReasonPolicyInvalid
+		if _, ok := errors.AsType[*revision.TooLargeError](err); ok {
+			d.invalidReason = reasonRevisionTooLarge
+			d.invalid = fmt.Errorf("RayService %s: %w", g.key, err)
+		}
+		d.placed = g.placedBefore()
+		d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: d.invalidReason, Message: d.invalid.Error()}
+		return d
+	}
 	for _, name := range d.placed {
-		d.actions[name] = decideCopy(g, d, name)
+		d.actions[name] = r.decideCopy(g, d, name)
 	}
 	removable := map[string]bool{}
 	for name, m := range g.members {
@@ -97,8 +111,9 @@ func (r *Reconciler) decide(g *group) *decision {
 	return d
 }
 
-// decideCopy is the action on one placed cluster.
-func decideCopy(g *group, d *decision, name string) action {
+// decideCopy is the action on one placed cluster: the copy of the revision the rollout gives
+// it, applied when the member's copy differs.
+func (r *Reconciler) decideCopy(g *group, d *decision, name string) action {
 	m := g.members[name]
 	if m == nil || m.readErr != nil {
 		return action{}
@@ -107,7 +122,11 @@ func decideCopy(g *group, d *decision, name string) action {
 		d.foreign = append(d.foreign, name)
 		return action{}
 	}
-	desired, err := propagation.MemberRayService(g.hub, name, m.mc.Labels, d.overrides)
+	rev := d.rollout.target
+	if planned, ok := d.rollout.plan.Apply[name]; ok {
+		rev = planned
+	}
+	desired, err := r.copyOf(g, d, name, rev)
 	if err != nil {
 		return action{err: err}
 	}

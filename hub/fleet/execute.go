@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
@@ -56,6 +57,12 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 	if err := r.writeBindingSpec(ctx, g, d); err != nil {
 		return res, err
 	}
+	if d.rollout != nil {
+		// The target revision exists before any copy names it.
+		if _, _, err := revision.Ensure(ctx, r.client, g.hub, d.rollout.targetContent, g.history); err != nil {
+			return res, err
+		}
+	}
 	for _, name := range d.placed {
 		a := d.actions[name]
 		if a.err != nil {
@@ -82,6 +89,12 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 	}
 	slices.Sort(res.kept)
 	res.kept = slices.Compact(res.kept)
+	if d.rollout != nil {
+		prune := revision.Prune(g.history, d.rollout.keep(g), d.rollout.historyLimit)
+		if err := revision.Delete(ctx, r.client, g.history, prune); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Pruning revisions failed", "revisions", prune)
+		}
+	}
 	return res, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
@@ -37,6 +38,8 @@ type group struct {
 	hash string
 	// refusals are the binding's refusals that still hold for hash.
 	refusals map[string]fleetv1alpha1.ClusterRefusal
+	// history are the hub RayService's ControllerRevisions, oldest first.
+	history revision.History
 }
 
 // memberRecord is one member as the reconcile read it.
@@ -116,6 +119,9 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 		return nil, fmt.Errorf("RayService %s: %w", g.key, err)
 	}
 	g.refusals = refusalsOf(g.binding, g.hash, g.now)
+	if g.history, err = revision.List(ctx, r.client, hub); err != nil {
+		return nil, err
+	}
 
 	names := slices.Concat(slices.Collect(maps.Keys(g.memberClusters)), g.holding())
 	slices.Sort(names)

@@ -9,6 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/rayfleet/rayfleet/hub/rollout"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
 // metrics are the reconciler's Prometheus metrics. A nil *metrics records nothing.
@@ -17,6 +20,10 @@ type metrics struct {
 	clusters  *prometheus.GaugeVec
 	latency   prometheus.Histogram
 	refusals  *prometheus.CounterVec
+	// phase, updated and duration describe the fleet rollouts.
+	phase    *prometheus.GaugeVec
+	updated  *prometheus.GaugeVec
+	duration prometheus.Histogram
 
 	mu sync.Mutex
 	// observed is, per hub RayService and cluster, the member status lastUpdateTime already
@@ -45,6 +52,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rayfleet_member_refusals_total",
 			Help: "Copies a member's API server refused, by member and rule (hubPolicy/<rule>, NamespaceTerminating, RequestTooLarge, Invalid).",
 		}, []string{"cluster", "rule"}),
+		phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rayfleet_rollout_phase",
+			Help: "1 for the phase a hub RayService's fleet rollout is in (Progressing, Paused, AwaitingApproval, Stalled, RollingBack, Complete), 0 for the others.",
+		}, []string{"namespace", "name", "phase"}),
+		updated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rayfleet_rollout_clusters_updated",
+			Help: "Placed clusters done on a hub RayService's target revision.",
+		}, []string{"namespace", "name"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "rayfleet_rollout_duration_seconds",
+			Help:    "Time from a fleet rollout's start to its completion (rolled back ones included).",
+			Buckets: prometheus.ExponentialBuckets(5, 2, 12),
+		}),
 		observed: map[types.NamespacedName]map[string]time.Time{},
 	}
 	var err error
@@ -58,6 +78,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.refusals, err = register(reg, m.refusals); err != nil {
+		return nil, err
+	}
+	if m.phase, err = register(reg, m.phase); err != nil {
+		return nil, err
+	}
+	if m.updated, err = register(reg, m.updated); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, m.duration); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -91,6 +120,43 @@ func (m *metrics) refused(cluster, rule string) {
 		return
 	}
 	m.refusals.WithLabelValues(cluster, rule).Inc()
+}
+
+// rolloutPhases are the values of rayfleet_rollout_phase's phase label.
+var rolloutPhases = []fleetv1alpha1.RolloutPhase{
+	fleetv1alpha1.RolloutProgressing, fleetv1alpha1.RolloutPaused, fleetv1alpha1.RolloutAwaitingApproval,
+	fleetv1alpha1.RolloutStalled, fleetv1alpha1.RolloutRollingBack, fleetv1alpha1.RolloutComplete,
+}
+
+// rollout records a rollout decision: its phase, the clusters updated, and, when it completes
+// now, how long it took.
+func (m *metrics) rollout(key types.NamespacedName, binding *fleetv1alpha1.RayServiceBinding, plan *rollout.Decision) {
+	if m == nil {
+		return
+	}
+	for _, p := range rolloutPhases {
+		v := 0.0
+		if p == plan.Status.Phase {
+			v = 1
+		}
+		m.phase.WithLabelValues(key.Namespace, key.Name, string(p)).Set(v)
+	}
+	done := 0
+	for _, p := range plan.Phases {
+		if p.Phase == fleetv1alpha1.ClusterDone {
+			done++
+		}
+	}
+	m.updated.WithLabelValues(key.Namespace, key.Name).Set(float64(done))
+	var before fleetv1alpha1.RolloutPhase
+	if binding != nil && binding.Status.Rollout != nil {
+		before = binding.Status.Rollout.Phase
+	}
+	st := plan.Status
+	if st.Phase == fleetv1alpha1.RolloutComplete && before != fleetv1alpha1.RolloutComplete && before != "" &&
+		st.StartTime != nil && st.CompletionTime != nil {
+		m.duration.Observe(st.CompletionTime.Sub(st.StartTime.Time).Seconds())
+	}
 }
 
 // placed sets how many clusters a RayService is placed on.
@@ -133,6 +199,10 @@ func (m *metrics) forget(key types.NamespacedName) {
 		return
 	}
 	m.clusters.DeleteLabelValues(key.Namespace, key.Name)
+	m.updated.DeleteLabelValues(key.Namespace, key.Name)
+	for _, p := range rolloutPhases {
+		m.phase.DeleteLabelValues(key.Namespace, key.Name, string(p))
+	}
 	m.mu.Lock()
 	delete(m.observed, key)
 	m.mu.Unlock()

@@ -200,6 +200,12 @@ func (r *Reconciler) announce(g *group, d *decision) {
 	if previous := g.placedBefore(); !slices.Equal(previous, d.placed) && len(d.placed) > 0 {
 		r.recorder.Eventf(g.hub, nil, corev1.EventTypeNormal, "Placed", "Place", "placed on %s", strings.Join(d.placed, ", "))
 	}
+	if d.rollout != nil {
+		for _, ev := range d.rollout.plan.Events {
+			r.recorder.Eventf(g.hub, nil, ev.Type, ev.Reason, "Rollout", "%s", ev.Message)
+		}
+		r.metrics.rollout(g.key, g.binding, d.rollout.plan)
+	}
 }
 
 // withType is c as the binding's Placed condition.
@@ -215,10 +221,15 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 		// The member that refused is left out by the next plan; make it now, not a resync later.
 		return time.Millisecond
 	}
-	if o.d.wake.IsZero() {
-		return r.opts.Resync
+	after := r.opts.Resync
+	if !o.d.wake.IsZero() {
+		after = min(after, max(o.d.wake.Sub(g.now), time.Millisecond))
 	}
-	return min(r.opts.Resync, max(o.d.wake.Sub(g.now), time.Millisecond))
+	if o.d.rollout != nil && o.d.rollout.plan.RequeueAfter > 0 {
+		// A soak ending or a deadline passing changes the rollout without any event.
+		after = min(after, o.d.rollout.plan.RequeueAfter)
+	}
+	return after
 }
 
 // validate runs the spoke's own validation: a RayService the spokes would reject is never

@@ -75,6 +75,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 		hubStatus.ServiceStatus = ""
 	}
 	noteShortfall(&hubStatus, d.placedCond)
+	if d.rollout != nil {
+		for _, c := range rolloutConditions(g.hub, d.rollout.plan, now) {
+			conditions.Set(&hubStatus.Conditions, c)
+		}
+	}
 	had := meta.FindStatusCondition(g.hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused) != nil
 	if c, ok := refusedCondition(g.hub, o.refusals(), had); ok {
 		c.LastTransitionTime = now
@@ -87,6 +92,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 		next.ObservedGeneration = g.binding.Generation
 		next.Clusters = clusters
 		next.Refusals = refusalList(o.refusals())
+		if d.rollout != nil {
+			next.Rollout = d.rollout.plan.Status.DeepCopy()
+		}
 		for _, c := range bindingConditions(o) {
 			c.ObservedGeneration = g.binding.Generation
 			c.LastTransitionTime = now
@@ -135,7 +143,16 @@ func clusterStatuses(o *outcome, now metav1.Time) []fleetv1alpha1.ClusterStatus 
 		member, read := copies[name]
 		switch {
 		case read && !slices.Contains(o.d.foreign, name):
-			out = append(out, aggregate.ClusterStatusOf(name, member, o.d.appliedHash(name), now))
+			cs := aggregate.ClusterStatusOf(name, member, o.d.appliedHash(name), now)
+			if member != nil {
+				cs.Revision = member.Annotations[labels.Revision]
+			}
+			if o.d.rollout != nil {
+				if p, ok := o.d.rollout.plan.Phases[name]; ok {
+					cs.RolloutPhase, cs.PhaseTime = p.Phase, phaseTime(p)
+				}
+			}
+			out = append(out, cs)
 		case slices.Contains(o.d.foreign, name):
 			out = append(out, fleetv1alpha1.ClusterStatus{Name: name})
 		case previous[name] != nil:

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
@@ -43,6 +44,9 @@ func Check(pp *fleetv1alpha1.PlacementPolicy) error {
 	}
 	if err := propagation.CheckOverrides(pp.Spec.Overrides); err != nil {
 		return fmt.Errorf("overrides: %w", err)
+	}
+	if _, err := rollout.StrategyOf(pp.Spec.Rollout); err != nil {
+		return fmt.Errorf("rollout: %w", err)
 	}
 	return nil
 }

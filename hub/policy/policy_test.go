@@ -12,6 +12,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -53,6 +55,25 @@ func TestCheck(t *testing.T) {
 		{name: "wrong type in the second override", policy: policyWith(func(s *fleetv1alpha1.PlacementPolicySpec) {
 			s.Overrides = []fleetv1alpha1.ClusterOverride{overrideOf(`{}`), overrideOf(`{"rayClusterDeletionDelaySeconds":"soon"}`)}
 		}), wantErr: "override 1"},
+		{name: "a rollout stage's selector that does not parse", policy: policyWith(func(s *fleetv1alpha1.PlacementPolicySpec) {
+			s.Rollout = &fleetv1alpha1.RolloutStrategy{Stages: []fleetv1alpha1.RolloutStage{{Name: "canary",
+				ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}}}}
+		}), wantErr: "rollout:"},
+		{name: "maxUnavailableClusters that is no number or percentage", policy: policyWith(func(s *fleetv1alpha1.PlacementPolicySpec) {
+			s.Rollout = &fleetv1alpha1.RolloutStrategy{MaxUnavailableClusters: ptr.To(intstr.FromString("half"))}
+		}), wantErr: "rollout:"},
+		{name: "maxUnavailableClusters of 0", policy: policyWith(func(s *fleetv1alpha1.PlacementPolicySpec) {
+			s.Rollout = &fleetv1alpha1.RolloutStrategy{MaxUnavailableClusters: ptr.To(intstr.FromInt32(0))}
+		}), wantErr: "rollout:"},
+		{name: "a stage's maxConcurrency of 0%", policy: policyWith(func(s *fleetv1alpha1.PlacementPolicySpec) {
+			s.Rollout = &fleetv1alpha1.RolloutStrategy{Stages: []fleetv1alpha1.RolloutStage{{Name: "canary",
+				ClusterSelector: &metav1.LabelSelector{}, MaxConcurrency: ptr.To(intstr.FromString("0%"))}}}
+		}), wantErr: "rollout:"},
+		{name: "stages, percentages and a sorting key", policy: policyWith(func(s *fleetv1alpha1.PlacementPolicySpec) {
+			s.Rollout = &fleetv1alpha1.RolloutStrategy{MaxUnavailableClusters: ptr.To(intstr.FromString("50%")), SortingLabelKey: "region",
+				Stages: []fleetv1alpha1.RolloutStage{{Name: "canary", ClusterSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrency: ptr.To(intstr.FromInt32(1)), Approval: true}}}
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,8 +8,9 @@ import (
 )
 
 // describe says, for each of ms that the rollout waits on, what it waits for, in order, and
-// how many wait for their turn: "us-east soaking 20s more", "eu-west updating (1m30s of
-// 10m0s): application app is DEPLOYING", "ap-south not Ready", "2 waiting for their turn".
+// how many wait for their turn: "us-east soaking until 2026-11-24T10:02:33Z", "eu-west updating
+// (deadline 2026-11-24T10:12:03Z): application app is DEPLOYING", "ap-south not Ready", "2
+// waiting for their turn".
 func (p *planner) describe(ms []*member) []string {
 	var parts []string
 	waiting := 0
@@ -34,12 +35,11 @@ func (p *planner) describe(ms []*member) []string {
 // memberText is what the rollout waits for on m; "" for a cluster done, or waiting for its
 // turn.
 func (p *planner) memberText(m *member) string {
-	now := p.in.Now
 	ph := m.phase
 	var s string
 	switch ph.Phase {
 	case fleetv1alpha1.ClusterUpdating:
-		s = fmt.Sprintf("%s updating (%s of %s)", m.Name, roundSeconds(now.Sub(ph.Since)), p.in.Strategy.Deadline)
+		s = fmt.Sprintf("%s updating (deadline %s)", m.Name, clock(ph.Since.Add(p.in.Strategy.Deadline)))
 		switch {
 		case m.Revision != p.in.Target:
 			s += ": its copy does not carry revision " + p.in.Target + " yet"
@@ -47,7 +47,7 @@ func (p *planner) memberText(m *member) string {
 			s += ": " + m.NotDone
 		}
 	case fleetv1alpha1.ClusterSoaking:
-		s = fmt.Sprintf("%s soaking %s more", m.Name, roundSeconds(ph.Since.Add(p.soakOf(m)).Sub(now)))
+		s = fmt.Sprintf("%s soaking until %s", m.Name, clock(ph.Since.Add(p.soakOf(m))))
 	case fleetv1alpha1.ClusterFailed:
 		s = p.failureText(m)
 	case fleetv1alpha1.ClusterPending:
@@ -72,5 +72,6 @@ func (p *planner) memberText(m *member) string {
 	return s
 }
 
-// roundSeconds is d rounded to the second, for messages.
-func roundSeconds(d time.Duration) time.Duration { return d.Round(time.Second) }
+// clock is t as messages give it. Messages name instants, not durations from now: a message
+// that changed with every reconcile would rewrite the binding every time.
+func clock(t time.Time) string { return t.UTC().Format(time.RFC3339) }

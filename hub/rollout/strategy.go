@@ -120,10 +120,19 @@ func stageOf(in *fleetv1alpha1.RolloutStage, last bool) (Stage, error) {
 	return st, nil
 }
 
-// checkCount rejects a concurrency that is neither a number nor a percentage.
+// checkCount rejects a concurrency that is neither a number nor a percentage, or that is
+// below 1 or 1%, or above 100%: the API's schema leaves these to the hub.
 func checkCount(v intstr.IntOrString) error {
-	_, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, false)
-	return err
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, false)
+	switch {
+	case err != nil:
+		return err
+	case n < 1:
+		return fmt.Errorf("%s: must be at least 1 or 1%%", v.String())
+	case v.Type == intstr.String && n > 100:
+		return fmt.Errorf("%s: a percentage must be at most 100%%", v.String())
+	}
+	return nil
 }
 
 // scaled is v of total (a number, or a percentage of total rounded down), at least 1.

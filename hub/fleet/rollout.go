@@ -1,0 +1,199 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/revision"
+	"github.com/rayfleet/rayfleet/hub/rollout"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// reasonRevisionTooLarge (Ready=False on the hub RayService, Placed=False on the binding): the
+// spec and overrides do not fit in one ControllerRevision.
+const reasonRevisionTooLarge = "RevisionTooLarge"
+
+// rolloutDecision is the rollout part of a decision.
+type rolloutDecision struct {
+	// target is the newest revision (the spec and overrides now) and its content.
+	target        string
+	targetContent *revision.Content
+	// contents are the contents of the revisions the decision applies, by name.
+	contents map[string]*revision.Content
+	// plan is the planner's decision; nil when no rollout was planned (invalid, nothing placed).
+	plan *rollout.Decision
+	// historyLimit is how many revisions to keep.
+	historyLimit int
+}
+
+// decideRollout computes the target revision and plans which revision each placed cluster
+// gets; decideCopy then builds each cluster's copy of that revision.
+func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.PlacementPolicy) error {
+	var spec *fleetv1alpha1.RolloutStrategy
+	if pp != nil {
+		spec = pp.Spec.Rollout
+	}
+	strategy, err := rollout.StrategyOf(spec)
+	if err != nil { // policy.Check ran StrategyOf already; this is only a safeguard
+		return &policyError{fmt.Errorf("PlacementPolicy %s/%s: rollout: %w", g.key.Namespace, g.policy.name, err)}
+	}
+	content := &revision.Content{Spec: *g.hub.Spec.DeepCopy(), Overrides: d.overrides}
+	if _, err := revision.New(g.hub, content, g.history.NextNumber(), r.client.Scheme()); err != nil {
+		return err
+	}
+	hash, err := revision.Hash(content)
+	if err != nil {
+		return err
+	}
+	ro := &rolloutDecision{
+		target:        revision.Name(g.hub.Name, hash),
+		targetContent: content,
+		contents:      map[string]*revision.Content{},
+		historyLimit:  int(fleetv1alpha1.DefaultRevisionHistoryLimit),
+	}
+	if spec != nil && spec.RevisionHistoryLimit != nil {
+		ro.historyLimit = int(*spec.RevisionHistoryLimit)
+	}
+	ro.contents[ro.target] = content
+	d.rollout = ro
+
+	var previous *fleetv1alpha1.RolloutStatus
+	phases := map[string]rollout.ClusterPhase{}
+	if g.binding != nil {
+		previous = g.binding.Status.Rollout
+		for i := range g.binding.Status.Clusters {
+			cs := &g.binding.Status.Clusters[i]
+			p := rollout.ClusterPhase{Phase: cs.RolloutPhase}
+			if cs.PhaseTime != nil {
+				p.Since = cs.PhaseTime.Time
+			}
+			phases[cs.Name] = p
+		}
+	}
+	clusters := make([]rollout.Cluster, 0, len(d.placed))
+	for _, name := range d.placed {
+		clusters = append(clusters, r.rolloutCluster(g, d, name))
+	}
+	approval := ""
+	if g.binding != nil {
+		approval = g.binding.Annotations[labels.ApprovedStage]
+	}
+	plan := rollout.Plan(rollout.Input{
+		Now: g.now, Strategy: strategy, Target: ro.target, Previous: previous,
+		Clusters: clusters, ClusterPhases: phases,
+		Paused: g.hub.Annotations[labels.Paused] == "true", Approval: approval,
+	})
+	ro.plan = &plan
+	return nil
+}
+
+// rolloutCluster is what the planner knows of one placed cluster: whether it can be worked
+// on, which revision its copy carries and whether it runs it (Ray-aware, soak aside).
+func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.Cluster {
+	m := g.members[name]
+	c := rollout.Cluster{Name: name}
+	if m == nil || m.mc == nil {
+		c.NotDone = "the member has left the fleet"
+		return c
+	}
+	c.Labels = m.mc.Labels
+	c.Ready = m.readErr == nil && memberOf(m.mc).Ready
+	if m.readErr != nil {
+		c.NotDone = m.readErr.Error()
+		return c
+	}
+	if m.copy == nil || propagation.OwnershipOf(g.hub, m.copy) == propagation.Foreign {
+		c.NotDone = "no copy yet"
+		return c
+	}
+	c.Revision = m.copy.Annotations[labels.Revision]
+	c.Endpoints = m.copy.Status.NumServeEndpoints
+	desired, err := r.copyOf(g, d, name, c.Revision)
+	if err != nil {
+		c.NotDone = err.Error()
+		return c
+	}
+	state := doneFor(m.copy, desired, c.Revision)
+	c.Done, c.NotDone, c.Blocked = state.done, state.why, state.blocked
+	return c
+}
+
+// copyOf is the member copy of revision rev for cluster name: the revision's spec with its
+// overrides applied, annotated with the revision's name.
+func (r *Reconciler) copyOf(g *group, d *decision, name, rev string) (*rayv1.RayService, error) {
+	content, err := d.rollout.content(g, rev)
+	if err != nil {
+		return nil, err
+	}
+	hub := g.hub.DeepCopy()
+	hub.Spec = *content.Spec.DeepCopy()
+	desired, err := propagation.MemberRayService(hub, name, g.members[name].mc.Labels, content.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	desired.Annotations[labels.Revision] = rev
+	return desired, nil
+}
+
+// content is the content of revision rev: the target's, or decoded from the history.
+func (ro *rolloutDecision) content(g *group, rev string) (*revision.Content, error) {
+	if c := ro.contents[rev]; c != nil {
+		return c, nil
+	}
+	if rev == "" {
+		return nil, errors.New("the copy names no revision")
+	}
+	cr := g.history.Get(rev)
+	if cr == nil {
+		return nil, fmt.Errorf("revision %s is not in the RayService's history", rev)
+	}
+	c, err := revision.Decode(cr)
+	if err != nil {
+		return nil, err
+	}
+	ro.contents[rev] = c
+	return c, nil
+}
+
+// keep are the revisions pruning must leave: the target, the good one, and any a member runs.
+func (ro *rolloutDecision) keep(g *group) map[string]bool {
+	keep := map[string]bool{ro.target: true}
+	if ro.plan != nil {
+		keep[ro.plan.Status.GoodRevision] = true
+		keep[ro.plan.Status.FailedRevision] = true
+		for _, rev := range ro.plan.Apply {
+			keep[rev] = true
+		}
+	}
+	for _, m := range g.members {
+		if m.copy != nil {
+			keep[m.copy.Annotations[labels.Revision]] = true
+		}
+	}
+	return keep
+}
+
+// rolloutConditions are the hub RayService's RolloutProgressing and RolloutPaused, stamped.
+func rolloutConditions(hub *rayv1.RayService, plan *rollout.Decision, now metav1.Time) []metav1.Condition {
+	out := []metav1.Condition{plan.Progressing, plan.Paused}
+	for i := range out {
+		out[i].ObservedGeneration = hub.Generation
+		out[i].LastTransitionTime = now
+	}
+	return out
+}
+
+// phaseTime is a planner phase's start as the binding keeps it.
+func phaseTime(p rollout.ClusterPhase) *metav1.Time {
+	if p.Since.IsZero() {
+		return nil
+	}
+	t := metav1.NewTime(p.Since.Truncate(time.Second))
+	return &t
+}
