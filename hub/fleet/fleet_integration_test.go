@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,26 +64,34 @@ type fleetHarness struct {
 
 func startFleet(t *testing.T) *fleetHarness {
 	t.Helper()
-	envs := envtest.StartN(t, 3, envtest.WithCRDDirectories("charts/rayfleet-hub/crds", "charts/rayfleet-spoke/crds"))
+	return startFleetOf(t, nil, "eu", "us")
+}
+
+// startFleetOf starts a hub and the named members (each in the region of its name), the
+// reconciler reading time from clk (nil: the real clock).
+func startFleetOf(t *testing.T, clk clock.Clock, names ...string) *fleetHarness {
+	t.Helper()
+	envs := envtest.StartN(t, 1+len(names), envtest.WithCRDDirectories("charts/rayfleet-hub/crds", "charts/rayfleet-spoke/crds"))
 	if os.Getenv("TEST_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	}
-	h := &fleetHarness{
-		hub:     envs[0].Client,
-		members: staticMembers{"eu": envs[1].Client, "us": envs[2].Client},
-		writes:  &memberWrites{},
+	memberEnvs := map[string]*envtest.Env{}
+	h := &fleetHarness{hub: envs[0].Client, members: staticMembers{}, writes: &memberWrites{}}
+	for i, name := range names {
+		memberEnvs[name] = envs[1+i]
+		h.members[name] = envs[1+i].Client
 	}
 	ctx := context.Background()
 	if err := h.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	for name, region := range map[string]string{"eu": "eu", "us": "us"} {
-		h.joinMember(t, name, region)
+	for _, name := range names {
+		h.joinMember(t, name, name)
 	}
 	// The members are engaged as the kubeconfig provider would engage them, so the member-copy
 	// watch runs as in the hub; the reconciler's own member clients record their writes.
 	provider := clustersprovider.New()
-	for name, env := range map[string]*envtest.Env{"eu": envs[1], "us": envs[2]} {
+	for name, env := range memberEnvs {
 		cl, err := cluster.New(env.Config, func(o *cluster.Options) { o.Scheme = env.Scheme })
 		if err != nil {
 			t.Fatal(err)
@@ -99,8 +108,8 @@ func startFleet(t *testing.T) *fleetHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	members := h.writes.recording(t, map[string]*envtest.Env{"eu": envs[1], "us": envs[2]})
-	r := NewReconciler(mgr.GetLocalManager(), members, Options{Resync: time.Second, MetricsRegisterer: prometheus.NewRegistry()})
+	members := h.writes.recording(t, memberEnvs)
+	r := NewReconciler(mgr.GetLocalManager(), members, Options{Resync: time.Second, Clock: clk, MetricsRegisterer: prometheus.NewRegistry()})
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
