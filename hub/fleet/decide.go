@@ -21,8 +21,9 @@ import (
 type actionKind int
 
 const (
-	// actionNone: the copy is as it should be, or nothing can be done there now.
-	actionNone actionKind = iota
+	// actionNone (the zero value): the copy is as it should be, or nothing can be done there
+	// now.
+	_ actionKind = iota
 	// actionApply: server-side apply desired (creating the namespace first when the member has
 	// no copy).
 	actionApply

@@ -44,7 +44,8 @@ func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.Plac
 		return &policyError{fmt.Errorf("PlacementPolicy %s/%s: rollout: %w", g.key.Namespace, g.policy.name, err)}
 	}
 	content := &revision.Content{Spec: *g.hub.Spec.DeepCopy(), Overrides: d.overrides}
-	if _, err := revision.New(g.hub, content, g.history.NextNumber(), r.client.Scheme()); err != nil {
+	// Built only to refuse a content too large for one object before anything is applied.
+	if _, err = revision.New(g.hub, content, g.history.NextNumber(), r.client.Scheme()); err != nil {
 		return err
 	}
 	hash, err := revision.Hash(content)
