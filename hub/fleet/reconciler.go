@@ -1,8 +1,9 @@
 // Package fleet holds the hub's RayService reconciler: it places a hub RayService on member
-// clusters (hub/placement), records the decision in its RayServiceBinding, server-side applies
-// the member copies (hub/propagation), reads them back and turns their status into the
-// binding's and the hub RayService's (hub/aggregate). The decisions are those packages' pure
-// functions; this package reads, executes and writes.
+// clusters (hub/placement), records the decision in its RayServiceBinding, keeps its revisions
+// (hub/revision) and rolls them out cluster by cluster (hub/rollout), server-side applies the
+// member copies (hub/propagation), reads them back and turns their status into the binding's
+// and the hub RayService's (hub/aggregate). The decisions are those packages' pure functions;
+// this package reads, executes and writes.
 //
 // A reconcile reads once (the group: the hub RayService, its binding and policy, every member's
 // copy, the unreachable members listed), decides without API calls (placement, per-cluster
