@@ -83,11 +83,11 @@ type Reconciler struct {
 	metrics  *metrics
 	// reserved remembers recent placements until the members' reports include them.
 	reserved *reservations
-	// validated remembers the validation of each hub RayService generation: validating parses
-	// serveConfigV2, which costs up to a few hundred milliseconds for the largest accepted one,
-	// and a resync must not pay that for a spec that did not change.
-	validated *validations
-	opts      Options
+	// validSpecs remembers the specs that passed validation: validating parses serveConfigV2,
+	// which costs up to a few hundred milliseconds for the largest accepted one, and a resync
+	// must not pay that for a spec that did not change.
+	validSpecs *validation.SpecMemo
+	opts       Options
 }
 
 // NewReconciler returns a reconciler using the hub manager's client and event recorder and
@@ -106,13 +106,13 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		opts.MetricsRegisterer = ctrlmetrics.Registry
 	}
 	return &Reconciler{
-		client:    mgr.GetClient(),
-		members:   members,
-		recorder:  mgr.GetEventRecorder("rayfleet-hub"),
-		clock:     opts.Clock,
-		reserved:  newReservations(),
-		validated: newValidations(),
-		opts:      opts,
+		client:     mgr.GetClient(),
+		members:    members,
+		recorder:   mgr.GetEventRecorder("rayfleet-hub"),
+		clock:      opts.Clock,
+		reserved:   newReservations(),
+		validSpecs: validation.NewSpecMemo(),
+		opts:       opts,
 	}
 }
 
@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
 			r.reserved.forget(req.NamespacedName)
-			r.validated.forget(req.NamespacedName)
+			r.validSpecs.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get RayService %s: %w", req.NamespacedName, err)
@@ -234,16 +234,14 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 }
 
 // validate runs the spoke's own validation: a RayService the spokes would reject is never
-// placed. The spec's answer is remembered per generation.
+// placed. A spec that passed is remembered (validation.SpecMemo).
 func (r *Reconciler) validate(rs *rayv1.RayService) error {
 	// Metadata (annotations) changes without a new generation; it is cheap to check.
 	if err := validation.RayServiceMetadata(rs.ObjectMeta); err != nil {
 		return fmt.Errorf("validate RayService %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
-	return r.validated.check(rs, func() error {
-		if err := validation.RayServiceSpec(rs); err != nil {
-			return fmt.Errorf("validate RayService %s/%s: %w", rs.Namespace, rs.Name, err)
-		}
-		return nil
-	})
+	if err := r.validSpecs.Check(rs); err != nil {
+		return fmt.Errorf("validate RayService %s/%s: %w", rs.Namespace, rs.Name, err)
+	}
+	return nil
 }

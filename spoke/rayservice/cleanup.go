@@ -182,7 +182,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope, remaining bool) (ct
 		}
 	}
 	r.forget(s.key)
-	r.validSpecs.forget(s.rs.UID)
+	r.validSpecs.Forget(s.key)
 	return ctrl.Result{}, nil
 }
 

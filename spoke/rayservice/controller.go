@@ -41,6 +41,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
+	"github.com/rayfleet/rayfleet/shared/validation"
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
@@ -89,7 +90,7 @@ type Reconciler struct {
 	factory    dashboard.Factory
 	configs    *serve.Cache
 	tokens     *tokenCache
-	validSpecs *specMemo
+	validSpecs *validation.SpecMemo
 	writes     *cachememo.Writes
 	statuses   *cachememo.Statuses[rayv1.RayServiceStatuses]
 	metrics    *metrics.RayServiceMetrics
@@ -131,7 +132,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		factory:    opts.Dashboards,
 		configs:    serve.NewCache(serve.CacheSize),
 		tokens:     newTokenCache(mgr.GetAPIReader(), opts.Clock),
-		validSpecs: newSpecMemo(),
+		validSpecs: validation.NewSpecMemo(),
 		writes:     cachememo.NewWrites(opts.Clock),
 		statuses:   cachememo.NewStatuses((*rayv1.RayServiceStatuses).DeepCopy),
 		metrics:    opts.Metrics,

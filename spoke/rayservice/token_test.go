@@ -96,35 +96,3 @@ func TestTokenCacheMissingKey(t *testing.T) {
 		t.Fatal("want an error for a Secret without auth_token")
 	}
 }
-
-func TestSpecMemo(t *testing.T) {
-	valid := raybuilder.MakeRayService("svc", "ns").Obj()
-	valid.UID, valid.Generation = "uid-1", 1
-	m := newSpecMemo()
-	if err := m.check(valid); err != nil {
-		t.Fatalf("valid spec: %v", err)
-	}
-
-	// The same generation is not validated again: a spec made invalid behind the memo's
-	// back (impossible through the API server) still passes.
-	tampered := valid.DeepCopy()
-	tampered.Spec.ServeConfigV2 = "applications: [unclosed"
-	if err := m.check(tampered); err != nil {
-		t.Fatalf("same generation re-validated: %v", err)
-	}
-	tampered.Generation = 2
-	if err := m.check(tampered); err == nil {
-		t.Fatal("a new generation must be validated")
-	}
-	// Annotations take part too (they are validated with the cluster spec).
-	annotated := valid.DeepCopy()
-	annotated.Spec.ServeConfigV2 = "applications: [unclosed"
-	annotated.Annotations = map[string]string{"x": "y"}
-	if err := m.check(annotated); err == nil {
-		t.Fatal("changed annotations must be validated")
-	}
-	m.forget(valid.UID)
-	if len(m.valid) != 0 {
-		t.Fatalf("forget left %d entries", len(m.valid))
-	}
-}

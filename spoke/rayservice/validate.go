@@ -2,13 +2,10 @@ package rayservice
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -37,7 +34,7 @@ type validationStep struct {
 func (r *Reconciler) validationSteps() []validationStep {
 	return []validationStep{
 		{reasonInvalidMetadata, func(rs *rayv1.RayService) error { return validation.RayServiceMetadata(rs.ObjectMeta) }},
-		{reasonInvalidSpec, r.validSpecs.check},
+		{reasonInvalidSpec, r.validSpecs.Check},
 		{reasonInvalidSpec, func(rs *rayv1.RayService) error {
 			if rayspec.IncrementalUpgrade(&rs.Spec) && !r.opts.GatewayAPI {
 				return errNoGatewayAPI
@@ -84,49 +81,4 @@ func (r *Reconciler) finishInvalid(ctx context.Context, s *scope) (ctrl.Result, 
 		return r.retry(ctx, "write status", err)
 	}
 	return ctrl.Result{}, nil
-}
-
-// specMemo remembers which RayService specs passed validation. A RayService is reconciled
-// every 2 s and its serveConfigV2 may be up to half a megabyte of YAML
-// (validation.MaxServeConfigV2Bytes, tenths of a second to parse), so a spec is validated once
-// per generation and annotation set, not on every poll.
-type specMemo struct {
-	mu    sync.Mutex
-	valid map[types.UID]specVersion
-}
-
-// specVersion is what a spec's validity depends on: the spec (through the generation) and the
-// annotations copied onto its RayClusters (GCS FT and others are validated with it).
-type specVersion struct {
-	generation  int64
-	annotations string
-}
-
-func newSpecMemo() *specMemo {
-	return &specMemo{valid: map[types.UID]specVersion{}}
-}
-
-// check validates rs's spec unless this version of it passed before.
-func (m *specMemo) check(rs *rayv1.RayService) error {
-	v := specVersion{generation: rs.Generation, annotations: fmt.Sprint(rs.Annotations)} // fmt sorts map keys
-	m.mu.Lock()
-	known, ok := m.valid[rs.UID]
-	m.mu.Unlock()
-	if ok && known == v {
-		return nil
-	}
-	if err := validation.RayServiceSpec(rs); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	m.valid[rs.UID] = v
-	m.mu.Unlock()
-	return nil
-}
-
-// forget drops a deleted RayService.
-func (m *specMemo) forget(uid types.UID) {
-	m.mu.Lock()
-	delete(m.valid, uid)
-	m.mu.Unlock()
 }
