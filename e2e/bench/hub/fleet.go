@@ -21,6 +21,7 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 
 // hubCRDDir holds the CRDs the hub chart installs.
@@ -47,9 +48,13 @@ type bench struct {
 	names   []string
 	// copiesOn counts the copies on a member, for the reports' free capacity; nil counts none.
 	copiesOn func(member string) int
+	// spokes and dashboards are the members' bin/spoke and Ray dashboard stand-ins (-rollout
+	// only); a member's Stop stops its spoke.
+	spokes     map[string]*localcluster.Manager
+	dashboards []*raydashboard.Server
 }
 
-// stop stops bin/hub first, then every control plane.
+// stop stops bin/hub first, then every control plane (with its spoke), then the stand-ins.
 func (b *bench) stop() {
 	if b.hubProc != nil {
 		b.hubProc.Stop()
@@ -61,6 +66,9 @@ func (b *bench) stop() {
 		}
 	}
 	wg.Wait()
+	for _, d := range b.dashboards {
+		_ = d.Close()
+	}
 }
 
 func mapValues(m map[string]*localcluster.Cluster) []*localcluster.Cluster {
@@ -71,9 +79,9 @@ func mapValues(m map[string]*localcluster.Cluster) []*localcluster.Cluster {
 	return out
 }
 
-// startControlPlanes starts the hub and the members at once (each mostly waits on its API
-// server), all auditing the hub's identity only.
-func startControlPlanes(ctx context.Context, cfg config) (*bench, error) {
+// controlPlaneOptions are the bare control planes of the placement benchmark: the hub and
+// members without scheduler or kwok, all auditing the hub's identity only.
+func controlPlaneOptions(cfg config) ([]localcluster.Options, error) {
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -88,9 +96,17 @@ func startControlPlanes(ctx context.Context, cfg config) (*bench, error) {
 	}}
 	for i := range cfg.members {
 		all = append(all, localcluster.Options{
-			Name: fmt.Sprintf("member-%d", i+1), CRDDirs: []string{memberCRDs}, AuditPolicy: policy, KeepState: cfg.keep,
+			Name: memberName(i), CRDDirs: []string{memberCRDs}, AuditPolicy: policy, KeepState: cfg.keep,
 		})
 	}
+	return all, nil
+}
+
+func memberName(i int) string { return fmt.Sprintf("member-%d", i+1) }
+
+// startControlPlanes starts the hub (all[0]) and the members at once, since each mostly waits
+// on its API server.
+func startControlPlanes(ctx context.Context, all []localcluster.Options) (*bench, error) {
 	clusters := make([]*localcluster.Cluster, len(all))
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup

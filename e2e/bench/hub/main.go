@@ -6,10 +6,12 @@
 // and reports how fast each change shows on the hub RayService; and the hub's memory, CPU and
 // API writes per RayService (from the audit logs of the hub and the members, by the hub's own
 // client certificate).
+// With -rollout it measures a fleet rollout instead, on a fleet with spokes: see rollout.go.
 // It imports only benchutil and shared/ (the local fleet and test helpers), never hub/, spoke/
 // or cmd/: it measures bin/hub as a process.
 //
 //	go run ./e2e/bench/hub -services 1000 -members 3
+//	go run ./e2e/bench/hub -rollout -runs 3
 package main
 
 import (
@@ -57,10 +59,15 @@ type config struct {
 	timeout, settle             time.Duration
 	keep                        bool
 	auditLevel                  string
+	rollout                     rolloutConfig
 }
 
 func main() {
 	cfg := parseFlags()
+	if cfg.rollout.enabled {
+		benchutil.Main(func(ctx context.Context) error { return runRollout(ctx, cfg) })
+		return
+	}
 	benchutil.Main(func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
@@ -80,15 +87,21 @@ func parseFlags() config {
 	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after the last change, wait until the hub has not written for this long")
 	flag.BoolVar(&c.keep, "keep", false, "keep the control planes' state dirs (logs, audit logs)")
 	flag.StringVar(&c.auditLevel, "audit-level", "Metadata", "audit level of the hub's writes: Metadata, or Request to keep their bodies")
+	spokeArgs := c.rollout.bindFlags(flag.CommandLine)
 	flag.Parse()
 	c.hubArgs = strings.Fields(hubArgs)
+	c.rollout.spokeArgs = strings.Fields(*spokeArgs)
 	c.parallel = max(1, c.parallel)
 	c.members = max(1, c.members)
 	return c
 }
 
 func run(ctx context.Context, cfg config) error {
-	b, err := startControlPlanes(ctx, cfg)
+	opts, err := controlPlaneOptions(cfg)
+	if err != nil {
+		return err
+	}
+	b, err := startControlPlanes(ctx, opts)
 	if err != nil {
 		return err
 	}
