@@ -74,6 +74,9 @@ func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.Plac
 			if cs.PhaseTime != nil {
 				p.Since = cs.PhaseTime.Time
 			}
+			if cs.UpdateTime != nil {
+				p.Started = cs.UpdateTime.Time
+			}
 			phases[cs.Name] = p
 		}
 	}
@@ -190,11 +193,11 @@ func rolloutConditions(hub *rayv1.RayService, plan *rollout.Decision, now metav1
 	return out
 }
 
-// phaseTime is a planner phase's start as the binding keeps it.
-func phaseTime(p rollout.ClusterPhase) *metav1.Time {
-	if p.Since.IsZero() {
+// bindingTime is a planner time as the binding keeps it (to the second; nil for none).
+func bindingTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
 		return nil
 	}
-	t := metav1.NewTime(p.Since.Truncate(time.Second))
-	return &t
+	mt := metav1.NewTime(t.Truncate(time.Second))
+	return &mt
 }

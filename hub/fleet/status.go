@@ -149,7 +149,7 @@ func clusterStatuses(o *outcome, now metav1.Time) []fleetv1alpha1.ClusterStatus 
 			}
 			if o.d.rollout != nil {
 				if p, ok := o.d.rollout.plan.Phases[name]; ok {
-					cs.RolloutPhase, cs.PhaseTime = p.Phase, phaseTime(p)
+					cs.RolloutPhase, cs.PhaseTime, cs.UpdateTime = p.Phase, bindingTime(p.Since), bindingTime(p.Started)
 				}
 			}
 			out = append(out, cs)

@@ -111,7 +111,7 @@ type ClusterPhase struct {
 	// it is done, blocked, or Since is a progress deadline old.
 	Since time.Time
 	// Started is, while Soaking, when the update began, so that a cluster that stops being
-	// done resumes its progress deadline from there. Zero (the binding has nowhere to keep it)
+	// done resumes its progress deadline from there (the binding keeps it as updateTime). Zero
 	// resumes it from the soak's start.
 	Started time.Time
 }

@@ -275,6 +275,11 @@ type ClusterStatus struct {
 	// progress deadline) or of the soak.
 	// +optional
 	PhaseTime *metav1.Time `json:"phaseTime,omitempty"`
+
+	// UpdateTime is, while the cluster soaks, when its update began: a cluster that stops being
+	// done during the soak resumes its progress deadline from there.
+	// +optional
+	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
 }
 
 // RayServiceBinding records where the hub RayService of the same name and namespace runs and
