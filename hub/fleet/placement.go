@@ -106,22 +106,12 @@ func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 	return m
 }
 
-// policyError is a PlacementPolicy failing policy.Check, the check behind its Accepted
-// condition.
-type policyError struct{ err error }
-
-// Error names the policy and its problem.
-func (e *policyError) Error() string { return e.err.Error() }
-
-// Unwrap returns the error naming the policy.
-func (e *policyError) Unwrap() error { return e.err }
-
 // policyOf maps a PlacementPolicy to the planner's policy after policy.Check, the check behind
 // the policy's Accepted condition, so that the hub places with no policy its author was told
-// is not accepted; the error is then a *policyError.
+// is not accepted; the error names the policy.
 func policyOf(pp *fleetv1alpha1.PlacementPolicy) (placement.Policy, error) {
 	if err := policy.Check(pp); err != nil {
-		return placement.Policy{}, &policyError{fmt.Errorf("PlacementPolicy %s/%s: %w", pp.Namespace, pp.Name, err)}
+		return placement.Policy{}, fmt.Errorf("PlacementPolicy %s/%s: %w", pp.Namespace, pp.Name, err)
 	}
 	p := placement.Policy{
 		Names:       slices.Clone(pp.Spec.ClusterNames),
@@ -135,7 +125,7 @@ func policyOf(pp *fleetv1alpha1.PlacementPolicy) (placement.Policy, error) {
 	if pp.Spec.ClusterSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(pp.Spec.ClusterSelector)
 		if err != nil { // policy.Check parsed it already
-			return placement.Policy{}, &policyError{fmt.Errorf("PlacementPolicy %s/%s: %w", pp.Namespace, pp.Name, err)}
+			return placement.Policy{}, fmt.Errorf("PlacementPolicy %s/%s: %w", pp.Namespace, pp.Name, err)
 		}
 		p.Selector = sel
 	}

@@ -41,7 +41,7 @@ func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.Plac
 	}
 	strategy, err := rollout.StrategyOf(spec)
 	if err != nil { // policy.Check ran StrategyOf already; this is only a safeguard
-		return &policyError{fmt.Errorf("PlacementPolicy %s/%s: rollout: %w", g.key.Namespace, g.policy.name, err)}
+		return fmt.Errorf("PlacementPolicy %s/%s: rollout: %w", g.key.Namespace, g.policy.name, err)
 	}
 	content := &revision.Content{Spec: *g.hub.Spec.DeepCopy(), Overrides: d.overrides}
 	// Built only to refuse a content too large for one object before anything is applied.
