@@ -87,6 +87,10 @@ type Options struct {
 	// (hub-kube-apiserver.log, us-spoke.log, …) and <LogDir>/join-<member>.log; default each
 	// cluster's state directory and Dir.
 	LogDir string
+	// MemberAuditPolicy, when set, is every member API server's audit policy (an
+	// audit.k8s.io/v1 Policy in YAML); each member writes its audit log to its
+	// Cluster.AuditLogPath, e.g. for a test to count the hub's writes there.
+	MemberAuditPolicy string
 	// OnStart, when set, is called with every process the fleet starts (control planes, bin/hub,
 	// the spokes) and the name of its cluster, right after it started, e.g. to record its pid.
 	// It may be called from several goroutines at once.
@@ -130,6 +134,8 @@ type Fleet struct {
 	// cutOff are the members whose API server StopMemberAPIServer stopped: their spokes may
 	// exit on their own from then on, which Exited does not count as a failure.
 	cutOff map[string]bool
+	// hubKilled is set by KillHub until RestartHub: the hub's exit is the caller's doing.
+	hubKilled bool
 }
 
 // DefaultRayFleetBin is $RAYFLEET_BIN, or bin in the repository.
@@ -276,7 +282,7 @@ func (f *Fleet) Exited() error {
 	defer f.mu.Unlock()
 	var errs []error
 	procs := maps.Clone(f.Spokes)
-	if f.HubProcess != nil {
+	if f.HubProcess != nil && !f.hubKilled {
 		procs[hubClusterName] = f.HubProcess
 	}
 	for _, name := range slices.Sorted(maps.Keys(procs)) {
@@ -323,3 +329,37 @@ func (f *Fleet) StopMemberAPIServer(name string) error {
 
 // apiServerProcess is the name localcluster gives the API server among a cluster's Components.
 const apiServerProcess = "kube-apiserver"
+
+// KillHub kills bin/hub with SIGKILL, as a crash or an out-of-memory kill would, and waits for
+// it to exit. Exited does not report that exit; RestartHub brings the hub back.
+func (f *Fleet) KillHub() error {
+	f.mu.Lock()
+	hub := f.HubProcess
+	if hub != nil {
+		f.hubKilled = true
+	}
+	f.mu.Unlock()
+	if hub == nil {
+		return errors.New("the fleet runs no bin/hub")
+	}
+	hub.Kill()
+	return nil
+}
+
+// RestartHub starts bin/hub again with the flags it started with, stopping the running one
+// first if KillHub did not, and waits until it is ready. Its log is appended to the same file.
+func (f *Fleet) RestartHub(ctx context.Context) error {
+	f.mu.Lock()
+	hub := f.HubProcess
+	f.mu.Unlock()
+	if hub != nil {
+		hub.Stop()
+	}
+	if err := f.startHub(ctx); err != nil {
+		return fmt.Errorf("restarting bin/hub: %w", err)
+	}
+	f.mu.Lock()
+	f.hubKilled = false
+	f.mu.Unlock()
+	return nil
+}

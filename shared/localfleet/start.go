@@ -86,6 +86,7 @@ func (f *Fleet) startControlPlanes(ctx context.Context) error {
 			ControllerManager: true,
 			Nodes:             m.Nodes,
 			CRDDirs:           memberCRDs,
+			AuditPolicy:       f.opts.MemberAuditPolicy,
 			APIServerPort:     m.APIServerPort,
 			LogDir:            f.opts.LogDir,
 			OnStart:           f.onStart(m.Name),

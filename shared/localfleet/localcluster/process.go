@@ -115,6 +115,19 @@ func (p *Process) Stop() {
 	}
 }
 
+// Kill kills the process group with SIGKILL, as a crash or an out-of-memory kill would end it:
+// no graceful shutdown, no Lease released, no defer run. It waits for the exit and is safe to
+// call on a process that already exited.
+func (p *Process) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+	<-p.done
+}
+
 // Usage reads the live process's peak RSS and CPU time from /proc; after exit it falls back to
 // the rusage the kernel reported to Wait.
 func (p *Process) Usage() (Usage, error) {

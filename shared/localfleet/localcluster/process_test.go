@@ -4,6 +4,7 @@ package localcluster
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -46,4 +47,21 @@ func TestProcessUsageAfterExit(t *testing.T) {
 			p.Stop() // must not block on an exited process
 		})
 	}
+}
+
+// Kill ends a process that ignores SIGTERM at once, and reports how it ended.
+func TestProcessKill(t *testing.T) {
+	p, err := startProcess(t.TempDir(), "sh", "/bin/sh", []string{"-c", `trap "" TERM; while :; do sleep 1; done`}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Kill()
+	exited, err := p.Exited()
+	if !exited {
+		t.Fatal("the process is still running after Kill")
+	}
+	if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("exit error %v, want one saying the process was killed", err)
+	}
+	p.Kill() // must not block on an exited process
 }
