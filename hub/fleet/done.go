@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
@@ -80,12 +81,42 @@ func runningDiffers(member, desired *rayv1.RayService) (why string, blocked bool
 			return "the RayCluster spec changed but upgradeStrategy.type is None: the member keeps its running RayCluster " +
 				"(KubeRay's semantics); set another upgrade strategy or recreate the RayService there", true
 		}
-		return "the active RayCluster does not run this spec yet", false
+		why := "the active RayCluster does not run this spec yet"
+		if pending := pendingText(&member.Status.PendingServiceStatus); pending != "" {
+			why += "; " + pending
+		}
+		return why, false
 	}
 	if member.Annotations[labels.RunningServeConfigHash] != rayspec.ServeConfigHash(desired.Spec.ServeConfigV2) {
 		return "the Serve config is not applied to the active RayCluster yet", false
 	}
 	return "", false
+}
+
+// maxQuotedAppMessage bounds the application message a "why" quotes: Ray's messages may hold
+// a whole traceback, and the why ends up in the binding's and the hub's messages.
+const maxQuotedAppMessage = 512
+
+// pendingText says how the member's pending RayCluster stands, quoting its first application
+// not RUNNING: when a new RayCluster never serves, that is the member's own reason for the
+// rollout to wait and stall. Empty when there is no pending RayCluster.
+func pendingText(st *rayv1.RayServiceStatus) string {
+	if st.RayClusterName == "" {
+		return ""
+	}
+	text := "pending RayCluster " + st.RayClusterName
+	for _, name := range slices.Sorted(maps.Keys(st.Applications)) {
+		app := st.Applications[name]
+		if app.Status == rayv1.ApplicationStatusEnum.RUNNING {
+			continue
+		}
+		text += fmt.Sprintf(": application %s is %s", name, app.Status)
+		if app.Message != "" {
+			text += ": " + conditions.TruncateTo(app.Message, maxQuotedAppMessage)
+		}
+		break
+	}
+	return text
 }
 
 // upgradeNone reports whether the RayService's upgrade strategy is None.

@@ -58,6 +58,18 @@ func TestDoneFor(t *testing.T) {
 			wantWhy: "has not observed generation 4"},
 		{name: "active cluster built from another spec", member: with(func(m *rayv1.RayService) { m.Annotations[labels.RunningClusterHash] = "old" }),
 			wantWhy: "the active RayCluster does not run this spec yet"},
+		{name: "new cluster failing, in the member's words", member: with(func(m *rayv1.RayService) {
+			m.Annotations[labels.RunningClusterHash] = "old"
+			m.Status.PendingServiceStatus.RayClusterName = "svc-y2"
+			m.Status.PendingServiceStatus.Applications = map[string]rayv1.AppStatus{
+				"apple": {Status: rayv1.ApplicationStatusEnum.RUNNING},
+				"fruit": {Status: rayv1.ApplicationStatusEnum.DEPLOY_FAILED, Message: "replicas failed to start"},
+			}
+		}), wantWhy: "the active RayCluster does not run this spec yet; pending RayCluster svc-y2: application fruit is DEPLOY_FAILED: replicas failed to start"},
+		{name: "new cluster not serving yet", member: with(func(m *rayv1.RayService) {
+			m.Annotations[labels.RunningClusterHash] = "old"
+			m.Status.PendingServiceStatus.RayClusterName = "svc-y2"
+		}), wantWhy: "the active RayCluster does not run this spec yet; pending RayCluster svc-y2"},
 		{name: "no running hash reported yet", member: with(func(m *rayv1.RayService) { delete(m.Annotations, labels.RunningClusterHash) }),
 			wantWhy: "the active RayCluster does not run this spec yet"},
 		{name: "upgradeStrategy None never replaces the running cluster",
