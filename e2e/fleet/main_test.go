@@ -5,6 +5,8 @@
 // eu only) each running bin/spoke against a Ray dashboard stand-in, joined with `rayfleet join`.
 // The ap member is for TestUnreachableMemberNothingDeleted, which cuts it off: every other test
 // places by region on us and eu only.
+// The members' API servers keep an audit log of RayService writes (memberAuditPolicy), so that
+// tests can count the hub's writes of its copies.
 // It imports only shared/ (the local fleet and test helpers), never hub/, spoke/ or cmd/.
 //
 //	make build && go test -tags e2e ./e2e/fleet/   # binaries from bin/ and bin/k8s
@@ -68,7 +70,8 @@ func run(m *testing.M) int {
 				Nodes:  localcluster.FakeNodes(nodesPerMb, localcluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
 			},
 		},
-		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
+		KeepState:         os.Getenv("RAYFLEET_E2E_KEEP") != "",
+		MemberAuditPolicy: memberAuditPolicy,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e/fleet: starting the local fleet:", err)
