@@ -28,8 +28,9 @@ var writeSections = []writeSection{
 }
 
 // heartbeatResources are written on a timer whatever the RayServices do: the spoke's
-// ClusterReport heartbeat and the hub's MemberCluster status that mirrors it. They are shown
-// but left out of the rollout's totals and of waitQuiet.
+// ClusterReport heartbeat and the renewal of its claim Lease, and the hub's MemberCluster
+// status that mirrors the heartbeat. They are shown but left out of the rollout's totals and
+// of waitQuiet.
 var heartbeatResources = map[string]bool{
 	"clusterreports":        true,
 	"clusterreports/status": true,
