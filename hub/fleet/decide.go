@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -148,7 +147,6 @@ func (r *Reconciler) decideCopy(g *group, d *decision, name string) action {
 // every cluster its overrides select.
 func (r *Reconciler) decidePlacement(g *group, d *decision) {
 	policy := placement.BuiltInPolicy()
-	toleration := tolerationOf(nil)
 	if !g.policy.builtIn {
 		if g.policy.pp == nil {
 			d.result = resultPolicyNotFound
@@ -163,22 +161,18 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) {
 			return
 		}
 		d.overrides = g.policy.pp.Spec.Overrides
-		toleration = tolerationOf(g.policy.pp)
 	}
 
-	previous := g.placedBefore()
-	members := membersOf(g.memberClusters)
-	tol := tolerateNotReady(members, g.memberClusters, previous, toleration, g.now)
-	d.wake = tol.wake
-	plan := r.reserved.plan(g.key, placement.Input{
+	plan := r.reserved.Plan(g.key, placement.Input{
 		Demand:  placement.DemandOf(g.hub),
 		Policy:  policy,
-		Members: members,
-		Current: previous,
+		Members: membersOf(g.memberClusters),
+		Current: g.placedBefore(),
 		Held:    heldBy(g),
 		Refused: refusedForPlanning(g),
-	}, reportTimes(g.memberClusters), g.now)
-	d.placed = plan.Clusters
+		Now:     g.now,
+	})
+	d.placed, d.wake = plan.Clusters, plan.Wake
 	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue
 	switch {
 	case len(plan.Clusters) == 0:
@@ -186,12 +180,8 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) {
 	case !plan.Placed:
 		result, reason, status = resultPartial, fleetv1alpha1.ReasonInsufficientClusters, metav1.ConditionFalse
 	}
-	msg := plan.Message
-	if len(tol.notes) > 0 {
-		msg += "; " + strings.Join(tol.notes, "; ")
-	}
 	d.result = result
-	d.placedCond = metav1.Condition{Status: status, Reason: reason, Message: msg}
+	d.placedCond = metav1.Condition{Status: status, Reason: reason, Message: plan.Message}
 }
 
 // appliedHash is the spec hash the hub applies (or has applied) on a cluster this reconcile,

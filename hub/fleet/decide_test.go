@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/rayfleet/rayfleet/hub/placement"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
@@ -31,7 +32,7 @@ func TestDecide(t *testing.T) {
 	}
 	r := &Reconciler{
 		client:     fake.NewClientBuilder().WithScheme(sch).Build(),
-		reserved:   newReservations(),
+		reserved:   placement.NewReservations(),
 		validSpecs: validation.NewSpecMemo(),
 	}
 	hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
@@ -139,7 +140,7 @@ func TestDecide(t *testing.T) {
 				g.memberClusters[name] = m.mc
 			}
 			g.refusals = tt.refusals
-			r.reserved = newReservations()
+			r.reserved = placement.NewReservations()
 			d := r.decide(g)
 			if !slices.Equal(d.placed, tt.wantPlaced) {
 				t.Errorf("placed = %v, want %v (%s)", d.placed, tt.wantPlaced, d.placedCond.Message)

@@ -63,21 +63,10 @@ func membersOf(mcs map[string]*fleetv1alpha1.MemberCluster) []placement.Member {
 	return out
 }
 
-// reportTimes are the members' last mirrored heartbeats: the time their free capacity was
-// measured.
-func reportTimes(mcs map[string]*fleetv1alpha1.MemberCluster) map[string]time.Time {
-	out := make(map[string]time.Time, len(mcs))
-	for name, mc := range mcs {
-		if mc.Status.LastHeartbeatTime != nil {
-			out[name] = mc.Status.LastHeartbeatTime.Time
-		}
-	}
-	return out
-}
-
 // memberOf is what the planner needs of a MemberCluster: its Ready condition (kept up by the
-// membership code from Joined, Reachable and AgentReady), labels, taints and free capacity.
-// A member being deleted is not ready: it is leaving the fleet.
+// membership code from Joined, Reachable and AgentReady) and since when it is not True, labels,
+// taints, and free capacity with the time of the report that measured it. A member being
+// deleted is not ready and not tolerated (no NotReadySince): it is leaving the fleet.
 func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 	m := placement.Member{
 		Name:   mc.Name,
@@ -87,12 +76,16 @@ func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 	if mc.Status.Capacity != nil {
 		m.Free = mc.Status.Capacity.Free.DeepCopy()
 	}
+	if mc.Status.LastHeartbeatTime != nil {
+		m.ReportedAt = mc.Status.LastHeartbeatTime.Time
+	}
 	ready := meta.FindStatusCondition(mc.Status.Conditions, fleetv1alpha1.ConditionReady)
 	switch {
 	case !mc.DeletionTimestamp.IsZero():
 		m.NotReadyReason = "being removed from the fleet"
 	case ready == nil:
 		m.NotReadyReason = "no Ready condition yet"
+		m.NotReadySince = mc.CreationTimestamp.Time
 	case ready.Status != metav1.ConditionTrue:
 		m.NotReadyReason = "not ready"
 		if ready.Message != "" {
@@ -100,6 +93,7 @@ func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 		} else if ready.Reason != "" {
 			m.NotReadyReason = "not ready: " + ready.Reason
 		}
+		m.NotReadySince = ready.LastTransitionTime.Time
 	default:
 		m.Ready = true
 	}
@@ -118,9 +112,13 @@ func policyOf(pp *fleetv1alpha1.PlacementPolicy) (placement.Policy, error) {
 		Tolerations: slices.Clone(pp.Spec.Tolerations),
 		Clusters:    int(fleetv1alpha1.DefaultClusters),
 		SpreadBy:    pp.Spec.SpreadBy,
+		Toleration:  placement.DefaultToleration,
 	}
 	if pp.Spec.Clusters != nil {
 		p.Clusters = int(*pp.Spec.Clusters)
+	}
+	if pp.Spec.Failover != nil && pp.Spec.Failover.TolerationSeconds != nil {
+		p.Toleration = time.Duration(max(*pp.Spec.Failover.TolerationSeconds, 0)) * time.Second
 	}
 	if pp.Spec.ClusterSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(pp.Spec.ClusterSelector)

@@ -28,6 +28,7 @@ func TestMemberOf(t *testing.T) {
 	free := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "nvidia.com/gpu": resource.MustParse("2")}
 	taint := corev1.Taint{Key: "gpu", Value: "a100", Effect: corev1.TaintEffectNoSchedule}
 	deleted := metav1.Now()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
 		mc   fleetv1alpha1.MemberCluster
@@ -66,6 +67,36 @@ func TestMemberOf(t *testing.T) {
 		},
 		want: placement.Member{Name: "m4", NotReadyReason: "not ready: MemberNotReady"},
 	}, {
+		name: "not ready since its Ready condition's transition, with its last report",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m6", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions: []metav1.Condition{{
+					Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonMemberNotReady,
+					Message: "AgentReady is False", LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute)),
+				}},
+				LastHeartbeatTime: ptr.To(metav1.NewTime(t0.Add(-5 * time.Second))),
+			},
+		},
+		want: placement.Member{Name: "m6", NotReadyReason: "not ready: AgentReady is False",
+			NotReadySince: t0.Add(-time.Minute), ReportedAt: t0.Add(-5 * time.Second)},
+	}, {
+		name: "without a Ready condition the wait starts at creation",
+		mc:   fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m7", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))}},
+		want: placement.Member{Name: "m7", NotReadyReason: "no Ready condition yet", NotReadySince: t0.Add(-time.Hour)},
+	}, {
+		name: "a member being removed is never tolerated",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m8", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour)), DeletionTimestamp: &deleted},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions: []metav1.Condition{{
+					Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonMemberNotReady,
+					LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute)),
+				}},
+			},
+		},
+		want: placement.Member{Name: "m8", NotReadyReason: "being removed from the fleet"},
+	}, {
 		name: "a member being removed is not ready even if Ready",
 		mc: fleetv1alpha1.MemberCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "m5", DeletionTimestamp: &deleted},
@@ -80,6 +111,35 @@ func TestMemberOf(t *testing.T) {
 			got := memberOf(&tt.mc)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("memberOf() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPolicyToleration is how long a member holding a RayService may be not Ready before the
+// RayService leaves it, by policy.
+func TestPolicyToleration(t *testing.T) {
+	tests := []struct {
+		name     string
+		failover *fleetv1alpha1.FailoverPolicy
+		want     time.Duration
+	}{
+		{name: "no failover", want: 300 * time.Second},
+		{name: "failover without seconds", failover: &fleetv1alpha1.FailoverPolicy{GracefulPurge: true}, want: 300 * time.Second},
+		{name: "explicit seconds", failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](30)}, want: 30 * time.Second},
+		{name: "zero fails over at once", failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](0)}, want: 0},
+		{name: "negative (schema bypassed) is zero", failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](-5)}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+				Spec: fleetv1alpha1.PlacementPolicySpec{Failover: tt.failover}}
+			got, err := policyOf(pp)
+			if err != nil {
+				t.Fatalf("policyOf() error = %v", err)
+			}
+			if got.Toleration != tt.want {
+				t.Errorf("Toleration = %v, want %v", got.Toleration, tt.want)
 			}
 		})
 	}

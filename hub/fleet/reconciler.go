@@ -6,7 +6,8 @@
 // this package reads, executes and writes.
 //
 // A reconcile reads once (the group: the hub RayService, its binding and policy, every member's
-// copy, the unreachable members listed), decides without API calls (placement, per-cluster
+// copy, the unreachable members listed), decides without API calls (placement, failover
+// toleration included, from hub/placement with the in-memory placement.Reservations; per-cluster
 // actions), executes the decision with a thin executor that collects errors per cluster, and
 // writes the binding's and the hub RayService's status once, from a defer, on every path.
 //
@@ -41,6 +42,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/rayfleet/rayfleet/hub/placement"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/validation"
@@ -82,7 +84,7 @@ type Reconciler struct {
 	clock    clock.Clock
 	metrics  *metrics
 	// reserved remembers recent placements until the members' reports include them.
-	reserved *reservations
+	reserved *placement.Reservations
 	// validSpecs remembers the specs that passed validation: validating parses serveConfigV2,
 	// which costs up to a few hundred milliseconds for the largest accepted one, and a resync
 	// must not pay that for a spec that did not change.
@@ -110,7 +112,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		members:    members,
 		recorder:   mgr.GetEventRecorder("rayfleet-hub"),
 		clock:      opts.Clock,
-		reserved:   newReservations(),
+		reserved:   placement.NewReservations(),
 		validSpecs: validation.NewSpecMemo(),
 		opts:       opts,
 	}
@@ -136,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	if err := r.client.Get(ctx, req.NamespacedName, &hub); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
-			r.reserved.forget(req.NamespacedName)
+			r.reserved.Forget(req.NamespacedName)
 			r.validSpecs.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}

@@ -17,7 +17,10 @@ import (
 // SpreadBy, members in topology domains not chosen yet before any other. Equal scores go by
 // name, so equal input gives an equal decision whatever the order of Members. When fewer
 // members qualify than the policy asks for, all that qualify are chosen and Placed is false.
+// A current member not ready for less than Policy.Toleration counts as ready (see tolerate).
 func Plan(in Input) Decision {
+	in.Members = slices.Clone(in.Members)
+	tol := tolerate(in.Members, in.Current, in.Policy.Toleration, in.Now)
 	want := max(in.Policy.Clusters, 1)
 	current := toSet(in.Current)
 	named := toSet(in.Policy.Names)
@@ -52,10 +55,12 @@ func Plan(in Input) Decision {
 	}
 	slices.Sort(clusters)
 	return Decision{
-		Clusters: clusters,
-		Placed:   len(clusters) == want,
-		Message:  message(len(clusters), want, len(seen), rejected),
-		Rejected: rejected,
+		Clusters:  clusters,
+		Placed:    len(clusters) == want,
+		Message:   withNotes(message(len(clusters), want, len(seen), rejected), tol.notes),
+		Rejected:  rejected,
+		Tolerated: tol.notes,
+		Wake:      tol.wake,
 	}
 }
 

@@ -1,15 +1,26 @@
 // Package placement decides which member clusters run a RayService. It is a pure planner: it
-// reads a snapshot of the members, the RayService's demand and its placement policy, and makes
-// no API calls, so the hub can re-plan on every event and the rules are tested with plain
-// tables. The hub maps the fleet API (MemberCluster, PlacementPolicy, RayServiceBinding) onto
-// these input types; the planner knows nothing of them.
-// Of the repository it imports only shared/demand: no client, nothing of spoke/ and none of
-// the hub's reconcilers.
+// reads a snapshot of the members, the RayService's demand, its placement policy and the time,
+// and makes no API calls and reads no clock, so the hub can re-plan on every event and the
+// rules are tested with plain tables. The hub maps the fleet API (MemberCluster,
+// PlacementPolicy, RayServiceBinding) onto these input types; the planner knows nothing of them.
+//
+// The decision includes failover: a current member that is not Ready counts as ready for the
+// policy's toleration (toleration.go), and the decision says when that ends. Reservations
+// (reservations.go) is the one piece of state: the copies placed recently, held in memory by
+// the hub and subtracted from the members' free capacity until their reports include them.
+//
+// Of the repository it imports only shared/ (the demand of a RayService, condition message
+// limits, the policy annotation, the fleet API's default names and durations): no client,
+// nothing of spoke/ and none of the hub's reconcilers.
 package placement
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
 // Member is what the planner knows of a member cluster.
@@ -24,8 +35,15 @@ type Member struct {
 	Ready bool
 	// NotReadyReason says why the member is not ready ("heartbeat 2m old"); shown in messages.
 	NotReadyReason string
+	// NotReadySince is when a member that is not Ready stopped being Ready (its creation when it
+	// never was); zero when it is not to be tolerated at all (it is leaving the fleet). See
+	// Policy.Toleration.
+	NotReadySince time.Time
 	// Free is the member's free capacity by resource name; a missing resource has none.
 	Free corev1.ResourceList
+	// ReportedAt is when Free was measured (the member's last report); zero when never. A
+	// reservation made before it (see Reservations) may be missing from Free.
+	ReportedAt time.Time
 }
 
 // Policy is the part of a placement policy the planner applies.
@@ -41,11 +59,19 @@ type Policy struct {
 	// SpreadBy is a label key whose values are topology domains (region, zone) to spread the
 	// chosen members over; "" means no spreading.
 	SpreadBy string
+	// Toleration is how long a current member may be not Ready before the RayService leaves it;
+	// until then it counts as ready, and the decision says so and when to plan again (Wake).
+	Toleration time.Duration
 }
 
 // BuiltInPolicy is the hub's policy for a RayService that names none and whose namespace has no
-// default policy: one member, any member.
-func BuiltInPolicy() Policy { return Policy{Clusters: 1} }
+// default policy: one member, any member, the default failover toleration.
+func BuiltInPolicy() Policy {
+	return Policy{Clusters: 1, Toleration: DefaultToleration}
+}
+
+// DefaultToleration is the toleration of a policy that sets none.
+const DefaultToleration = time.Duration(fleetv1alpha1.DefaultFailoverTolerationSeconds) * time.Second
 
 // Input is everything one planning decision depends on.
 type Input struct {
@@ -68,6 +94,8 @@ type Input struct {
 	// it ("hubPolicy/privileged: ..."). Such a member is filtered out, current or not: the hub
 	// lists only members that hold no copy, so leaving one out deletes nothing.
 	Refused map[string]string
+	// Now is the time of the decision, against which tolerations end.
+	Now time.Time
 }
 
 // Decision is the planner's answer.
@@ -81,4 +109,10 @@ type Decision struct {
 	Message string
 	// Rejected maps every member filtered out to the reason.
 	Rejected map[string]string
+	// Tolerated says, per current member counted as ready within its toleration, since when it
+	// is not ready and until when it keeps the RayService; Message ends with these notes.
+	Tolerated []string
+	// Wake is the earliest end of a toleration; zero when none is tolerated. The RayService
+	// must be planned again then, even if nothing else happens.
+	Wake time.Time
 }

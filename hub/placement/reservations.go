@@ -1,4 +1,4 @@
-package fleet
+package placement
 
 import (
 	"slices"
@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/rayfleet/rayfleet/hub/placement"
 )
 
 // A member's free capacity reaches the hub through its ClusterReport, every ~10 s, and a copy
@@ -33,32 +31,33 @@ type reservation struct {
 	at     time.Time
 }
 
-// reservations are the copies placed recently, by member and RayService. Planning and
+// Reservations are the copies placed recently, by member and RayService. Planning and
 // reserving happen under one lock, so that concurrent reconciles of different RayServices see
-// each other's choices.
-type reservations struct {
+// each other's choices. The zero value is not usable: use NewReservations.
+type Reservations struct {
 	mu       sync.Mutex
 	byMember map[string]map[types.NamespacedName]reservation
 }
 
-func newReservations() *reservations {
-	return &reservations{byMember: map[string]map[types.NamespacedName]reservation{}}
+// NewReservations returns an empty set of reservations.
+func NewReservations() *Reservations {
+	return &Reservations{byMember: map[string]map[types.NamespacedName]reservation{}}
 }
 
-// plan runs the planner for the RayService key with every member's free capacity reduced by
-// what other RayServices reserved there since the member's last report (reportedAt), then
-// reserves the demand on the members newly chosen and drops the key's reservations on members
-// no longer chosen.
-func (r *reservations) plan(key types.NamespacedName, in placement.Input, reportedAt map[string]time.Time, now time.Time) placement.Decision {
+// Plan runs Plan for the RayService key with every member's free capacity reduced by what
+// other RayServices reserved there since the member's last report (Member.ReportedAt), then
+// reserves the demand, at in.Now, on the members newly chosen and drops the key's reservations
+// on members no longer chosen.
+func (r *Reservations) Plan(key types.NamespacedName, in Input) Decision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.expire(reportedAt, now)
+	r.expire(in.Members, in.Now)
 	members := slices.Clone(in.Members)
 	for i := range members {
 		members[i].Free = r.free(members[i].Name, key, members[i].Free)
 	}
 	in.Members = members
-	d := placement.Plan(in)
+	d := Plan(in)
 	for name, byKey := range r.byMember {
 		if _, ok := byKey[key]; ok && !slices.Contains(d.Clusters, name) {
 			delete(byKey, key)
@@ -71,13 +70,13 @@ func (r *reservations) plan(key types.NamespacedName, in placement.Input, report
 		if r.byMember[name] == nil {
 			r.byMember[name] = map[types.NamespacedName]reservation{}
 		}
-		r.byMember[name][key] = reservation{demand: in.Demand.DeepCopy(), at: now}
+		r.byMember[name][key] = reservation{demand: in.Demand.DeepCopy(), at: in.Now}
 	}
 	return d
 }
 
-// forget drops every reservation of a RayService that is gone.
-func (r *reservations) forget(key types.NamespacedName) {
+// Forget drops every reservation of a RayService that is gone.
+func (r *Reservations) Forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, byKey := range r.byMember {
@@ -86,7 +85,12 @@ func (r *reservations) forget(key types.NamespacedName) {
 }
 
 // expire drops the reservations a member's report has caught up with, and those past the TTL.
-func (r *reservations) expire(reportedAt map[string]time.Time, now time.Time) {
+// A member missing from members has no report.
+func (r *Reservations) expire(members []Member, now time.Time) {
+	reportedAt := make(map[string]time.Time, len(members))
+	for i := range members {
+		reportedAt[members[i].Name] = members[i].ReportedAt
+	}
 	for name, byKey := range r.byMember {
 		reported := reportedAt[name]
 		for key, res := range byKey {
@@ -102,7 +106,7 @@ func (r *reservations) expire(reportedAt map[string]time.Time, now time.Time) {
 
 // free is a member's free capacity less the other RayServices' reservations there, never
 // below zero.
-func (r *reservations) free(member string, except types.NamespacedName, free corev1.ResourceList) corev1.ResourceList {
+func (r *Reservations) free(member string, except types.NamespacedName, free corev1.ResourceList) corev1.ResourceList {
 	byKey := r.byMember[member]
 	if len(byKey) == 0 || free == nil {
 		return free

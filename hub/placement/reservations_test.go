@@ -1,4 +1,4 @@
-package fleet
+package placement
 
 import (
 	"testing"
@@ -7,95 +7,96 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/rayfleet/rayfleet/hub/placement"
 )
 
 func cpu(n string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
 }
 
-// twoMembers are equal members with room for one 6-CPU copy each, as last reported.
-func twoMembers() []placement.Member {
-	return []placement.Member{
-		{Name: "a", Ready: true, Free: cpu("8")},
-		{Name: "b", Ready: true, Free: cpu("8")},
+// twoMembers are equal members with room for one 6-CPU copy each, as last reported at
+// reportedA and reportedB.
+func twoMembers(reportedA, reportedB time.Time) []Member {
+	return []Member{
+		{Name: "a", Ready: true, Free: cpu("8"), ReportedAt: reportedA},
+		{Name: "b", Ready: true, Free: cpu("8"), ReportedAt: reportedB},
 	}
 }
 
 func TestReservationsSpreadABurst(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	reported := map[string]time.Time{"a": t0.Add(-5 * time.Second), "b": t0.Add(-5 * time.Second)}
-	in := func(current ...string) placement.Input {
-		return placement.Input{Demand: cpu("6"), Policy: placement.Policy{Clusters: 1}, Members: twoMembers(), Current: current}
+	// in is the input at now with the members' reports taken at reportedAt.
+	in := func(reportedAt map[string]time.Time, now time.Time, current ...string) Input {
+		return Input{Demand: cpu("6"), Policy: Policy{Clusters: 1}, Members: twoMembers(reportedAt["a"], reportedAt["b"]),
+			Current: current, Now: now}
 	}
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
 
 	tests := []struct {
 		name string
 		// steps are plans in order; want is the cluster each one chooses ("" for none).
-		steps []func(r *reservations) placement.Decision
+		steps []func(r *Reservations) Decision
 		want  []string
 	}{{
 		name: "two RayServices planned on the same stale report land on different members",
-		steps: []func(r *reservations) placement.Decision{
-			func(r *reservations) placement.Decision { return r.plan(key("x"), in(), reported, t0) },
-			func(r *reservations) placement.Decision { return r.plan(key("y"), in(), reported, t0.Add(time.Second)) },
+		steps: []func(r *Reservations) Decision{
+			func(r *Reservations) Decision { return r.Plan(key("x"), in(reported, t0)) },
+			func(r *Reservations) Decision { return r.Plan(key("y"), in(reported, t0.Add(time.Second))) },
 		},
 		want: []string{"a", "b"},
 	}, {
 		name: "a third finds no room while the first two are reserved",
-		steps: []func(r *reservations) placement.Decision{
-			func(r *reservations) placement.Decision { return r.plan(key("x"), in(), reported, t0) },
-			func(r *reservations) placement.Decision { return r.plan(key("y"), in(), reported, t0) },
-			func(r *reservations) placement.Decision { return r.plan(key("z"), in(), reported, t0) },
+		steps: []func(r *Reservations) Decision{
+			func(r *Reservations) Decision { return r.Plan(key("x"), in(reported, t0)) },
+			func(r *Reservations) Decision { return r.Plan(key("y"), in(reported, t0)) },
+			func(r *Reservations) Decision { return r.Plan(key("z"), in(reported, t0)) },
 		},
 		want: []string{"a", "b", ""},
 	}, {
 		name: "a RayService's own reservation does not push it off its member on the next plan",
-		steps: []func(r *reservations) placement.Decision{
-			func(r *reservations) placement.Decision { return r.plan(key("x"), in(), reported, t0) },
-			func(r *reservations) placement.Decision {
-				return r.plan(key("x"), in("a"), reported, t0.Add(time.Second))
+		steps: []func(r *Reservations) Decision{
+			func(r *Reservations) Decision { return r.Plan(key("x"), in(reported, t0)) },
+			func(r *Reservations) Decision {
+				return r.Plan(key("x"), in(reported, t0.Add(time.Second), "a"))
 			},
 		},
 		want: []string{"a", "a"},
 	}, {
 		name: "a report taken after the settle time counts the copy itself, so the reservation stops",
-		steps: []func(r *reservations) placement.Decision{
-			func(r *reservations) placement.Decision { return r.plan(key("x"), in(), reported, t0) },
+		steps: []func(r *Reservations) Decision{
+			func(r *Reservations) Decision { return r.Plan(key("x"), in(reported, t0)) },
 			// The new report (here still showing 8 free: the member is what it says) is later
 			// than placement + settle, so only the report counts.
-			func(r *reservations) placement.Decision {
+			func(r *Reservations) Decision {
 				late := map[string]time.Time{"a": t0.Add(reservationSettle + time.Second), "b": reported["b"]}
-				return r.plan(key("y"), in(), late, t0.Add(reservationSettle+2*time.Second))
+				return r.Plan(key("y"), in(late, t0.Add(reservationSettle+2*time.Second)))
 			},
 		},
 		want: []string{"a", "a"},
 	}, {
 		name: "without any new report, a reservation ends after its TTL",
-		steps: []func(r *reservations) placement.Decision{
-			func(r *reservations) placement.Decision { return r.plan(key("x"), in(), reported, t0) },
-			func(r *reservations) placement.Decision {
-				return r.plan(key("y"), in(), reported, t0.Add(reservationTTL+time.Second))
+		steps: []func(r *Reservations) Decision{
+			func(r *Reservations) Decision { return r.Plan(key("x"), in(reported, t0)) },
+			func(r *Reservations) Decision {
+				return r.Plan(key("y"), in(reported, t0.Add(reservationTTL+time.Second)))
 			},
 		},
 		want: []string{"a", "a"},
 	}, {
 		name: "a deleted RayService's reservation is forgotten",
-		steps: []func(r *reservations) placement.Decision{
-			func(r *reservations) placement.Decision { return r.plan(key("x"), in(), reported, t0) },
-			func(r *reservations) placement.Decision {
-				r.forget(key("x"))
-				return placement.Decision{Clusters: []string{"-"}}
+		steps: []func(r *Reservations) Decision{
+			func(r *Reservations) Decision { return r.Plan(key("x"), in(reported, t0)) },
+			func(r *Reservations) Decision {
+				r.Forget(key("x"))
+				return Decision{Clusters: []string{"-"}}
 			},
-			func(r *reservations) placement.Decision { return r.plan(key("y"), in(), reported, t0) },
+			func(r *Reservations) Decision { return r.Plan(key("y"), in(reported, t0)) },
 		},
 		want: []string{"a", "-", "a"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newReservations()
+			r := NewReservations()
 			for i, step := range tt.steps {
 				d := step(r)
 				got := ""
@@ -111,7 +112,7 @@ func TestReservationsSpreadABurst(t *testing.T) {
 }
 
 func TestReservationsFree(t *testing.T) {
-	r := newReservations()
+	r := NewReservations()
 	other := types.NamespacedName{Namespace: "ns", Name: "other"}
 	self := types.NamespacedName{Namespace: "ns", Name: "self"}
 	r.byMember["a"] = map[types.NamespacedName]reservation{
