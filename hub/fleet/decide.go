@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayfleet/rayfleet/hub/placement"
@@ -15,30 +14,6 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
-
-// actionKind is what the executor does on one cluster.
-type actionKind int
-
-const (
-	// actionNone (the zero value): the copy is as it should be, or nothing can be done there
-	// now.
-	_ actionKind = iota
-	// actionApply: server-side apply desired (creating the namespace first when the member has
-	// no copy).
-	actionApply
-	// actionRemove: delete the hub's copy, which is no longer placed there.
-	actionRemove
-)
-
-// action is the decision for one cluster.
-type action struct {
-	kind actionKind
-	// desired is the copy to apply (actionApply), or the copy the cluster should run when
-	// nothing is applied because it already runs it.
-	desired *rayv1.RayService
-	// err is why no copy could be built for the cluster (an override that does not apply).
-	err error
-}
 
 // decision is what one reconcile decided from its group, before anything is written.
 type decision struct {
@@ -54,8 +29,9 @@ type decision struct {
 	// wake is when a not-ready member's toleration ends; zero when none is tolerated.
 	wake      time.Time
 	overrides []fleetv1alpha1.ClusterOverride
-	// actions holds an entry for every placed cluster and every cluster whose copy is removed.
-	actions map[string]action
+	// actions holds an entry for every placed cluster and every cluster holding a copy it is no
+	// longer placed on.
+	actions map[string]propagation.Action
 	// foreign are placed clusters whose RayService of that name is not the hub's.
 	foreign []string
 	// kept are clusters no longer placed whose copy stays for now (unreachable, not Ready).
@@ -67,7 +43,7 @@ type decision struct {
 // decide computes the decision for a group: validation, the policy, placement, and per
 // cluster what to apply or remove. It makes no API calls.
 func (r *Reconciler) decide(g *group) *decision {
-	d := &decision{placed: g.placedBefore(), actions: map[string]action{}}
+	d := &decision{placed: g.placedBefore(), actions: map[string]propagation.Action{}}
 	if err := r.validate(g.hub); err != nil {
 		d.invalid, d.invalidReason = err, fleetv1alpha1.ReasonValidationFailed
 		d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: d.invalidReason, Message: err.Error()}
@@ -94,51 +70,38 @@ func (r *Reconciler) decide(g *group) *decision {
 	for name, m := range g.members {
 		removable[name] = m.readErr == nil && m.mc != nil && memberOf(m.mc).Ready
 	}
-	unremovable := map[string]bool{}
-	for _, name := range g.holding() {
-		if !removable[name] {
-			unremovable[name] = true
-		}
-	}
-	for _, name := range propagation.ToRemove(d.placed, g.holding(), unremovable) {
-		d.actions[name] = action{kind: actionRemove}
-	}
-	for _, name := range g.holding() {
-		if unremovable[name] && !slices.Contains(d.placed, name) && g.memberClusters[name] != nil {
+	for name, a := range propagation.ForHolding(d.placed, g.holding(), removable) {
+		if a.Kind == propagation.Remove {
+			d.actions[name] = a
+		} else if g.memberClusters[name] != nil {
+			// A member that left the fleet has nothing left to keep.
 			d.kept = append(d.kept, name)
 		}
 	}
+	slices.Sort(d.kept)
 	return d
 }
 
 // decideCopy is the action on one placed cluster: the copy of the revision the rollout gives
-// it, applied when the member's copy differs.
-func (r *Reconciler) decideCopy(g *group, d *decision, name string) action {
+// it, applied when the member's copy differs (propagation.ForPlaced). A member that refused
+// this spec is not asked again every resync: it would give the same answer.
+func (r *Reconciler) decideCopy(g *group, d *decision, name string) propagation.Action {
 	m := g.members[name]
 	if m == nil || m.readErr != nil {
-		return action{}
+		return propagation.ForPlaced(propagation.Placed{Hub: g.hub, Unreachable: unreachableErr(m)})
 	}
+	p := propagation.Placed{Hub: g.hub, Copy: m.copy}
 	if propagation.OwnershipOf(g.hub, m.copy) == propagation.Foreign {
 		d.foreign = append(d.foreign, name)
-		return action{}
+		return propagation.ForPlaced(p)
 	}
 	rev := d.rollout.target
 	if planned, ok := d.rollout.plan.Apply[name]; ok {
 		rev = planned
 	}
-	desired, err := r.copyOf(g, d, name, rev)
-	if err != nil {
-		return action{err: err}
-	}
-	if _, refused := g.refusals[name]; refused {
-		// The member refused this spec; asking again every resync gets the same answer. A copy
-		// it already runs (of an earlier spec) is left as it is.
-		return action{}
-	}
-	if !propagation.Drifted(desired, m.copy) {
-		return action{desired: desired}
-	}
-	return action{kind: actionApply, desired: desired}
+	p.Desired, p.DesiredErr = r.copyOf(g, d, name, rev)
+	_, p.Refused = g.refusals[name]
+	return propagation.ForPlaced(p)
 }
 
 // decidePlacement resolves the policy and plans. A policy that is missing leaves the placement
@@ -187,8 +150,8 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) {
 // appliedHash is the spec hash the hub applies (or has applied) on a cluster this reconcile,
 // "" when it does not know.
 func (d *decision) appliedHash(name string) string {
-	if a, ok := d.actions[name]; ok && a.desired != nil {
-		return a.desired.Annotations[labels.SpecHash]
+	if a, ok := d.actions[name]; ok && a.Desired != nil && a.Err == nil {
+		return a.Desired.Annotations[labels.SpecHash]
 	}
 	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/rayfleet/rayfleet/hub/placement"
+	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
@@ -153,10 +154,7 @@ func TestDecide(t *testing.T) {
 			}
 			got := map[string]string{}
 			for name, a := range d.actions {
-				got[name] = map[actionKind]string{actionApply: "apply", actionRemove: "remove"}[a.kind]
-				if got[name] == "" {
-					got[name] = "none"
-				}
+				got[name] = map[propagation.Kind]string{propagation.Keep: "none", propagation.Apply: "apply", propagation.Remove: "remove"}[a.Kind]
 			}
 			if tt.wantActions == nil {
 				tt.wantActions = map[string]string{}

@@ -63,23 +63,25 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 			return res, err
 		}
 	}
+	log := ctrl.LoggerFrom(ctx)
 	for _, name := range d.placed {
 		a := d.actions[name]
-		if a.err != nil {
-			res.applyErrs[name] = fmt.Errorf("cluster %s: %w", name, a.err)
+		log.V(1).Info("Propagation", "cluster", name, "action", a.String())
+		if a.Err != nil {
+			res.applyErrs[name] = fmt.Errorf("cluster %s: %w", name, a.Err)
 			continue
 		}
-		if a.kind == actionApply {
-			r.applyTo(ctx, g, res, name, a.desired)
+		if a.Kind == propagation.Apply {
+			r.applyTo(ctx, g, res, name, a.Desired)
 		}
 	}
 	for name, a := range d.actions {
-		if a.kind != actionRemove {
+		if a.Kind != propagation.Remove {
 			continue
 		}
 		gone, err := r.removeCopy(ctx, g, name)
 		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Removing the copy from a member failed", "cluster", name)
+			log.Error(err, "Removing the copy from a member failed", "cluster", name)
 		}
 		if gone {
 			res.copies[name] = nil

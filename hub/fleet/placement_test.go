@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rayfleet/rayfleet/hub/placement"
+	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
@@ -276,10 +277,10 @@ func TestPropagatedCondition(t *testing.T) {
 		}
 		return g
 	}
-	applying := func(hashes map[string]string) map[string]action {
-		out := map[string]action{}
+	applying := func(hashes map[string]string) map[string]propagation.Action {
+		out := map[string]propagation.Action{}
 		for name, h := range hashes {
-			out[name] = action{desired: copyWith(h)}
+			out[name] = propagation.Action{Desired: copyWith(h)}
 		}
 		return out
 	}

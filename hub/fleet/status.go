@@ -249,7 +249,7 @@ func (o *outcome) applyErr(name string) error {
 			return err
 		}
 	}
-	return o.d.actions[name].err
+	return o.d.actions[name].Err
 }
 
 // unreachableErr is why a member's copy was not read.
