@@ -62,6 +62,9 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 		if _, _, err := revision.Ensure(ctx, r.client, g.hub, d.rollout.targetContent, g.history); err != nil {
 			return res, err
 		}
+		if err := r.consumeApproval(ctx, g); err != nil {
+			return res, err
+		}
 	}
 	log := ctrl.LoggerFrom(ctx)
 	for _, name := range d.placed {
@@ -130,6 +133,31 @@ func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision
 	g.binding.Spec = spec
 	if err := r.client.Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("patch RayServiceBinding %s: %w", g.key, err)
+	}
+	return nil
+}
+
+// consumeApproval removes the binding's approval annotation once the binding records the stage
+// it approved as started: an approval opens one stage of one revision once, and a later
+// rollout of the same revision (after a rollback and a spec that came back) asks again. It is
+// removed only after the start was recorded, so a failed status write cannot lose both.
+func (r *Reconciler) consumeApproval(ctx context.Context, g *group) error {
+	approval := g.binding.Annotations[labels.ApprovedStage]
+	st := g.binding.Status.Rollout
+	if approval == "" || st == nil {
+		return nil
+	}
+	used := false
+	for _, stage := range st.Stages {
+		used = used || (stage.Approved && approval == st.TargetRevision+"/"+stage.Name)
+	}
+	if !used {
+		return nil
+	}
+	orig := g.binding.DeepCopy()
+	delete(g.binding.Annotations, labels.ApprovedStage)
+	if err := r.client.Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("remove the used approval from RayServiceBinding %s: %w", g.key, err)
 	}
 	return nil
 }

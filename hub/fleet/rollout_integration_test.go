@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -154,6 +155,38 @@ func TestFleetRollingUpgrade(t *testing.T) {
 		g.Consistently(func(g Gomega) {
 			g.Expect(revisions(g)).To(Equal(map[string]string{"a": good, "b": good, "c": good}))
 		}, settle, interval).Should(Succeed())
+	}
+
+	t.Log("a stage with approval waits for it, and the approval is used up once the stage started")
+	{
+		g.Eventually(func(g Gomega) {
+			var pp fleetv1alpha1.PlacementPolicy
+			g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: "rolling"}, &pp)).To(Succeed())
+			pp.Spec.Rollout.Stages = []fleetv1alpha1.RolloutStage{{Name: "canary", Approval: true,
+				ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "a"}}}}
+			g.Expect(h.hub.Update(ctx, &pp)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		good := rolloutOf(g).GoodRevision
+		target := setImage("rayproject/ray:2.99.1")
+		g.Eventually(func(g Gomega) {
+			g.Expect(rolloutOf(g).Phase).To(Equal(fleetv1alpha1.RolloutAwaitingApproval))
+		}, timeout, interval).Should(Succeed())
+		g.Consistently(func(g Gomega) {
+			g.Expect(revisions(g)).To(Equal(map[string]string{"a": good, "b": good, "c": good}))
+		}, settle, interval).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			b := h.binding(g, "svc")
+			if b.Annotations == nil {
+				b.Annotations = map[string]string{}
+			}
+			b.Annotations[labels.ApprovedStage] = target + "/canary"
+			g.Expect(h.hub.Update(ctx, b)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(revisions(g)["a"]).To(Equal(target))
+			g.Expect(h.binding(g, "svc").Annotations).NotTo(HaveKey(labels.ApprovedStage), "the approval is used up")
+		}, timeout, interval).Should(Succeed())
+		complete(target)
 	}
 }
 
