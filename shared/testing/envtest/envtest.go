@@ -130,6 +130,9 @@ func start(assets string, crdDirs []string) (*Env, *crenvtest.Environment, error
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: startTimeout,
+		// The CRDs' discovery has envtest's 10 s by default, which a loaded CI machine starting
+		// several API servers at once exceeds.
+		CRDInstallOptions: crenvtest.CRDInstallOptions{MaxTime: startTimeout},
 	}
 	cfg, err := server.Start()
 	if err != nil {
