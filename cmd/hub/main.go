@@ -59,6 +59,7 @@ type flags struct {
 	memberQPS        float64
 	memberBurst      int
 	hubNamespace     string
+	hubName          string
 	heartbeatTimeout time.Duration
 	resync           time.Duration
 }
@@ -74,6 +75,8 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 		"Burst of queries the hub may send to each member's Kubernetes API server.")
 	fs.StringVar(&f.hubNamespace, "hub-namespace", labels.DefaultHubNamespace,
 		"Namespace holding the members' kubeconfig Secrets (and the leader-election Lease unless --leader-election-namespace says otherwise).")
+	fs.StringVar(&f.hubName, "hub-name", labels.DefaultHubName,
+		"This hub's name, written in the fleet.rayfleet.io/origin-hub label of every copy it makes; hubs sharing a member need different names, so that neither touches the other's copies.")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", membership.DefaultHeartbeatTimeout,
 		"How old a member's ClusterReport heartbeat may be before its AgentReady condition turns False.")
 	fs.DurationVar(&f.resync, "resync", fleet.DefaultResync,
@@ -149,6 +152,7 @@ func run(args []string) error {
 	rayServices := fleet.NewReconciler(local, membership.NewClients(mgr), fleet.Options{
 		Resync:                  f.resync,
 		MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles,
+		HubName:                 f.hubName,
 	})
 	if err = rayServices.SetupWithManager(mgr); err != nil {
 		return err

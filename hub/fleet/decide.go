@@ -88,10 +88,10 @@ func (r *Reconciler) decide(g *group) *decision {
 func (r *Reconciler) decideCopy(g *group, d *decision, name string) propagation.Action {
 	m := g.members[name]
 	if m == nil || m.readErr != nil {
-		return propagation.ForPlaced(propagation.Placed{Hub: g.hub, Unreachable: unreachableErr(m)})
+		return propagation.ForPlaced(propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Unreachable: unreachableErr(m)})
 	}
-	p := propagation.Placed{Hub: g.hub, Copy: m.copy}
-	if propagation.OwnershipOf(g.hub, m.copy) == propagation.Foreign {
+	p := propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Copy: m.copy}
+	if propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
 		d.foreign = append(d.foreign, name)
 		return propagation.ForPlaced(p)
 	}

@@ -250,7 +250,7 @@ func (r *Reconciler) removeCopy(ctx context.Context, g *group, name string) (gon
 		return false, nil
 	}
 	member := m.copy
-	if member == nil || propagation.OwnershipOf(g.hub, member) == propagation.Foreign {
+	if member == nil || propagation.OwnershipOf(r.opts.HubName, g.hub, member) == propagation.Foreign {
 		return true, nil
 	}
 	if !member.DeletionTimestamp.IsZero() {

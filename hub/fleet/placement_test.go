@@ -126,7 +126,7 @@ func TestPolicyToleration(t *testing.T) {
 		want     time.Duration
 	}{
 		{name: "no failover", want: 300 * time.Second},
-		{name: "failover without seconds", failover: &fleetv1alpha1.FailoverPolicy{GracefulPurge: true}, want: 300 * time.Second},
+		{name: "failover without seconds", failover: &fleetv1alpha1.FailoverPolicy{PurgeMode: fleetv1alpha1.PurgeNever}, want: 300 * time.Second},
 		{name: "explicit seconds", failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](30)}, want: 30 * time.Second},
 		{name: "zero fails over at once", failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](0)}, want: 0},
 		{name: "negative (schema bypassed) is zero", failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](-5)}, want: 0},

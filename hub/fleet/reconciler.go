@@ -71,6 +71,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Clock is the time source; nil means the real clock.
 	Clock clock.Clock
+	// HubName is this hub's name in the origin-hub label of its copies; "" means
+	// labels.DefaultHubName. Copies naming another hub are not this hub's.
+	HubName string
 	// MetricsRegisterer is where the metrics are registered; nil means controller-runtime's
 	// registry.
 	MetricsRegisterer prometheus.Registerer
@@ -100,6 +103,9 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 	}
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = defaultConcurrentReconciles
+	}
+	if opts.HubName == "" {
+		opts.HubName = labels.DefaultHubName
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

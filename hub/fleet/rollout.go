@@ -112,7 +112,7 @@ func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.
 		c.NotDone = m.readErr.Error()
 		return c
 	}
-	if m.copy == nil || propagation.OwnershipOf(g.hub, m.copy) == propagation.Foreign {
+	if m.copy == nil || propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
 		c.NotDone = "no copy yet"
 		return c
 	}
@@ -137,7 +137,7 @@ func (r *Reconciler) copyOf(g *group, d *decision, name, rev string) (*rayv1.Ray
 	}
 	hub := g.hub.DeepCopy()
 	hub.Spec = *content.Spec.DeepCopy()
-	desired, err := propagation.MemberRayService(hub, name, g.members[name].mc.Labels, content.Overrides)
+	desired, err := propagation.MemberRayService(r.opts.HubName, hub, name, g.members[name].mc.Labels, content.Overrides)
 	if err != nil {
 		return nil, err
 	}

@@ -46,8 +46,9 @@ type Action struct {
 
 // Placed is what the decision for one placed cluster depends on.
 type Placed struct {
-	// Hub is the hub RayService.
-	Hub *rayv1.RayService
+	// Hub is the hub RayService and HubName the hub's name (see OwnershipOf).
+	Hub     *rayv1.RayService
+	HubName string
 	// Copy is the member's RayService of that name, nil when it has none.
 	Copy *rayv1.RayService
 	// Unreachable is why the member's copy could not be read; nil when it was.
@@ -66,7 +67,7 @@ func ForPlaced(p Placed) Action {
 	switch {
 	case p.Unreachable != nil:
 		return Action{Reason: ReasonUnreachable}
-	case OwnershipOf(p.Hub, p.Copy) == Foreign:
+	case OwnershipOf(p.HubName, p.Hub, p.Copy) == Foreign:
 		return Action{Reason: ReasonForeign}
 	case p.DesiredErr != nil:
 		return Action{Reason: ReasonNoCopy, Err: p.DesiredErr}

@@ -11,7 +11,7 @@ import (
 
 func TestForPlaced(t *testing.T) {
 	hub := raybuilder.MakeRayService("svc", "ns").Obj()
-	desired, err := MemberRayService(hub, "m1", nil, nil)
+	desired, err := MemberRayService(testHub, hub, "m1", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +25,14 @@ func TestForPlaced(t *testing.T) {
 		wantReason string
 		wantErr    bool
 	}{
-		{name: "no copy: apply", in: Placed{Hub: hub, Desired: desired}, wantKind: Apply, wantReason: ReasonMissing},
-		{name: "a copy as applied: keep", in: Placed{Hub: hub, Copy: desired.DeepCopy(), Desired: desired}, wantKind: Keep, wantReason: ReasonInSync},
-		{name: "drift is reverted", in: Placed{Hub: hub, Copy: drifted, Desired: desired}, wantKind: Apply, wantReason: ReasonDrifted},
+		{name: "no copy: apply", in: Placed{Hub: hub, HubName: testHub, Desired: desired}, wantKind: Apply, wantReason: ReasonMissing},
+		{name: "a copy as applied: keep", in: Placed{Hub: hub, HubName: testHub, Copy: desired.DeepCopy(), Desired: desired}, wantKind: Keep, wantReason: ReasonInSync},
+		{name: "drift is reverted", in: Placed{Hub: hub, HubName: testHub, Copy: drifted, Desired: desired}, wantKind: Apply, wantReason: ReasonDrifted},
 		{name: "unreachable: nothing is decided from a copy not read",
-			in: Placed{Hub: hub, Unreachable: errors.New("timeout"), Desired: desired}, wantKind: Keep, wantReason: ReasonUnreachable},
-		{name: "someone else's RayService is left alone", in: Placed{Hub: hub, Copy: foreign, Desired: desired}, wantKind: Keep, wantReason: ReasonForeign},
-		{name: "refused: a copy it runs stays", in: Placed{Hub: hub, Copy: drifted, Desired: desired, Refused: true}, wantKind: Keep, wantReason: ReasonRefused},
-		{name: "no copy can be built", in: Placed{Hub: hub, DesiredErr: errors.New("override 0: bad")}, wantKind: Keep, wantReason: ReasonNoCopy, wantErr: true},
+			in: Placed{Hub: hub, HubName: testHub, Unreachable: errors.New("timeout"), Desired: desired}, wantKind: Keep, wantReason: ReasonUnreachable},
+		{name: "someone else's RayService is left alone", in: Placed{Hub: hub, HubName: testHub, Copy: foreign, Desired: desired}, wantKind: Keep, wantReason: ReasonForeign},
+		{name: "refused: a copy it runs stays", in: Placed{Hub: hub, HubName: testHub, Copy: drifted, Desired: desired, Refused: true}, wantKind: Keep, wantReason: ReasonRefused},
+		{name: "no copy can be built", in: Placed{Hub: hub, HubName: testHub, DesiredErr: errors.New("override 0: bad")}, wantKind: Keep, wantReason: ReasonNoCopy, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,7 +30,7 @@ func TestDrifted(t *testing.T) {
 	hub.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
 		{Name: "serve", ContainerPort: 8000},
 	}
-	desired, err := MemberRayService(hub, "m1", nil, nil)
+	desired, err := MemberRayService(testHub, hub, "m1", nil, nil)
 	if err != nil {
 		t.Fatalf("MemberRayService: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestDrifted(t *testing.T) {
 }
 
 func TestDriftedEdges(t *testing.T) {
-	desired, err := MemberRayService(raybuilder.MakeRayService("svc", "ns").Obj(), "m1", nil, nil)
+	desired, err := MemberRayService(testHub, raybuilder.MakeRayService("svc", "ns").Obj(), "m1", nil, nil)
 	if err != nil {
 		t.Fatalf("MemberRayService: %v", err)
 	}

@@ -136,11 +136,11 @@ func FuzzMemberRayService(f *testing.F) {
 		clusterLabels := map[string]string{key: clusterValue}
 
 		start := time.Now()
-		member, err := MemberRayService(hub, "eu", clusterLabels, overrides)
+		member, err := MemberRayService(testHub, hub, "eu", clusterLabels, overrides)
 		if took := time.Since(start); took > fuzzDeadline {
 			t.Fatalf("MemberRayService took %v", took)
 		}
-		again, againErr := MemberRayService(hub, "eu", clusterLabels, overrides)
+		again, againErr := MemberRayService(testHub, hub, "eu", clusterLabels, overrides)
 		if !reflect.DeepEqual(member, again) || (err == nil) != (againErr == nil) ||
 			(err != nil && err.Error() != againErr.Error()) {
 			t.Fatalf("MemberRayService is not deterministic: %v, then %v", err, againErr)

@@ -18,8 +18,8 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
-// MemberRayService builds the RayService the hub server-side-applies to the member cluster
-// named cluster, whose MemberCluster labels are clusterLabels. It has the hub object's
+// MemberRayService builds the RayService the hub named hubName server-side-applies to the
+// member cluster named cluster, whose MemberCluster labels are clusterLabels. It has the hub object's
 // namespace and name and its spec with the overrides that select the cluster applied in order
 // as JSON merge patches (RFC 7386); the user's labels and annotations except kubectl's
 // last-applied configuration and fleet keys; the origin labels; and the spec-hash annotation of
@@ -30,7 +30,7 @@ import (
 // applied (no or invalid selector, a patch that is not a JSON object, a patch whose result does
 // not decode as a RayService spec, including fields the type does not have) is an error naming
 // the override's index and the cluster: a typo'd field would otherwise be dropped silently.
-func MemberRayService(hub *rayv1.RayService, cluster string, clusterLabels map[string]string,
+func MemberRayService(hubName string, hub *rayv1.RayService, cluster string, clusterLabels map[string]string,
 	overrides []fleetv1alpha1.ClusterOverride,
 ) (*rayv1.RayService, error) {
 	if hub == nil {
@@ -48,6 +48,7 @@ func MemberRayService(hub *rayv1.RayService, cluster string, clusterLabels map[s
 	memberLabels[labels.OriginNamespace] = hub.Namespace
 	memberLabels[labels.OriginName] = hub.Name
 	memberLabels[labels.OriginUID] = string(hub.UID)
+	memberLabels[labels.OriginHub] = hubName
 	annotations := userKeys(hub.Annotations)
 	delete(annotations, corev1.LastAppliedConfigAnnotation)
 	annotations[labels.SpecHash] = hash

@@ -102,7 +102,7 @@ func TestMemberRayServiceOverrides(t *testing.T) {
 			if in == nil {
 				in = hub.Obj()
 			}
-			got, err := MemberRayService(in, "m1", tc.labels, tc.overrides)
+			got, err := MemberRayService(testHub, in, "m1", tc.labels, tc.overrides)
 			if err != nil {
 				t.Fatalf("MemberRayService: %v", err)
 			}
@@ -140,7 +140,7 @@ func TestMemberRayServiceMetadata(t *testing.T) {
 	hub.Status.ServiceStatus = rayv1.Running
 	before := hub.DeepCopy()
 
-	got, err := MemberRayService(hub, "m1", map[string]string{"region": "eu"},
+	got, err := MemberRayService(testHub, hub, "m1", map[string]string{"region": "eu"},
 		[]fleetv1alpha1.ClusterOverride{override(map[string]string{"region": "eu"}, `{"rayClusterDeletionDelaySeconds":9}`)})
 	if err != nil {
 		t.Fatalf("MemberRayService: %v", err)
@@ -157,6 +157,7 @@ func TestMemberRayServiceMetadata(t *testing.T) {
 				labels.OriginNamespace: "ns",
 				labels.OriginName:      "svc",
 				labels.OriginUID:       "hub-uid-1",
+				labels.OriginHub:       testHub,
 			},
 			Annotations: map[string]string{
 				"team.example.com/owner":   "serving",
@@ -211,7 +212,7 @@ func TestMemberRayServiceErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			hub := raybuilder.MakeRayService("svc", "ns").Obj()
-			got, err := MemberRayService(hub, "m-eu-1", map[string]string{"region": "eu"},
+			got, err := MemberRayService(testHub, hub, "m-eu-1", map[string]string{"region": "eu"},
 				[]fleetv1alpha1.ClusterOverride{good, tc.override})
 			if err == nil {
 				t.Fatalf("MemberRayService = %v, want an error", got.Spec)
@@ -246,7 +247,7 @@ func TestCheckOverridesAcceptsUsablePatches(t *testing.T) {
 }
 
 func TestMemberRayServiceNilHub(t *testing.T) {
-	if _, err := MemberRayService(nil, "m1", nil, nil); err == nil {
+	if _, err := MemberRayService(testHub, nil, "m1", nil, nil); err == nil {
 		t.Error("MemberRayService(nil) returned no error")
 	}
 }

@@ -40,11 +40,13 @@ func (o Ownership) String() string {
 	}
 }
 
-// OwnershipOf says whose copy member is with respect to the hub RayService hub. A nil member
-// is NotFound; with a nil hub nothing can be ours, so any member is Foreign. The origin
-// namespace and name must both match, so a member object whose labels name another hub
-// object is Foreign even if it sits at the same namespace and name.
-func OwnershipOf(hub *rayv1.RayService, member *rayv1.RayService) Ownership {
+// OwnershipOf says whose copy member is with respect to the hub RayService hub of the hub named
+// hubName. A nil member is NotFound; with a nil hub nothing can be ours, so any member is
+// Foreign. The origin namespace and name must both match, so a member object whose labels name
+// another hub object is Foreign even if it sits at the same namespace and name; so is a copy
+// another hub made (its origin-hub label names another hub). A copy without an origin-hub
+// label was made before hubs named themselves and is taken as this hub's.
+func OwnershipOf(hubName string, hub *rayv1.RayService, member *rayv1.RayService) Ownership {
 	if member == nil {
 		return NotFound
 	}
@@ -54,6 +56,9 @@ func OwnershipOf(hub *rayv1.RayService, member *rayv1.RayService) Ownership {
 	origin := member.Labels
 	if origin[labels.OriginNamespace] != hub.Namespace || origin[labels.OriginName] != hub.Name ||
 		origin[labels.OriginNamespace] == "" || origin[labels.OriginName] == "" {
+		return Foreign
+	}
+	if h, ok := origin[labels.OriginHub]; ok && h != hubName {
 		return Foreign
 	}
 	if uid := origin[labels.OriginUID]; uid == "" || uid != string(hub.UID) {

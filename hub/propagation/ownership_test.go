@@ -11,17 +11,18 @@ import (
 
 func TestOwnershipOf(t *testing.T) {
 	hub := raybuilder.MakeRayService("svc", "ns").Obj() // UID "svc-uid"
-	withOrigin := func(ns, name, uid string) *rayv1.RayService {
+	fromHub := func(ns, name, uid, hubName string) *rayv1.RayService {
 		rs := raybuilder.MakeRayService("svc", "ns").Obj()
 		rs.UID = "member-object-uid"
 		rs.Labels = map[string]string{"app": "fruit"}
-		for k, v := range map[string]string{labels.OriginNamespace: ns, labels.OriginName: name, labels.OriginUID: uid} {
+		for k, v := range map[string]string{labels.OriginNamespace: ns, labels.OriginName: name, labels.OriginUID: uid, labels.OriginHub: hubName} {
 			if v != "" {
 				rs.Labels[k] = v
 			}
 		}
 		return rs
 	}
+	withOrigin := func(ns, name, uid string) *rayv1.RayService { return fromHub(ns, name, uid, "") }
 	tests := []struct {
 		name   string
 		hub    *rayv1.RayService
@@ -38,10 +39,13 @@ func TestOwnershipOf(t *testing.T) {
 		{"origin without uid", hub, withOrigin("ns", "svc", ""), OursStale},
 		{"no hub object", nil, withOrigin("ns", "svc", "svc-uid"), Foreign},
 		{"nothing at all", nil, nil, NotFound},
+		{"our copy naming this hub", hub, fromHub("ns", "svc", "svc-uid", testHub), Ours},
+		{"another hub's copy of the same name", hub, fromHub("ns", "svc", "svc-uid", "hub-b"), Foreign},
+		{"another hub's stale copy", hub, fromHub("ns", "svc", "old-uid", "hub-b"), Foreign},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := OwnershipOf(tc.hub, tc.member); got != tc.want {
+			if got := OwnershipOf(testHub, tc.hub, tc.member); got != tc.want {
 				t.Errorf("OwnershipOf = %v, want %v", got, tc.want)
 			}
 		})
@@ -57,3 +61,6 @@ func TestOwnershipString(t *testing.T) {
 		}
 	}
 }
+
+// testHub is the hub name the tests build copies for.
+const testHub = "hub-a"

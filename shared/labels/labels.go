@@ -120,6 +120,14 @@ const (
 	OriginNamespace = FleetKeyPrefix + "origin-namespace"
 	OriginName      = FleetKeyPrefix + "origin-name"
 	OriginUID       = FleetKeyPrefix + "origin-uid"
+	// OriginHub is the label on a member RayService naming the hub that made it (the hub's
+	// --hub-name). Two hubs sharing a member treat each other's copies as foreign, and neither
+	// one's orphan sweep touches the other's.
+	OriginHub = FleetKeyPrefix + "origin-hub"
+	// OnDelete is the annotation on a hub RayService saying what deleting it does to its member
+	// copies: OnDeleteOrphan keeps them (their origin labels removed, so no hub touches them);
+	// anything else, or none, deletes them.
+	OnDelete = FleetKeyPrefix + "on-delete"
 	// SpecHash is the annotation on a member RayService holding the hash of the hub spec it was
 	// applied from (overrides included), so the hub sees which spec each member runs. An
 	// annotation rather than a label because hashes may exceed 63 characters.
@@ -155,4 +163,8 @@ const (
 	// DefaultHubNamespace is the hub's namespace unless configured otherwise: it holds the
 	// members' kubeconfig Secrets and the hub's leader-election lease.
 	DefaultHubNamespace = "rayfleet-system"
+	// DefaultHubName is the hub's identity in its copies' OriginHub label unless configured.
+	DefaultHubName = "rayfleet"
+	// OnDeleteOrphan is the OnDelete value that keeps the member copies.
+	OnDeleteOrphan = "orphan"
 )

@@ -27,6 +27,23 @@ const (
 	// ConditionMemberRefused (hub RayService) is True while some member's API server refuses
 	// the hub's copy of the current spec; the message names each member and the rule.
 	ConditionMemberRefused = "MemberRefused"
+	// ConditionFailoverFrozen (RayServiceBinding, hub RayService) is True while more than half
+	// of the members the RayService's policy selects (and at least two) are not Ready: the hub
+	// then moves it off none of them, since a fleet-wide fault is better ridden out in place
+	// than answered with a stampede onto the few members left. Absent otherwise.
+	ConditionFailoverFrozen = "FailoverFrozen"
+	// ConditionCopiesRetained (RayServiceBinding, hub RayService) is True while copies the
+	// RayService failed over from are kept because the policy's purgeMode is Never; the
+	// message names the clusters. Absent otherwise.
+	ConditionCopiesRetained = "CopiesRetained"
+)
+
+// Reasons of FailoverFrozen and CopiesRetained.
+const (
+	// ReasonTooManyMembersNotReady (FailoverFrozen=True).
+	ReasonTooManyMembersNotReady = "TooManyMembersNotReady"
+	// ReasonPurgeModeNever (CopiesRetained=True).
+	ReasonPurgeModeNever = "PurgeModeNever"
 )
 
 // Reasons of the MemberCluster and ClusterReport conditions.

@@ -129,7 +129,7 @@ func TestCRDsAcceptValidObjectsAndApplyDefaults(t *testing.T) {
 			},
 			SortingLabelKey: "region", RevisionHistoryLimit: ptr.To[int32](5),
 		},
-		Failover: &fleetv1alpha1.FailoverPolicy{GracefulPurge: true},
+		Failover: &fleetv1alpha1.FailoverPolicy{PurgeMode: fleetv1alpha1.PurgeNever},
 	})
 	mustCreate(t, c, pp)
 	checkPolicyDefaults(t, pp)

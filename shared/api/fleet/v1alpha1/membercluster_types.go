@@ -92,6 +92,12 @@ type MemberClusterStatus struct {
 	// LastHeartbeatTime is the heartbeat of the member's ClusterReport last mirrored.
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+
+	// FirstReadyTime is when the member was first Ready. A Ready condition that turned True
+	// after it marks a member back from an outage, which waits for its placement policies'
+	// failover.readmitSeconds before it gets new work.
+	// +optional
+	FirstReadyTime *metav1.Time `json:"firstReadyTime,omitempty"`
 }
 
 // ClusterCapacity is what a member can run, by resource name: cpu, memory and every extended

@@ -216,12 +216,39 @@ type FailoverPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
 
-	// GracefulPurge keeps the copy on a member that returns after failover until the
-	// replacement cluster's copy is Ready; otherwise that copy is deleted as soon as the
-	// member is reachable again.
+	// PurgeMode is what happens to the copy on a member the RayService failed over from, once
+	// the replacement is done: Graceful (default) deletes it when its member is Ready again,
+	// Immediately deletes it at once (retried while the member cannot be reached), Never keeps
+	// it (the binding's CopiesRetained condition lists it) for the user to delete.
 	// +optional
-	GracefulPurge bool `json:"gracefulPurge,omitempty"`
+	// +kubebuilder:default=Graceful
+	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
+
+	// ReadmitSeconds is how long a member that was not Ready must stay Ready again before it is
+	// given new work (a placement it does not hold already). A member that flaps does not pull
+	// RayServices onto itself between two outages.
+	// +optional
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=0
+	ReadmitSeconds *int64 `json:"readmitSeconds,omitempty"`
 }
+
+// PurgeMode is when the copy left on a member after a failover is deleted.
+// +kubebuilder:validation:Enum=Graceful;Never;Immediately
+type PurgeMode string
+
+const (
+	// PurgeGraceful deletes the copy once its member is Ready again and the replacement is done.
+	PurgeGraceful PurgeMode = "Graceful"
+	// PurgeNever keeps the copy; the user deletes it.
+	PurgeNever PurgeMode = "Never"
+	// PurgeImmediately deletes the copy as soon as the replacement is done, retrying while its
+	// member cannot be reached.
+	PurgeImmediately PurgeMode = "Immediately"
+)
+
+// DefaultReadmitSeconds is the readmission delay of a policy that sets none.
+const DefaultReadmitSeconds int64 = 60
 
 // PlacementPolicyStatus says whether the hub can use the policy.
 type PlacementPolicyStatus struct {

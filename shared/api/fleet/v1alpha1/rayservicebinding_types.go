@@ -280,6 +280,36 @@ type ClusterStatus struct {
 	// done during the soak resumes its progress deadline from there.
 	// +optional
 	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
+
+	// Leaving is set on a cluster the RayService is no longer placed on while its copy is
+	// still there: why it left and since when. The copy is removed once the clusters that
+	// replace it are done (make-before-break) and, after a failover, as the policy's purgeMode
+	// says.
+	// +optional
+	Leaving *ClusterLeaving `json:"leaving,omitempty"`
+}
+
+// LeaveReason is why a RayService left a cluster.
+// +kubebuilder:validation:Enum=Moved;FailedOver
+type LeaveReason string
+
+const (
+	// LeaveMoved: the cluster stopped qualifying (selector, labels, taints, policy, scale-down)
+	// while it was Ready.
+	LeaveMoved LeaveReason = "Moved"
+	// LeaveFailedOver: the cluster was not Ready past the policy's toleration.
+	LeaveFailedOver LeaveReason = "FailedOver"
+)
+
+// ClusterLeaving is why and since when a copy is on a cluster the RayService left.
+type ClusterLeaving struct {
+	// Reason is Moved or FailedOver.
+	// +required
+	Reason LeaveReason `json:"reason"`
+
+	// Since is when the RayService left the cluster.
+	// +required
+	Since metav1.Time `json:"since"`
 }
 
 // RayServiceBinding records where the hub RayService of the same name and namespace runs and
