@@ -136,6 +136,15 @@ type Fleet struct {
 	cutOff map[string]bool
 	// hubKilled is set by KillHub until RestartHub: the hub's exit is the caller's doing.
 	hubKilled bool
+	// spokeArgs are how each member's spoke was started, for StartMemberAPIServer to start
+	// it again.
+	spokeArgs map[string]managerArgs
+}
+
+// managerArgs are the kubeconfig and flags a manager binary was started with.
+type managerArgs struct {
+	kubeconfig string
+	args       []string
 }
 
 // DefaultRayFleetBin is $RAYFLEET_BIN, or bin in the repository.
@@ -164,6 +173,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		Spokes:       map[string]*localcluster.Manager{},
 		Dashboards:   map[string]*raydashboard.Server{},
 		opts:         opts,
+		spokeArgs:    map[string]managerArgs{},
 	}
 	if f.Dir, err = localcluster.StateDir(opts.StateDir, "rayfleet-fleet-"); err != nil {
 		return nil, err
@@ -302,9 +312,9 @@ func (f *Fleet) Exited() error {
 }
 
 // StopMemberAPIServer stops the member's kube-apiserver (etcd, the spoke and the stand-in keep
-// running), so that the hub can no longer reach the member: an outage as the hub sees it. The
-// member stays stopped until the fleet is; from then on its spoke, which loses its API server
-// too, may exit without Exited reporting it.
+// running), so that the hub can no longer reach the member: an outage as the hub sees it,
+// until StartMemberAPIServer. Meanwhile its spoke, which loses its API server too, may exit
+// without Exited reporting it.
 func (f *Fleet) StopMemberAPIServer(name string) error {
 	f.mu.Lock()
 	member := f.Members[name]
@@ -318,17 +328,38 @@ func (f *Fleet) StopMemberAPIServer(name string) error {
 	if member == nil {
 		return fmt.Errorf("no member %q", name)
 	}
-	for _, p := range member.Components() {
-		if p.Name == apiServerProcess {
-			p.Stop()
-			return nil
-		}
-	}
-	return fmt.Errorf("member %s has no %s process", name, apiServerProcess)
+	member.StopAPIServer()
+	return nil
 }
 
-// apiServerProcess is the name localcluster gives the API server among a cluster's Components.
-const apiServerProcess = "kube-apiserver"
+// StartMemberAPIServer ends the outage StopMemberAPIServer began: it starts the member's
+// kube-apiserver again on the same port, etcd and certificates (the hub's kubeconfig of the
+// member stays valid), waits until it serves, and starts the spoke again with its flags if it
+// exited meanwhile. From then on Exited reports the spoke's exit again.
+func (f *Fleet) StartMemberAPIServer(ctx context.Context, name string) error {
+	f.mu.Lock()
+	member, spoke, args := f.Members[name], f.Spokes[name], f.spokeArgs[name]
+	f.mu.Unlock()
+	if member == nil || spoke == nil {
+		return fmt.Errorf("no member %q", name)
+	}
+	if err := member.StartAPIServer(ctx); err != nil {
+		return fmt.Errorf("member %s: %w", name, err)
+	}
+	if exited, _ := spoke.Exited(); exited {
+		restarted, err := member.StartManager(ctx, spoke.Name, spoke.Bin, args.kubeconfig, args.args, nil)
+		if err != nil {
+			return fmt.Errorf("member %s: restarting bin/spoke: %w", name, err)
+		}
+		f.mu.Lock()
+		f.Spokes[name] = restarted
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	delete(f.cutOff, name)
+	f.mu.Unlock()
+	return nil
+}
 
 // KillHub kills bin/hub with SIGKILL, as a crash or an out-of-memory kill would, and waits for
 // it to exit. Exited does not report that exit; RestartHub brings the hub back.

@@ -193,6 +193,7 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 	}
 	f.mu.Lock()
 	f.Spokes[spec.Name] = spoke
+	f.spokeArgs[spec.Name] = managerArgs{kubeconfig: kubeconfig, args: args}
 	f.mu.Unlock()
 
 	if err := f.join(ctx, spec.Name, member); err != nil {

@@ -85,6 +85,7 @@ type Cluster struct {
 	mu       sync.Mutex
 	etcd     *Process
 	api      *Process
+	apiArgs  []string // the API server's arguments, for StartAPIServer
 	system   []*Process // scheduler, KCM, kwok: stopped before the apiserver
 	user     []*Process // started with StartProcess: stopped first
 	stopOnce sync.Once
@@ -236,9 +237,10 @@ func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		procs := slices.Concat(c.user, c.system)
+		api := c.api
 		c.mu.Unlock()
 		stopAll(procs)
-		for _, p := range []*Process{c.api, c.etcd} {
+		for _, p := range []*Process{api, c.etcd} {
 			if p != nil {
 				p.Stop()
 			}

@@ -49,3 +49,37 @@ func TestStartAndStop(t *testing.T) {
 		t.Errorf("state dir %s still there after Stop (err %v)", c.Dir, err)
 	}
 }
+
+// TestAPIServerStopAndStart stops the API server alone and starts it again: meanwhile the
+// cluster cannot be reached; afterwards the same admin client, kubeconfig and port work and
+// what was stored before the outage is still there (etcd kept running).
+func TestAPIServerStopAndStart(t *testing.T) {
+	c, err := Start(t.Context(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if err := c.CreateNamespace(t.Context(), "before-outage"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartAPIServer(t.Context()); err == nil {
+		t.Fatal("StartAPIServer succeeded while the API server runs")
+	}
+
+	c.StopAPIServer()
+	var ns corev1.Namespace
+	if err := c.Client.Get(t.Context(), client.ObjectKey{Name: "before-outage"}, &ns); err == nil {
+		t.Fatal("the API server answers after StopAPIServer")
+	}
+	begin := time.Now()
+	if err := c.StartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API server ready again in %v", time.Since(begin).Round(time.Millisecond))
+	if err := c.Client.Get(t.Context(), client.ObjectKey{Name: "before-outage"}, &ns); err != nil {
+		t.Fatalf("the namespace created before the outage: %v", err)
+	}
+	if err := c.CreateNamespace(t.Context(), "after-outage"); err != nil {
+		t.Fatalf("writing after the outage: %v", err)
+	}
+}

@@ -95,9 +95,59 @@ func (c *Cluster) startAPIServer(etcdURL string, port int) error {
 		args = append(args, "--audit-policy-file="+policy, "--audit-log-path="+c.AuditLogPath(),
 			"--audit-log-format=json", "--audit-log-mode=blocking")
 	}
-	var err error
-	c.api, err = c.start("kube-apiserver", c.bin("kube-apiserver"), args, nil)
-	return err
+	api, err := c.start(apiServerName, c.bin("kube-apiserver"), args, nil)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.api, c.apiArgs = api, args
+	c.mu.Unlock()
+	return nil
+}
+
+// apiServerName names the API server's process (and its log file).
+const apiServerName = "kube-apiserver"
+
+// StopAPIServer stops the kube-apiserver alone: etcd and every other process keep running, so
+// that its clients see an outage of the API server, which StartAPIServer ends.
+func (c *Cluster) StopAPIServer() {
+	c.mu.Lock()
+	api := c.api
+	c.mu.Unlock()
+	if api != nil {
+		api.Stop()
+	}
+}
+
+// StartAPIServer starts the kube-apiserver StopAPIServer stopped again, with the arguments it
+// first started with (the same port, etcd, certificates and audit log, so that every
+// kubeconfig of the cluster stays valid), and waits until it is ready. Its log is appended to
+// the same file.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	old, args := c.api, c.apiArgs
+	c.mu.Unlock()
+	if old == nil || args == nil {
+		return fmt.Errorf("cluster %s: the API server was never started", c.Name)
+	}
+	if exited, _ := old.Exited(); !exited {
+		return fmt.Errorf("cluster %s: the API server (pid %d) still runs", c.Name, old.PID())
+	}
+	api, err := c.start(apiServerName, c.bin("kube-apiserver"), args, nil)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.api = api
+	c.mu.Unlock()
+	httpClient, err := rest.HTTPClientFor(c.Config)
+	if err != nil {
+		return fmt.Errorf("building API server client: %w", err)
+	}
+	if err := waitHTTP(ctx, api, httpClient, c.host+"/readyz"); err != nil {
+		return fmt.Errorf("kube-apiserver of %s restarted: %w\n%s", c.Name, err, tail(api.LogPath, 40))
+	}
+	return nil
 }
 
 // startSystemComponents starts the optional scheduler, KCM and kwok.
