@@ -85,7 +85,7 @@ type Cluster struct {
 	mu       sync.Mutex
 	etcd     *Process
 	api      *Process
-	apiArgs  []string // the API server's arguments, for StartAPIServer
+	apiArgs  []string   // the API server's arguments, for StartAPIServer
 	system   []*Process // scheduler, KCM, kwok: stopped before the apiserver
 	user     []*Process // started with StartProcess: stopped first
 	stopOnce sync.Once
