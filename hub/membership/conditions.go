@@ -75,8 +75,9 @@ type Observation struct {
 }
 
 // Status returns prev updated with obs: the ClusterReport mirrored when one was read (the last
-// mirror kept otherwise, so that its heartbeat keeps ageing) and the four conditions.
-// Transition times come from obs.Now, so that tests can drive them with a fake clock.
+// mirror kept otherwise, so that its heartbeat keeps ageing), the four conditions and
+// firstReadyTime. Transition times come from obs.Now, so that tests can drive them with a fake
+// clock.
 func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alpha1.MemberClusterStatus {
 	st := *prev.DeepCopy()
 	st.ObservedGeneration = obs.Generation
@@ -92,7 +93,48 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	set(reachableCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionReachable), obs))
 	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatTime, obs))
 	set(readyCondition(st.Conditions))
+	setFirstReadyTime(&st)
 	return st
+}
+
+// setFirstReadyTime records when the member was first Ready, once. The Ready condition's own
+// transition time is used rather than now, so that a member already Ready when a hub without
+// the field upgrades keeps the time it really turned Ready, not the upgrade's.
+func setFirstReadyTime(st *fleetv1alpha1.MemberClusterStatus) {
+	if st.FirstReadyTime != nil {
+		return
+	}
+	ready := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue {
+		return
+	}
+	since := ready.LastTransitionTime
+	st.FirstReadyTime = &since
+}
+
+// readmission reports whether next, the status computed from prev, is the member's return to
+// Ready after an outage, and how long it was not Ready. The first Ready of a member is not a
+// readmission: prev must already carry firstReadyTime. Both times are the Ready condition's
+// transitions, so the result depends on the statuses alone.
+func readmission(prev, next *fleetv1alpha1.MemberClusterStatus) (notReadyFor time.Duration, ok bool) {
+	if prev.FirstReadyTime == nil {
+		return 0, false
+	}
+	before := meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionReady)
+	after := meta.FindStatusCondition(next.Conditions, fleetv1alpha1.ConditionReady)
+	if before == nil || before.Status == metav1.ConditionTrue || after == nil || after.Status != metav1.ConditionTrue {
+		return 0, false
+	}
+	return max(after.LastTransitionTime.Sub(before.LastTransitionTime.Time), 0), true
+}
+
+// readmittedMessage is the note of the Readmitted event. The hub's placement, not this
+// package, holds new work back; the note says for how long so that the event alone explains
+// why a Ready member gets nothing yet.
+func readmittedMessage(notReadyFor time.Duration) string {
+	return fmt.Sprintf("Ready again after %s; RayServices may be placed here again once it has been "+
+		"Ready for their policies' failover.readmitSeconds (default %ds)",
+		notReadyFor.Round(time.Second), fleetv1alpha1.DefaultReadmitSeconds)
 }
 
 // mirror copies the member's report into the status.

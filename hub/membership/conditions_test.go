@@ -333,3 +333,122 @@ func TestFailureStreak(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstReadyTimeAndReadmission drives a member through its first Ready, outages and
+// returns with an injected time, checking that firstReadyTime is set once and never moves and
+// that only a return after firstReadyTime is a readmission.
+func TestFirstReadyTimeAndReadmission(t *testing.T) {
+	probeErr := errors.New("connection refused")
+	joined := JoinState{Joined: true}
+	healthy := func(now time.Time) Observation {
+		return Observation{Now: now, Join: joined, Report: report(now)}
+	}
+	unreachable := func(now time.Time) Observation {
+		return Observation{Now: now, Join: joined, ProbeErr: probeErr, Streak: FailureStreak{Count: 3, Since: now}}
+	}
+	// outage is a member first Ready at t0 and not Ready since t0+1m.
+	outage := Status(readyStatus(t0), unreachable(t0.Add(time.Minute)))
+	// legacy is a member Ready since t0 as written by a hub that had no firstReadyTime.
+	legacy := func(st fleetv1alpha1.MemberClusterStatus) fleetv1alpha1.MemberClusterStatus {
+		st.FirstReadyTime = nil
+		return st
+	}
+	tests := []struct {
+		name           string
+		prev           fleetv1alpha1.MemberClusterStatus
+		obs            Observation
+		wantFirstReady time.Time // zero: none
+		wantReadmitted bool
+		wantNotReady   time.Duration
+	}{
+		{
+			name: "a new member turning Ready: firstReadyTime now, not a readmission",
+			obs:  healthy(t0), wantFirstReady: t0,
+		},
+		{
+			name: "a member that was never Ready has none",
+			obs:  Observation{Now: t0, Join: joined, ReportMissing: true},
+		},
+		{
+			name: "a member failing its first probe has none",
+			obs:  unreachable(t0),
+		},
+		{
+			name: "a member slow to its first Ready: firstReadyTime when it turns Ready, not a readmission",
+			prev: Status(fleetv1alpha1.MemberClusterStatus{}, Observation{Now: t0, Join: joined, ReportMissing: true}),
+			obs:  healthy(t0.Add(time.Minute)), wantFirstReady: t0.Add(time.Minute),
+		},
+		{
+			name: "a member Ready before the upgrade gets its Ready condition's transition time",
+			prev: legacy(readyStatus(t0)),
+			obs:  healthy(t0.Add(time.Hour)), wantFirstReady: t0,
+		},
+		{
+			name: "a member Ready since then keeps it",
+			prev: readyStatus(t0),
+			obs:  healthy(t0.Add(time.Hour)), wantFirstReady: t0,
+		},
+		{
+			name: "a member turning not Ready keeps it",
+			prev: readyStatus(t0),
+			obs:  unreachable(t0.Add(time.Minute)), wantFirstReady: t0,
+		},
+		{
+			name: "a member still not Ready keeps it and is not readmitted",
+			prev: outage,
+			obs:  unreachable(t0.Add(5 * time.Minute)), wantFirstReady: t0,
+		},
+		{
+			name: "a member Ready again after an outage is readmitted, firstReadyTime unchanged",
+			prev: outage,
+			obs:  healthy(t0.Add(5*time.Minute + 30*time.Second)), wantFirstReady: t0,
+			wantReadmitted: true, wantNotReady: 4*time.Minute + 30*time.Second,
+		},
+		{
+			name: "a member back while the hub upgrades is not a readmission: nothing says it was Ready before",
+			prev: legacy(outage),
+			obs:  healthy(t0.Add(5 * time.Minute)), wantFirstReady: t0.Add(5 * time.Minute),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.obs.HeartbeatTimeout = DefaultHeartbeatTimeout
+			st := Status(tt.prev, tt.obs)
+			switch {
+			case tt.wantFirstReady.IsZero() && st.FirstReadyTime != nil:
+				t.Errorf("firstReadyTime = %v, want none", st.FirstReadyTime)
+			case !tt.wantFirstReady.IsZero() && (st.FirstReadyTime == nil || !st.FirstReadyTime.Time.Equal(tt.wantFirstReady)):
+				t.Errorf("firstReadyTime = %v, want %v", st.FirstReadyTime, tt.wantFirstReady)
+			}
+			notReady, ok := readmission(&tt.prev, &st)
+			if ok != tt.wantReadmitted || notReady != tt.wantNotReady {
+				t.Errorf("readmission = %v, %v; want %v, %v", notReady, ok, tt.wantNotReady, tt.wantReadmitted)
+			}
+			// The next reconcile of an unchanged member is never a readmission: the event and
+			// the counter fire once per return.
+			again := Status(st, tt.obs)
+			if _, ok := readmission(&st, &again); ok {
+				t.Errorf("the same observation again is a readmission")
+			}
+			if !equalTime(again.FirstReadyTime, st.FirstReadyTime) {
+				t.Errorf("firstReadyTime moved on the next reconcile: %v -> %v", st.FirstReadyTime, again.FirstReadyTime)
+			}
+		})
+	}
+}
+
+func equalTime(a, b *metav1.Time) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Time.Equal(b.Time))
+}
+
+func TestReadmittedMessage(t *testing.T) {
+	got := readmittedMessage(4*time.Minute + 30*time.Second + 400*time.Millisecond)
+	for _, want := range []string{
+		"Ready again after 4m30s;",
+		"once it has been Ready for their policies' failover.readmitSeconds (default 60s)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message %q does not contain %q", got, want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 // Package membership keeps the hub's MemberClusters up to date: whether the hub engaged each
-// member (Joined), can talk to it (Reachable) and hears its spoke agent (AgentReady), and a
-// mirror of the member's ClusterReport. Status is a pure function of what one reconcile saw
+// member (Joined), can talk to it (Reachable) and hears its spoke agent (AgentReady), a mirror
+// of the member's ClusterReport, and when it was first Ready (firstReadyTime), so that a member
+// back from an outage is told apart from a new one: its return is a Readmitted event and counted
+// in rayfleet_member_readmissions_total. Status is a pure function of what one reconcile saw
 // (conditions.go); the reconciler only reads and writes.
 // It imports only shared/: never spoke/, the other hub packages, shared/localfleet or, outside
 // tests, shared/testing.
@@ -50,6 +52,10 @@ const (
 // An unreachable member keeps the resync, so that the probe failures its hysteresis counts are
 // not bunched up.
 const waitingRequeue = 2 * time.Second
+
+// ReasonReadmitted is the reason of the Normal event on a MemberCluster whose Ready condition
+// turned True again after an outage (not its first Ready).
+const ReasonReadmitted = "Readmitted"
 
 // conflictRequeue retries a status write that lost a race soon, with the fresh object: the
 // conflict only means someone else wrote first.
@@ -169,6 +175,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("patching status of MemberCluster %s: %w", mc.Name, err)
 	}
 	r.recordTransitions(&mc, prev.Conditions, st.Conditions)
+	// Only after the write: a lost write recomputes the same transition on the next reconcile,
+	// so each return is announced and counted once.
+	if notReadyFor, ok := readmission(&prev, &st); ok {
+		r.metrics.readmitted(mc.Name)
+		if r.recorder != nil {
+			r.recorder.Eventf(&mc, nil, corev1.EventTypeNormal, ReasonReadmitted, "Readmit", "%s", readmittedMessage(notReadyFor))
+		}
+		log.Info("member is Ready again after an outage", "notReadyFor", notReadyFor)
+	}
 	log.V(1).Info("updated MemberCluster status", "ready", meta.IsStatusConditionTrue(st.Conditions, fleetv1alpha1.ConditionReady))
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

@@ -21,6 +21,7 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
+	"github.com/rayfleet/rayfleet/shared/testing/eventrecorder"
 )
 
 const (
@@ -32,7 +33,8 @@ const (
 
 // TestMembership runs the hub's manager with the kubeconfig provider against a hub and two
 // member API servers: both members turn Ready, a member whose heartbeat stops turns
-// AgentReady=False, and a member whose Secret is deleted turns Joined=False.
+// AgentReady=False, the same member reporting again is readmitted once with its firstReadyTime
+// unchanged, and a member whose Secret is deleted turns Joined=False.
 func TestMembership(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -54,7 +56,8 @@ func TestMembership(t *testing.T) {
 	mgrCtx, cancel := context.WithCancel(ctx)
 	g.Expect(provider.SetupWithManager(mgrCtx, mgr)).To(Succeed())
 	reg := prometheus.NewRegistry()
-	r, err := New(mgr.GetLocalManager().GetClient(), mgr, nil, Options{
+	recorder := eventrecorder.New(t, hub.Scheme)
+	r, err := New(mgr.GetLocalManager().GetClient(), mgr, recorder, Options{
 		HubNamespace: ns, ResyncInterval: testResync, Clock: clock, Registerer: reg})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.SetupWithManager(mgr.GetLocalManager())).To(Succeed())
@@ -98,6 +101,21 @@ func TestMembership(t *testing.T) {
 		g.Expect(c).NotTo(BeNil(), "%s has no %s condition", name, typ)
 		return c
 	}
+	memberStatus := func(g Gomega, name string) fleetv1alpha1.MemberClusterStatus {
+		var mc fleetv1alpha1.MemberCluster
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: name}, &mc)).To(Succeed())
+		return mc.Status
+	}
+	readmittedEvents := func(name string) int {
+		n := 0
+		for _, e := range recorder.Events() {
+			if e.Key.Reason == ReasonReadmitted && e.Key.Regarding.Name == name {
+				n++
+			}
+		}
+		return n
+	}
+	firstReady := map[string]time.Time{}
 
 	t.Run("both members turn Ready with the report mirrored", func(t *testing.T) {
 		g := NewWithT(t)
@@ -111,6 +129,13 @@ func TestMembership(t *testing.T) {
 			g.Expect(mc.Status.Nodes).To(Equal(&fleetv1alpha1.NodeCounts{Total: 2, Ready: 2}))
 			g.Expect(mc.Status.LastHeartbeatTime.Time).To(BeTemporally("==", clock.Now()))
 			g.Expect(testutil.ToFloat64(r.metrics.ready.WithLabelValues(name))).To(Equal(1.0))
+			// A first Ready is no readmission.
+			g.Expect(mc.Status.FirstReadyTime).NotTo(BeNil())
+			ready := meta.FindStatusCondition(mc.Status.Conditions, fleetv1alpha1.ConditionReady)
+			g.Expect(mc.Status.FirstReadyTime.Time).To(BeTemporally("==", ready.LastTransitionTime.Time))
+			firstReady[name] = mc.Status.FirstReadyTime.Time
+			g.Expect(testutil.ToFloat64(r.metrics.readmissions.WithLabelValues(name))).To(Equal(0.0))
+			g.Expect(readmittedEvents(name)).To(Equal(0))
 		}
 		cl, err := NewClients(mgr).Client(ctx, "m1")
 		g.Expect(err).NotTo(HaveOccurred())
@@ -137,6 +162,36 @@ func TestMembership(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			g.Expect(condition(g, "m1", fleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("the member reporting again is readmitted once, its firstReadyTime unchanged", func(t *testing.T) {
+		g := NewWithT(t)
+		st := memberStatus(g, "m2")
+		g.Expect(meta.IsStatusConditionFalse(st.Conditions, fleetv1alpha1.ConditionReady)).To(BeTrue())
+		g.Expect(st.FirstReadyTime.Time).To(BeTemporally("==", firstReady["m2"]), "firstReadyTime moved while not Ready")
+		// m1's heartbeat stays fresh across this step (20s < the 40s timeout).
+		clock.Step(20 * time.Second)
+		writeReport(g, "m2")
+		g.Eventually(func(g Gomega) {
+			g.Expect(condition(g, "m2", fleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(testutil.ToFloat64(r.metrics.readmissions.WithLabelValues("m2"))).To(Equal(1.0))
+			g.Expect(readmittedEvents("m2")).To(Equal(1))
+		}, timeout, interval).Should(Succeed())
+		// Several resyncs later the return is still counted once and firstReadyTime has not moved.
+		g.Consistently(func(g Gomega) {
+			st := memberStatus(g, "m2")
+			g.Expect(meta.IsStatusConditionTrue(st.Conditions, fleetv1alpha1.ConditionReady)).To(BeTrue())
+			g.Expect(st.FirstReadyTime.Time).To(BeTemporally("==", firstReady["m2"]))
+			g.Expect(testutil.ToFloat64(r.metrics.readmissions.WithLabelValues("m2"))).To(Equal(1.0))
+			g.Expect(readmittedEvents("m2")).To(Equal(1))
+		}, 5*testResync, interval).Should(Succeed())
+		for _, e := range recorder.Events() {
+			if e.Key.Reason == ReasonReadmitted {
+				g.Expect(e.Key.EventType).To(Equal(corev1.EventTypeNormal))
+				g.Expect(e.Key.Regarding.Kind).To(Equal("MemberCluster"))
+			}
+		}
+		g.Expect(testutil.CollectAndCount(reg, "rayfleet_member_readmissions_total")).To(Equal(2), "one series per member")
 	})
 
 	t.Run("a member whose Secret is deleted turns Joined=False", func(t *testing.T) {

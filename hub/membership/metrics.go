@@ -10,10 +10,12 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
-// metrics are the per-member gauges; a deleted MemberCluster's series are removed.
+// metrics are the per-member gauges and the readmission counter; a deleted MemberCluster's
+// series are removed.
 type metrics struct {
 	ready        *prometheus.GaugeVec
 	heartbeatAge *prometheus.GaugeVec
+	readmissions *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -26,8 +28,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rayfleet_member_heartbeat_age_seconds",
 			Help: "Age of the member's last ClusterReport heartbeat seen by the hub, in seconds.",
 		}, []string{"member"}),
+		readmissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rayfleet_member_readmissions_total",
+			Help: "Times the member cluster's Ready condition turned True again after being False, once it had been Ready before (a return from an outage, not its first join).",
+		}, []string{"cluster"}),
 	}
-	for _, c := range []prometheus.Collector{m.ready, m.heartbeatAge} {
+	for _, c := range []prometheus.Collector{m.ready, m.heartbeatAge, m.readmissions} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering membership metrics: %w", err)
 		}
@@ -41,6 +47,8 @@ func (m *metrics) observe(name string, st *fleetv1alpha1.MemberClusterStatus, no
 		ready = 1
 	}
 	m.ready.WithLabelValues(name).Set(ready)
+	// A member's series exists at 0 before its first readmission, so that increase() sees it.
+	m.readmissions.WithLabelValues(name)
 	if hb := st.LastHeartbeatTime; hb != nil {
 		m.heartbeatAge.WithLabelValues(name).Set(now.Sub(hb.Time).Seconds())
 	} else {
@@ -48,7 +56,13 @@ func (m *metrics) observe(name string, st *fleetv1alpha1.MemberClusterStatus, no
 	}
 }
 
+// readmitted counts one return of the member from an outage.
+func (m *metrics) readmitted(name string) {
+	m.readmissions.WithLabelValues(name).Inc()
+}
+
 func (m *metrics) forget(name string) {
 	m.ready.DeleteLabelValues(name)
 	m.heartbeatAge.DeleteLabelValues(name)
+	m.readmissions.DeleteLabelValues(name)
 }
