@@ -3,7 +3,6 @@ package fleet
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,8 +33,15 @@ type decision struct {
 	actions map[string]propagation.Action
 	// foreign are placed clusters whose RayService of that name is not the hub's.
 	foreign []string
-	// kept are clusters no longer placed whose copy stays for now (unreachable, not Ready).
+	// kept are clusters no longer placed whose copy stays for now (the replacement not done,
+	// unreachable, not Ready, retained).
 	kept []string
+	// departures are the clusters no longer placed whose copy is still there, by name.
+	departures map[string]*departure
+	// retained are the departures whose copy purgeMode Never keeps.
+	retained []string
+	// frozen says why failover is frozen; "" when it is not.
+	frozen string
 	// rollout is which revision each placed cluster gets; nil when invalid.
 	rollout *rolloutDecision
 }
@@ -47,10 +53,12 @@ func (r *Reconciler) decide(g *group) *decision {
 	if err := r.validate(g.hub); err != nil {
 		d.invalid, d.invalidReason = err, fleetv1alpha1.ReasonValidationFailed
 		d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: d.invalidReason, Message: err.Error()}
+		r.keepLeaving(g, d)
 		return d
 	}
-	r.decidePlacement(g, d)
+	rejected := r.decidePlacement(g, d)
 	if d.invalid != nil {
+		r.keepLeaving(g, d)
 		return d
 	}
 	if err := r.decideRollout(g, d, g.policy.pp); err != nil {
@@ -61,24 +69,14 @@ func (r *Reconciler) decide(g *group) *decision {
 		}
 		d.placed = g.placedBefore()
 		d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: d.invalidReason, Message: d.invalid.Error()}
+		r.keepLeaving(g, d)
 		return d
 	}
 	for _, name := range d.placed {
 		d.actions[name] = r.decideCopy(g, d, name)
 	}
-	removable := map[string]bool{}
-	for name, m := range g.members {
-		removable[name] = m.readErr == nil && m.mc != nil && memberOf(m.mc).Ready
-	}
-	for name, a := range propagation.ForHolding(d.placed, g.holding(), removable) {
-		if a.Kind == propagation.Remove {
-			d.actions[name] = a
-		} else if g.memberClusters[name] != nil {
-			// A member that left the fleet has nothing left to keep.
-			d.kept = append(d.kept, name)
-		}
-	}
-	slices.Sort(d.kept)
+	d.departures = r.departures(g, d, rejected)
+	r.decideLeaving(g, d)
 	return d
 }
 
@@ -108,20 +106,20 @@ func (r *Reconciler) decideCopy(g *group, d *decision, name string) propagation.
 // as it was: moving copies because of a typo in an annotation would be worse. A policy that
 // fails its own check stops the RayService (invalid) once, before placement, rather than on
 // every cluster its overrides select.
-func (r *Reconciler) decidePlacement(g *group, d *decision) {
+func (r *Reconciler) decidePlacement(g *group, d *decision) (rejected map[string]string) {
 	policy := placement.BuiltInPolicy()
 	if !g.policy.builtIn {
 		if g.policy.pp == nil {
 			d.result = resultPolicyNotFound
 			d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonPolicyNotFound,
 				Message: fmt.Sprintf("PlacementPolicy %q not found in namespace %q; placement unchanged", g.policy.name, g.key.Namespace)}
-			return
+			return nil
 		}
 		var err error
 		if policy, err = policyOf(g.policy.pp); err != nil {
 			d.invalid, d.invalidReason, d.result = err, fleetv1alpha1.ReasonPolicyInvalid, resultPolicyInvalid
 			d.placedCond = metav1.Condition{Status: metav1.ConditionFalse, Reason: d.invalidReason, Message: err.Error()}
-			return
+			return nil
 		}
 		d.overrides = g.policy.pp.Spec.Overrides
 	}
@@ -134,8 +132,10 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) {
 		Held:    heldBy(g),
 		Refused: refusedForPlanning(g),
 		Now:     g.now,
+		// One failover at a time: a second one waits until the first one's replacement serves.
+		FailingOver: failingOver(g),
 	})
-	d.placed, d.wake = plan.Clusters, plan.Wake
+	d.placed, d.wake, d.frozen = plan.Clusters, plan.Wake, plan.Frozen
 	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue
 	switch {
 	case len(plan.Clusters) == 0:
@@ -145,6 +145,7 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) {
 	}
 	d.result = result
 	d.placedCond = metav1.Condition{Status: status, Reason: reason, Message: plan.Message}
+	return plan.Rejected
 }
 
 // appliedHash is the spec hash the hub applies (or has applied) on a cluster this reconcile,

@@ -87,15 +87,15 @@ func TestDecide(t *testing.T) {
 		wantActions: map[string]string{"a": "none", "b": "apply"},
 		wantReason:  fleetv1alpha1.ReasonClustersChosen,
 	}, {
-		name: "a cluster no longer placed loses its copy; an unreachable one keeps it",
+		name: "a cluster no longer placed keeps its copy until the placed ones are done (TestDecideLeaving); so does an unreachable one",
 		hub:  hub, policy: two, binding: placedOn("a", "b", "c", "d"),
 		members: map[string]*memberRecord{
 			"a": ready("a", ours("a")), "b": ready("b", ours("b")), "c": ready("c", ours("c")),
 			"d": {name: "d", mc: readyMember("d"), readErr: errors.New("connection refused")},
 		},
 		wantPlaced:  []string{"a", "b"},
-		wantActions: map[string]string{"a": "none", "b": "none", "c": "remove"},
-		wantKept:    []string{"d"},
+		wantActions: map[string]string{"a": "none", "b": "none", "c": "none", "d": "none"},
+		wantKept:    []string{"c", "d"},
 		wantReason:  fleetv1alpha1.ReasonClustersChosen,
 	}, {
 		name: "a RayService of that name the hub did not make is left alone",

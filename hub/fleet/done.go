@@ -44,6 +44,15 @@ func doneFor(member, desired *rayv1.RayService, rev string) doneState {
 	if why, blocked := runningDiffers(member, desired); why != "" {
 		return doneState{why: why, blocked: blocked}
 	}
+	return servingState(member)
+}
+
+// servingState is the Ray half of doneFor, whatever revision the copy runs: no upgrade or
+// rollback in progress, Ready, every Serve application RUNNING.
+func servingState(member *rayv1.RayService) doneState {
+	if member == nil {
+		return doneState{why: "no copy yet"}
+	}
 	st := &member.Status
 	if st.PendingServiceStatus.RayClusterName != "" {
 		return doneState{why: "upgrading: pending RayCluster " + st.PendingServiceStatus.RayClusterName}

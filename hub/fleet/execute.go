@@ -82,7 +82,12 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 		if a.Kind != propagation.Remove {
 			continue
 		}
-		gone, err := r.removeCopy(ctx, g, name)
+		log.V(1).Info("Propagation", "cluster", name, "action", a.String())
+		reason, why := "Removed", "no longer placed there"
+		if a.Reason == propagation.ReasonPurged {
+			reason, why = "Purged", "failed over from, and the clusters replacing it are done"
+		}
+		gone, err := r.deleteCopy(ctx, g, name, reason, why)
 		if err != nil {
 			log.Error(err, "Removing the copy from a member failed", "cluster", name)
 		}
@@ -245,6 +250,11 @@ func applyCopy(ctx context.Context, cl client.Client, desired *rayv1.RayService)
 // whose deletion waits on the spoke's finalizer is not gone yet and is looked at again next
 // time.
 func (r *Reconciler) removeCopy(ctx context.Context, g *group, name string) (gone bool, err error) {
+	return r.deleteCopy(ctx, g, name, "Removed", "no longer placed there")
+}
+
+// deleteCopy is removeCopy with the event's reason and the words saying why.
+func (r *Reconciler) deleteCopy(ctx context.Context, g *group, name, reason, why string) (gone bool, err error) {
 	m := g.members[name]
 	if m == nil || m.readErr != nil {
 		return false, nil
@@ -262,8 +272,8 @@ func (r *Reconciler) removeCopy(ctx context.Context, g *group, name string) (gon
 		}
 		return false, fmt.Errorf("delete RayService %s on cluster %s: %w", g.key, name, err)
 	}
-	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Removed", "Remove",
-		"deleted RayService %s from cluster %s: no longer placed there", g.key, name)
+	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, reason, "Remove",
+		"deleted RayService %s from cluster %s: %s", g.key, name, why)
 	return false, nil
 }
 

@@ -20,6 +20,7 @@ type metrics struct {
 	clusters  *prometheus.GaugeVec
 	latency   prometheus.Histogram
 	refusals  *prometheus.CounterVec
+	failovers *prometheus.CounterVec
 	// phase, updated and duration describe the fleet rollouts.
 	phase    *prometheus.GaugeVec
 	updated  *prometheus.GaugeVec
@@ -52,6 +53,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rayfleet_member_refusals_total",
 			Help: "Copies a member's API server refused, by member and rule (hubPolicy/<rule>, NamespaceTerminating, RequestTooLarge, Invalid).",
 		}, []string{"cluster", "rule"}),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rayfleet_failovers_total",
+			Help: "RayServices that left a member because it stayed not Ready past their failover toleration, by member.",
+		}, []string{"cluster"}),
 		phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rayfleet_rollout_phase",
 			Help: "1 for the phase a hub RayService's fleet rollout is in (Progressing, Paused, AwaitingApproval, Stalled, RollingBack, Complete), 0 for the others.",
@@ -78,6 +83,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.refusals, err = register(reg, m.refusals); err != nil {
+		return nil, err
+	}
+	if m.failovers, err = register(reg, m.failovers); err != nil {
 		return nil, err
 	}
 	if m.phase, err = register(reg, m.phase); err != nil {
@@ -120,6 +128,14 @@ func (m *metrics) refused(cluster, rule string) {
 		return
 	}
 	m.refusals.WithLabelValues(cluster, rule).Inc()
+}
+
+// failover counts a RayService leaving a member that stayed not Ready.
+func (m *metrics) failover(cluster string) {
+	if m == nil {
+		return
+	}
+	m.failovers.WithLabelValues(cluster).Inc()
 }
 
 // rolloutPhases are the values of rayfleet_rollout_phase's phase label.

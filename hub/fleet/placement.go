@@ -96,6 +96,11 @@ func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 		m.NotReadySince = ready.LastTransitionTime.Time
 	default:
 		m.Ready = true
+		// A Ready condition that turned True after the member first was Ready marks a return
+		// from an outage.
+		if first := mc.Status.FirstReadyTime; first != nil && ready.LastTransitionTime.After(first.Time) {
+			m.ReadmittedAt = ready.LastTransitionTime.Time
+		}
 	}
 	return m
 }
@@ -113,12 +118,16 @@ func policyOf(pp *fleetv1alpha1.PlacementPolicy) (placement.Policy, error) {
 		Clusters:    int(fleetv1alpha1.DefaultClusters),
 		SpreadBy:    pp.Spec.SpreadBy,
 		Toleration:  placement.DefaultToleration,
+		Readmit:     placement.DefaultReadmit,
 	}
 	if pp.Spec.Clusters != nil {
 		p.Clusters = int(*pp.Spec.Clusters)
 	}
 	if pp.Spec.Failover != nil && pp.Spec.Failover.TolerationSeconds != nil {
 		p.Toleration = time.Duration(max(*pp.Spec.Failover.TolerationSeconds, 0)) * time.Second
+	}
+	if pp.Spec.Failover != nil && pp.Spec.Failover.ReadmitSeconds != nil {
+		p.Readmit = time.Duration(max(*pp.Spec.Failover.ReadmitSeconds, 0)) * time.Second
 	}
 	if pp.Spec.ClusterSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(pp.Spec.ClusterSelector)

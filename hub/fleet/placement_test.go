@@ -106,6 +106,26 @@ func TestMemberOf(t *testing.T) {
 			},
 		},
 		want: placement.Member{Name: "m5", NotReadyReason: "being removed from the fleet"},
+	}, {
+		name: "Ready since it first was: not a return",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m9"},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions:     []metav1.Condition{{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}},
+				FirstReadyTime: ptr.To(metav1.NewTime(t0)),
+			},
+		},
+		want: placement.Member{Name: "m9", Ready: true},
+	}, {
+		name: "Ready again after an outage: readmitted then",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m10"},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions:     []metav1.Condition{{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}},
+				FirstReadyTime: ptr.To(metav1.NewTime(t0.Add(-time.Hour))),
+			},
+		},
+		want: placement.Member{Name: "m10", Ready: true, ReadmittedAt: t0},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +163,35 @@ func TestPolicyToleration(t *testing.T) {
 				t.Errorf("Toleration = %v, want %v", got.Toleration, tt.want)
 			}
 		})
+	}
+}
+
+// TestPolicyReadmit is how long a member back from an outage waits for new work, by policy.
+func TestPolicyReadmit(t *testing.T) {
+	tests := []struct {
+		name     string
+		failover *fleetv1alpha1.FailoverPolicy
+		want     time.Duration
+	}{
+		{name: "no failover", want: time.Minute},
+		{name: "failover without seconds", failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](30)}, want: time.Minute},
+		{name: "explicit seconds", failover: &fleetv1alpha1.FailoverPolicy{ReadmitSeconds: ptr.To[int64](15)}, want: 15 * time.Second},
+		{name: "zero readmits at once", failover: &fleetv1alpha1.FailoverPolicy{ReadmitSeconds: ptr.To[int64](0)}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := policyOf(&fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+				Spec: fleetv1alpha1.PlacementPolicySpec{Failover: tt.failover}})
+			if err != nil {
+				t.Fatalf("policyOf() error = %v", err)
+			}
+			if got.Readmit != tt.want {
+				t.Errorf("Readmit = %v, want %v", got.Readmit, tt.want)
+			}
+		})
+	}
+	if got := placement.BuiltInPolicy().Readmit; got != time.Minute {
+		t.Errorf("the built-in policy's Readmit = %v, want 1m", got)
 	}
 }
 

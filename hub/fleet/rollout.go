@@ -28,6 +28,8 @@ type rolloutDecision struct {
 	contents map[string]*revision.Content
 	// plan is the planner's decision; nil when no rollout was planned (invalid, nothing placed).
 	plan *rollout.Decision
+	// clusters are the placed clusters as the planner saw them (done or not, and why).
+	clusters []rollout.Cluster
 	// historyLimit is how many revisions to keep.
 	historyLimit int
 }
@@ -93,7 +95,7 @@ func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.Plac
 		Clusters: clusters, ClusterPhases: phases,
 		Paused: g.hub.Annotations[labels.Paused] == "true", Approval: approval,
 	})
-	ro.plan = &plan
+	ro.plan, ro.clusters = &plan, clusters
 	return nil
 }
 

@@ -80,6 +80,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 			conditions.Set(&hubStatus.Conditions, c)
 		}
 	}
+	setLeavingConditions(&hubStatus.Conditions, d, g.hub.Generation, now)
 	had := meta.FindStatusCondition(g.hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused) != nil
 	if c, ok := refusedCondition(g.hub, o.refusals(), had); ok {
 		c.LastTransitionTime = now
@@ -100,6 +101,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 			c.LastTransitionTime = now
 			conditions.Set(&next.Conditions, c)
 		}
+		setLeavingConditions(&next.Conditions, d, g.binding.Generation, now)
 		// Ready mirrors the hub RayService's, so that both say the same thing in the same words.
 		conditions.Mirror(&next.Conditions, hubStatus.Conditions, string(rayv1.RayServiceReady), fleetv1alpha1.ConditionReady,
 			g.binding.Generation, now)
@@ -140,28 +142,38 @@ func clusterStatuses(o *outcome, now metav1.Time) []fleetv1alpha1.ClusterStatus 
 	copies := o.copies()
 	out := make([]fleetv1alpha1.ClusterStatus, 0, len(names))
 	for _, name := range names {
-		member, read := copies[name]
-		switch {
-		case read && !slices.Contains(o.d.foreign, name):
-			cs := aggregate.ClusterStatusOf(name, member, o.d.appliedHash(name), now)
-			if member != nil {
-				cs.Revision = member.Annotations[labels.Revision]
-			}
-			if o.d.rollout != nil {
-				if p, ok := o.d.rollout.plan.Phases[name]; ok {
-					cs.RolloutPhase, cs.PhaseTime, cs.UpdateTime = p.Phase, bindingTime(p.Since), bindingTime(p.Started)
-				}
-			}
-			out = append(out, cs)
-		case slices.Contains(o.d.foreign, name):
-			out = append(out, fleetv1alpha1.ClusterStatus{Name: name})
-		case previous[name] != nil:
-			out = append(out, *previous[name].DeepCopy())
-		default:
-			out = append(out, fleetv1alpha1.ClusterStatus{Name: name})
+		out = append(out, clusterStatus(o, name, previous[name], copies, now))
+		if dep := o.d.departures[name]; dep != nil {
+			out[len(out)-1].Leaving = dep.leaving.DeepCopy()
 		}
 	}
 	return out
+}
+
+// clusterStatus is one cluster's entry: as read, blank for a foreign copy, or the previous
+// entry for a cluster not read this time.
+func clusterStatus(o *outcome, name string, previous *fleetv1alpha1.ClusterStatus, copies map[string]*rayv1.RayService,
+	now metav1.Time,
+) fleetv1alpha1.ClusterStatus {
+	member, read := copies[name]
+	switch {
+	case read && !slices.Contains(o.d.foreign, name):
+		cs := aggregate.ClusterStatusOf(name, member, o.d.appliedHash(name), now)
+		if member != nil {
+			cs.Revision = member.Annotations[labels.Revision]
+		}
+		if o.d.rollout != nil {
+			if p, ok := o.d.rollout.plan.Phases[name]; ok {
+				cs.RolloutPhase, cs.PhaseTime, cs.UpdateTime = p.Phase, bindingTime(p.Since), bindingTime(p.Started)
+			}
+		}
+		return cs
+	case slices.Contains(o.d.foreign, name):
+		return fleetv1alpha1.ClusterStatus{Name: name}
+	case previous != nil:
+		return *previous.DeepCopy()
+	}
+	return fleetv1alpha1.ClusterStatus{Name: name}
 }
 
 // bindingConditions computes Placed and Propagated; writeStatus mirrors Ready.

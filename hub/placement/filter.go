@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,10 @@ func filter(m *Member, in *Input, names map[string]bool, asked []corev1.Resource
 		}
 		return nil, reasonNotReady
 	}
+	if until, waiting := readmitting(m, &in.Policy, in.Now, current); waiting {
+		return nil, fmt.Sprintf("readmitting: Ready again since %s, new work from %s",
+			m.ReadmittedAt.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+	}
 	if len(names) > 0 && !names[m.Name] {
 		return nil, reasonNotNamed
 	}
@@ -60,6 +65,16 @@ func filter(m *Member, in *Input, names map[string]bool, asked []corev1.Resource
 		return nil, short
 	}
 	return &candidate{member: m, current: current, free: free, preferAvoid: preferAvoid}, ""
+}
+
+// readmitting reports whether m, back from an outage, is still held off new work, and until
+// when. A member that holds the RayService already keeps it: readmission is about new work.
+func readmitting(m *Member, p *Policy, now time.Time, current bool) (time.Time, bool) {
+	if current || m.ReadmittedAt.IsZero() {
+		return time.Time{}, false
+	}
+	until := m.ReadmittedAt.Add(p.Readmit)
+	return until, now.Before(until)
 }
 
 // checkTaints returns how many PreferNoSchedule taints are not tolerated, and the first taint

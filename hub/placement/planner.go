@@ -20,7 +20,7 @@ import (
 // A current member not ready for less than Policy.Toleration counts as ready (see tolerate).
 func Plan(in Input) Decision {
 	in.Members = slices.Clone(in.Members)
-	tol := tolerate(in.Members, in.Current, in.Policy.Toleration, in.Now)
+	tol := tolerate(in.Members, &in)
 	want := max(in.Policy.Clusters, 1)
 	current := toSet(in.Current)
 	named := toSet(in.Policy.Names)
@@ -54,14 +54,26 @@ func Plan(in Input) Decision {
 		clusters = append(clusters, c.member.Name)
 	}
 	slices.Sort(clusters)
-	return Decision{
+	d := Decision{
 		Clusters:  clusters,
 		Placed:    len(clusters) == want,
-		Message:   withNotes(message(len(clusters), want, len(seen), rejected), tol.notes),
+		Message:   conditions.Truncate(withNotes(message(len(clusters), want, len(seen), rejected), tol.messageNotes())),
 		Rejected:  rejected,
 		Tolerated: tol.notes,
 		Wake:      tol.wake,
+		Frozen:    tol.frozen,
 	}
+	if !d.Placed {
+		// A member readmitted soon may be the one missing: plan again then.
+		for i := range in.Members {
+			m := &in.Members[i]
+			if until, waiting := readmitting(m, &in.Policy, in.Now, current[m.Name]); waiting && m.Ready &&
+				(d.Wake.IsZero() || until.Before(d.Wake)) {
+				d.Wake = until
+			}
+		}
+	}
+	return d
 }
 
 // rank orders candidates best first: higher score, then name.

@@ -1,10 +1,13 @@
 package placement
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 func TestBuiltInPolicyToleration(t *testing.T) {
@@ -84,7 +87,11 @@ func TestTolerate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			members := fleet()
-			got := tolerate(members, tt.holders, tt.toleration, t0)
+			// The policy names the holders and one Ready member only, so that the fleet's other
+			// not Ready members do not freeze failover (TestFailoverFreezeAndOneAtATime does).
+			in := Input{Current: tt.holders, Now: t0,
+				Policy: Policy{Toleration: tt.toleration, Names: append(slices.Clone(tt.holders), "ok")}}
+			got := tolerate(members, &in)
 			var ready []string
 			for _, m := range members {
 				if m.Ready {
@@ -153,6 +160,126 @@ func TestToleratedMemberKeepsPlacement(t *testing.T) {
 			}
 			if in.Members[0].Ready {
 				t.Errorf("Plan() changed its input: %+v", in.Members[0])
+			}
+		})
+	}
+}
+
+// TestFailoverFreezeAndOneAtATime: members past their toleration fail over one at a time, the
+// longest not Ready first; none while another failover is in flight; none while more than half
+// of the members the policy selects (and at least two) are not Ready.
+func TestFailoverFreezeAndOneAtATime(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	down := func(name string, since time.Duration) Member {
+		return Member{Name: name, NotReadyReason: "not ready", NotReadySince: t0.Add(-since), Labels: map[string]string{"tier": "a"}}
+	}
+	up := func(name string) Member { return Member{Name: name, Ready: true, Labels: map[string]string{"tier": "a"}} }
+	tierA := labels.SelectorFromSet(labels.Set{"tier": "a"})
+	tests := []struct {
+		name        string
+		members     []Member
+		current     []string
+		failingOver string
+		selector    labels.Selector
+		wantReady   []string
+		wantFrozen  bool
+	}{{
+		name:    "two past their toleration: the longest not Ready fails over first",
+		members: []Member{down("a", 20*time.Minute), down("b", 30*time.Minute), up("c"), up("d"), up("e")},
+		current: []string{"a", "b"}, wantReady: []string{"a", "c", "d", "e"},
+	}, {
+		name:    "equal times: by name",
+		members: []Member{down("b", 20*time.Minute), down("a", 20*time.Minute), up("c"), up("d"), up("e")},
+		current: []string{"a", "b"}, wantReady: []string{"b", "c", "d", "e"},
+	}, {
+		name:    "a failover in flight holds the next one",
+		members: []Member{down("a", 20*time.Minute), up("c"), up("d")},
+		current: []string{"a", "c"}, failingOver: "x", wantReady: []string{"a", "c", "d"},
+	}, {
+		name:    "half not Ready is not frozen",
+		members: []Member{down("a", 20*time.Minute), down("b", 20*time.Minute), up("c"), up("d")},
+		current: []string{"a"}, wantReady: []string{"c", "d"},
+	}, {
+		name:    "more than half not Ready freezes failover",
+		members: []Member{down("a", 20*time.Minute), down("b", 20*time.Minute), up("c")},
+		current: []string{"a"}, wantReady: []string{"a", "c"}, wantFrozen: true,
+	}, {
+		name:    "one member of one not Ready is no fleet-wide fault",
+		members: []Member{down("a", 20*time.Minute)},
+		current: []string{"a"}, wantReady: nil,
+	}, {
+		name: "only the members the policy selects count",
+		members: []Member{down("a", 20*time.Minute), down("b", 20*time.Minute), up("c"),
+			{Name: "x", Ready: true}, {Name: "y", Ready: true}},
+		current: []string{"a"}, selector: tierA, wantReady: []string{"a", "c", "x", "y"}, wantFrozen: true,
+	}, {
+		name: "not selected members not Ready do not freeze",
+		members: []Member{down("a", 20*time.Minute), up("c"), up("d"),
+			{Name: "x", NotReadySince: t0}, {Name: "y", NotReadySince: t0}},
+		current: []string{"a"}, selector: tierA, wantReady: []string{"c", "d"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Current: tt.current, Now: t0, FailingOver: tt.failingOver,
+				Policy: Policy{Toleration: 5 * time.Minute, Selector: tt.selector}}
+			got := tolerate(tt.members, &in)
+			var ready []string
+			for _, m := range tt.members {
+				if m.Ready {
+					ready = append(ready, m.Name)
+				}
+			}
+			slices.Sort(ready)
+			if diff := cmp.Diff(tt.wantReady, ready); diff != "" {
+				t.Errorf("ready members mismatch (-want +got):\n%s", diff)
+			}
+			if (got.frozen != "") != tt.wantFrozen {
+				t.Errorf("frozen = %q, want frozen %v", got.frozen, tt.wantFrozen)
+			}
+		})
+	}
+}
+
+// TestReadmission: a member back from an outage gets no new work until it has been Ready for
+// the policy's readmission delay; one that holds the RayService keeps it; a decision short of
+// members plans again when the readmission ends.
+func TestReadmission(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name        string
+		readmitted  time.Duration // how long ago "back" turned Ready again; 0: never out
+		current     []string
+		want        []string
+		wantMessage string
+		wantWake    time.Time
+	}{{
+		name: "never out: chosen", want: []string{"back"}, wantMessage: "1/1 clusters chosen",
+	}, {
+		name: "back 10s ago: not chosen, plan again when it is readmitted", readmitted: 10 * time.Second,
+		wantMessage: "0/1 clusters chosen; back: readmitting: Ready again since 2026-01-01T11:59:50Z, new work from 2026-01-01T12:00:50Z",
+		wantWake:    t0.Add(50 * time.Second),
+	}, {
+		name: "back for the whole delay: chosen", readmitted: time.Minute, want: []string{"back"},
+		wantMessage: "1/1 clusters chosen",
+	}, {
+		name: "holding the RayService already: kept", readmitted: time.Second, current: []string{"back"},
+		want: []string{"back"}, wantMessage: "1/1 clusters chosen",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Member{Name: "back", Ready: true}
+			if tt.readmitted != 0 {
+				m.ReadmittedAt = t0.Add(-tt.readmitted)
+			}
+			d := Plan(Input{Policy: BuiltInPolicy(), Members: []Member{m}, Current: tt.current, Now: t0})
+			if diff := cmp.Diff(tt.want, d.Clusters, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("clusters mismatch (-want +got):\n%s", diff)
+			}
+			if d.Message != tt.wantMessage {
+				t.Errorf("message = %q, want %q", d.Message, tt.wantMessage)
+			}
+			if !d.Wake.Equal(tt.wantWake) {
+				t.Errorf("wake = %v, want %v", d.Wake, tt.wantWake)
 			}
 		})
 	}

@@ -41,6 +41,10 @@ type Member struct {
 	NotReadySince time.Time
 	// Free is the member's free capacity by resource name; a missing resource has none.
 	Free corev1.ResourceList
+	// ReadmittedAt is when a member back from an outage turned Ready again (zero when it has
+	// not been out since it first turned Ready). Until Policy.Readmit has passed since then it
+	// gets no new work: a flapping member must not pull RayServices onto itself.
+	ReadmittedAt time.Time
 	// ReportedAt is when Free was measured (the member's last report); zero when never. A
 	// reservation made before it (see Reservations) may be missing from Free.
 	ReportedAt time.Time
@@ -62,16 +66,22 @@ type Policy struct {
 	// Toleration is how long a current member may be not Ready before the RayService leaves it;
 	// until then it counts as ready, and the decision says so and when to plan again (Wake).
 	Toleration time.Duration
+	// Readmit is how long a member back from an outage must have been Ready (see
+	// Member.ReadmittedAt) before it is chosen for the RayService when it does not hold it.
+	Readmit time.Duration
 }
 
 // BuiltInPolicy is the hub's policy for a RayService that names none and whose namespace has no
 // default policy: one member, any member, the default failover toleration.
 func BuiltInPolicy() Policy {
-	return Policy{Clusters: 1, Toleration: DefaultToleration}
+	return Policy{Clusters: 1, Toleration: DefaultToleration, Readmit: DefaultReadmit}
 }
 
 // DefaultToleration is the toleration of a policy that sets none.
 const DefaultToleration = time.Duration(fleetv1alpha1.DefaultFailoverTolerationSeconds) * time.Second
+
+// DefaultReadmit is the readmission delay of a policy that sets none.
+const DefaultReadmit = time.Duration(fleetv1alpha1.DefaultReadmitSeconds) * time.Second
 
 // Input is everything one planning decision depends on.
 type Input struct {
@@ -96,6 +106,10 @@ type Input struct {
 	Refused map[string]string
 	// Now is the time of the decision, against which tolerations end.
 	Now time.Time
+	// FailingOver names a member the RayService is failing over from right now (left for not
+	// being Ready, its replacement not done yet); "" when none. While one failover is in
+	// flight no other is started: the other members past their toleration keep the RayService.
+	FailingOver string
 }
 
 // Decision is the planner's answer.
@@ -112,7 +126,13 @@ type Decision struct {
 	// Tolerated says, per current member counted as ready within its toleration, since when it
 	// is not ready and until when it keeps the RayService; Message ends with these notes.
 	Tolerated []string
-	// Wake is the earliest end of a toleration; zero when none is tolerated. The RayService
-	// must be planned again then, even if nothing else happens.
+	// Wake is the earliest end of a toleration, or of a readmission that keeps the decision
+	// short of members; zero when none. The RayService must be planned again then, even if
+	// nothing else happens.
 	Wake time.Time
+	// Frozen says why failover is frozen ("" when it is not): more than half of the members the
+	// policy selects, and at least two, are not Ready. The current members past their
+	// toleration then keep the RayService; a fleet-wide fault is ridden out in place rather
+	// than answered with a stampede onto the few members left.
+	Frozen string
 }

@@ -2,9 +2,10 @@ package propagation
 
 import (
 	"fmt"
-	"slices"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
 // Kind is what the hub's executor does on one cluster.
@@ -31,6 +32,11 @@ const (
 	ReasonNoCopy      = "no copy could be built"
 	ReasonNotPlaced   = "no longer placed there"
 	ReasonNotRemoved  = "no longer placed there, but the member is not Ready or not reachable: the copy stays until it is"
+	// ReasonNoReplacement and the constants after it are ForLeaving's.
+	ReasonNoReplacement      = "no longer placed there, and placed nowhere else: the copy stays, serving, until a cluster replaces it"
+	ReasonReplacementNotDone = "no longer placed there; the copy stays until the clusters replacing it are done"
+	ReasonRetained           = "failed over from; purgeMode Never keeps the copy"
+	ReasonPurged             = "failed over from, and the replacement is done"
 )
 
 // Action is the propagation decision for one cluster.
@@ -81,27 +87,45 @@ func ForPlaced(p Placed) Action {
 	return Action{Desired: p.Desired, Reason: ReasonInSync}
 }
 
-// ForHolding decides, for the clusters that hold a copy (holding) but are no longer placed,
-// which copies go (Remove) and which stay for now (Keep, ReasonNotRemoved): a copy is removed
-// only from a member that is reachable and Ready (removable), never on an error. Clusters
-// still placed get no entry here.
-func ForHolding(placed, holding []string, removable map[string]bool) map[string]Action {
-	unremovable := map[string]bool{}
-	for _, name := range holding {
-		if !removable[name] {
-			unremovable[name] = true
-		}
+// Leaving is what the decision for one cluster the RayService left depends on: a cluster that
+// still holds its copy but is no longer placed.
+type Leaving struct {
+	// Reason is why the RayService left: Moved, or FailedOver (its member stayed not Ready).
+	Reason fleetv1alpha1.LeaveReason
+	// PurgeMode is the policy's failover.purgeMode; "" reads as Graceful.
+	PurgeMode fleetv1alpha1.PurgeMode
+	// Reachable is whether the member's copy was read; Ready whether its MemberCluster is Ready.
+	Reachable, Ready bool
+	// NotDone lists the placed clusters that are not done yet, each with why; empty when all
+	// are. With no placed cluster at all nothing replaces the copy, and it is not done either.
+	NotDone []string
+	// Placed is how many clusters the RayService is placed on now.
+	Placed int
+}
+
+// ForLeaving decides what happens to the copy on a cluster the RayService left. Moves are
+// make-before-break: the copy stays until every placed cluster is done, so the fleet never
+// serves from fewer copies than before the move. Then a moved copy goes once its member is
+// Ready and reachable (never on an error); a copy failed over from goes as the purge mode
+// says: Graceful as a moved one, Immediately as soon as the member can be reached at all
+// (a member reachable but not Ready is still asked), Never not at all.
+func ForLeaving(l Leaving) Action {
+	failedOver := l.Reason == fleetv1alpha1.LeaveFailedOver
+	switch {
+	case l.Placed == 0:
+		return Action{Reason: ReasonNoReplacement}
+	case len(l.NotDone) > 0:
+		return Action{Reason: ReasonReplacementNotDone}
+	case failedOver && l.PurgeMode == fleetv1alpha1.PurgeNever:
+		return Action{Reason: ReasonRetained}
+	case failedOver && l.PurgeMode == fleetv1alpha1.PurgeImmediately && l.Reachable:
+		return Action{Kind: Remove, Reason: ReasonPurged}
+	case !l.Reachable || !l.Ready:
+		return Action{Reason: ReasonNotRemoved}
+	case failedOver:
+		return Action{Kind: Remove, Reason: ReasonPurged}
 	}
-	out := map[string]Action{}
-	for _, name := range ToRemove(placed, holding, unremovable) {
-		out[name] = Action{Kind: Remove, Reason: ReasonNotPlaced}
-	}
-	for _, name := range holding {
-		if unremovable[name] && name != "" && !slices.Contains(placed, name) {
-			out[name] = Action{Reason: ReasonNotRemoved}
-		}
-	}
-	return out
+	return Action{Kind: Remove, Reason: ReasonNotPlaced}
 }
 
 // String names an action for logs.

@@ -2,10 +2,9 @@ package propagation
 
 import (
 	"errors"
-	"maps"
-	"slices"
 	"testing"
 
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
@@ -47,17 +46,50 @@ func TestForPlaced(t *testing.T) {
 	}
 }
 
-func TestForHolding(t *testing.T) {
-	got := ForHolding([]string{"a"}, []string{"a", "b", "c", "d"}, map[string]bool{"a": true, "b": true, "c": false})
-	kinds := map[string]Kind{}
-	for name, a := range got {
-		kinds[name] = a.Kind
+func TestForLeaving(t *testing.T) {
+	moved, failed := fleetv1alpha1.LeaveMoved, fleetv1alpha1.LeaveFailedOver
+	notDone := []string{"eu: application fruit is DEPLOYING"}
+	tests := []struct {
+		name       string
+		in         Leaving
+		wantKind   Kind
+		wantReason string
+	}{
+		{"moved, replacement done, member Ready: removed",
+			Leaving{Reason: moved, Reachable: true, Ready: true, Placed: 1}, Remove, ReasonNotPlaced},
+		{"moved, replacement not done: kept (make-before-break)",
+			Leaving{Reason: moved, Reachable: true, Ready: true, NotDone: notDone, Placed: 1}, Keep, ReasonReplacementNotDone},
+		{"moved, placed nowhere: kept serving",
+			Leaving{Reason: moved, Reachable: true, Ready: true}, Keep, ReasonNoReplacement},
+		{"moved, member not Ready: kept",
+			Leaving{Reason: moved, Reachable: true, Placed: 1}, Keep, ReasonNotRemoved},
+		{"moved, member unreachable: kept",
+			Leaving{Reason: moved, Ready: true, Placed: 1}, Keep, ReasonNotRemoved},
+		{"failed over, Graceful, member still down: kept",
+			Leaving{Reason: failed, PurgeMode: fleetv1alpha1.PurgeGraceful, Placed: 1}, Keep, ReasonNotRemoved},
+		{"failed over, Graceful, member Ready again: purged",
+			Leaving{Reason: failed, PurgeMode: fleetv1alpha1.PurgeGraceful, Reachable: true, Ready: true, Placed: 1}, Remove, ReasonPurged},
+		{"failed over, no mode reads as Graceful",
+			Leaving{Reason: failed, Reachable: true, Placed: 1}, Keep, ReasonNotRemoved},
+		{"failed over, Graceful, replacement not done: kept",
+			Leaving{Reason: failed, Reachable: true, Ready: true, NotDone: notDone, Placed: 1}, Keep, ReasonReplacementNotDone},
+		{"failed over, Immediately, reachable but not Ready: purged",
+			Leaving{Reason: failed, PurgeMode: fleetv1alpha1.PurgeImmediately, Reachable: true, Placed: 1}, Remove, ReasonPurged},
+		{"failed over, Immediately, unreachable: kept, retried",
+			Leaving{Reason: failed, PurgeMode: fleetv1alpha1.PurgeImmediately, Placed: 1}, Keep, ReasonNotRemoved},
+		{"failed over, Immediately, replacement not done: kept",
+			Leaving{Reason: failed, PurgeMode: fleetv1alpha1.PurgeImmediately, Reachable: true, NotDone: notDone, Placed: 1}, Keep, ReasonReplacementNotDone},
+		{"failed over, Never: retained even when Ready",
+			Leaving{Reason: failed, PurgeMode: fleetv1alpha1.PurgeNever, Reachable: true, Ready: true, Placed: 1}, Keep, ReasonRetained},
+		{"moved, Never: Never is about failover only",
+			Leaving{Reason: moved, PurgeMode: fleetv1alpha1.PurgeNever, Reachable: true, Ready: true, Placed: 1}, Remove, ReasonNotPlaced},
 	}
-	want := map[string]Kind{"b": Remove, "c": Keep, "d": Keep}
-	if !maps.Equal(kinds, want) {
-		t.Errorf("ForHolding() = %v, want %v (a still placed: no entry; c not Ready and d unknown: kept)", kinds, want)
-	}
-	if names := slices.Sorted(maps.Keys(got)); slices.Contains(names, "a") {
-		t.Error("a placed cluster gets no removal decision")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ForLeaving(tt.in)
+			if got.Kind != tt.wantKind || got.Reason != tt.wantReason {
+				t.Errorf("ForLeaving() = %s, want kind %d reason %q", got, tt.wantKind, tt.wantReason)
+			}
+		})
 	}
 }

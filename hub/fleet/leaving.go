@@ -1,0 +1,214 @@
+package fleet
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayfleet/rayfleet/hub/propagation"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
+)
+
+// departure is a cluster the RayService left whose copy is still there (or could not be read).
+type departure struct {
+	leaving fleetv1alpha1.ClusterLeaving
+	// fresh is set when the RayService left the cluster in this reconcile.
+	fresh bool
+	// why is the placement's reason for not choosing the cluster, when it gave one.
+	why string
+}
+
+// previousLeaving are the binding's leaving entries by cluster.
+func previousLeaving(g *group) map[string]*fleetv1alpha1.ClusterLeaving {
+	out := map[string]*fleetv1alpha1.ClusterLeaving{}
+	if g.binding == nil {
+		return out
+	}
+	for i := range g.binding.Status.Clusters {
+		if l := g.binding.Status.Clusters[i].Leaving; l != nil {
+			out[g.binding.Status.Clusters[i].Name] = l
+		}
+	}
+	return out
+}
+
+// departures are the clusters the binding lists that d no longer places and that still hold a
+// copy of ours or could not be read. A cluster leaves as FailedOver when its member is not
+// Ready at that moment (placement left it past its toleration), else as Moved; the reason and
+// time stay what they were when it left. A member that left the fleet has nothing to keep.
+func (r *Reconciler) departures(g *group, d *decision, rejected map[string]string) map[string]*departure {
+	prev := previousLeaving(g)
+	out := map[string]*departure{}
+	for _, name := range g.holding() {
+		m := g.members[name]
+		if slices.Contains(d.placed, name) || m == nil || m.mc == nil {
+			continue
+		}
+		if m.readErr == nil && (m.copy == nil || propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign) {
+			continue
+		}
+		dep := &departure{why: rejected[name]}
+		if p := prev[name]; p != nil {
+			dep.leaving = *p
+		} else {
+			dep.fresh = true
+			dep.leaving = fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: metav1.NewTime(g.now.Truncate(1e9))}
+			if !memberOf(m.mc).Ready {
+				dep.leaving.Reason = fleetv1alpha1.LeaveFailedOver
+			}
+		}
+		out[name] = dep
+	}
+	return out
+}
+
+// decideLeaving decides, per departure, whether its copy goes now (propagation.ForLeaving):
+// only once every placed cluster is done, and after a failover as the purge mode says.
+func (r *Reconciler) decideLeaving(g *group, d *decision) {
+	notDone := d.notDone()
+	mode := purgeModeOf(g.policy.pp)
+	for _, name := range slices.Sorted(maps.Keys(d.departures)) {
+		m := g.members[name]
+		a := propagation.ForLeaving(propagation.Leaving{
+			Reason: d.departures[name].leaving.Reason, PurgeMode: mode,
+			Reachable: m.readErr == nil, Ready: memberOf(m.mc).Ready,
+			NotDone: notDone, Placed: len(d.placed),
+		})
+		d.actions[name] = a
+		if a.Kind != propagation.Remove {
+			d.kept = append(d.kept, name)
+		}
+		if a.Reason == propagation.ReasonRetained {
+			d.retained = append(d.retained, name)
+		}
+	}
+}
+
+// keepLeaving, for a decision that places nothing new (the RayService or its policy is
+// invalid), keeps every cluster the binding lists as leaving, as it is: nothing is removed
+// and nothing is forgotten, so neither this hub nor its orphan sweep loses track of a copy.
+func (r *Reconciler) keepLeaving(g *group, d *decision) {
+	d.departures = map[string]*departure{}
+	for name, l := range previousLeaving(g) {
+		if m := g.members[name]; m != nil && m.mc != nil && !slices.Contains(d.placed, name) {
+			d.departures[name] = &departure{leaving: *l}
+			d.kept = append(d.kept, name)
+		}
+	}
+	slices.Sort(d.kept)
+}
+
+// notDone lists the placed clusters that are not done, each with why.
+func (d *decision) notDone() []string {
+	if d.rollout == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range d.rollout.clusters {
+		if !c.Done {
+			out = append(out, fmt.Sprintf("%s: %s", c.Name, c.NotDone))
+		}
+	}
+	return out
+}
+
+// failingOver names a cluster the RayService is failing over from right now: one the binding
+// lists as FailedOver while a cluster it is placed on does not serve yet. "" when none.
+func failingOver(g *group) string {
+	prev := previousLeaving(g)
+	for _, name := range slices.Sorted(maps.Keys(prev)) {
+		if prev[name].Reason != fleetv1alpha1.LeaveFailedOver {
+			continue
+		}
+		for _, placed := range g.placedBefore() {
+			m := g.members[placed]
+			if m == nil || m.readErr != nil || !servingState(m.copy).done {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// purgeModeOf is the policy's purge mode; Graceful when it sets none.
+func purgeModeOf(pp *fleetv1alpha1.PlacementPolicy) fleetv1alpha1.PurgeMode {
+	if pp == nil || pp.Spec.Failover == nil || pp.Spec.Failover.PurgeMode == "" {
+		return fleetv1alpha1.PurgeGraceful
+	}
+	return pp.Spec.Failover.PurgeMode
+}
+
+// announceLeaving records an event for every cluster the RayService left in this decision, and
+// counts failovers.
+func (r *Reconciler) announceLeaving(g *group, d *decision) {
+	placed := strings.Join(d.placed, ", ")
+	if placed == "" {
+		placed = "no cluster"
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.departures)) {
+		dep := d.departures[name]
+		if !dep.fresh {
+			continue
+		}
+		why := ""
+		if dep.why != "" {
+			why = " (" + dep.why + ")"
+		}
+		if dep.leaving.Reason == fleetv1alpha1.LeaveFailedOver {
+			r.metrics.failover(name)
+			r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeWarning, "FailedOver", "Failover",
+				"cluster %s stayed not Ready past its toleration%s: now placed on %s; its copy there is removed as purgeMode %s says once they are done",
+				name, why, placed, purgeModeOf(g.policy.pp))
+			continue
+		}
+		r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Moving", "Place",
+			"leaving cluster %s%s for %s: its copy there is removed once they are done", name, why, placed)
+	}
+}
+
+// announceFreeze records the freeze of failover, and its end, once each.
+func (r *Reconciler) announceFreeze(g *group, d *decision) {
+	was := g.binding != nil && meta.IsStatusConditionTrue(g.binding.Status.Conditions, fleetv1alpha1.ConditionFailoverFrozen)
+	switch {
+	case d.frozen != "" && !was:
+		r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, "FailoverFrozen", "Failover", "%s", d.frozen)
+	case d.frozen == "" && was && d.invalid == nil:
+		r.recorder.Eventf(g.hub, nil, corev1.EventTypeNormal, "FailoverUnfrozen", "Failover",
+			"at most half of the members the policy selects are not Ready: failover works again")
+	}
+}
+
+// leavingConditions are FailoverFrozen and CopiesRetained as the decision has them: each True
+// while it holds, nil (removed) otherwise.
+func leavingConditions(d *decision) map[string]*metav1.Condition {
+	out := map[string]*metav1.Condition{fleetv1alpha1.ConditionFailoverFrozen: nil, fleetv1alpha1.ConditionCopiesRetained: nil}
+	if d.frozen != "" {
+		out[fleetv1alpha1.ConditionFailoverFrozen] = &metav1.Condition{Type: fleetv1alpha1.ConditionFailoverFrozen,
+			Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonTooManyMembersNotReady, Message: d.frozen}
+	}
+	if len(d.retained) > 0 {
+		out[fleetv1alpha1.ConditionCopiesRetained] = &metav1.Condition{Type: fleetv1alpha1.ConditionCopiesRetained,
+			Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonPurgeModeNever,
+			Message: fmt.Sprintf("purgeMode Never keeps the copies on %s, which the RayService failed over from; delete them there when they are no longer needed",
+				strings.Join(d.retained, ", "))}
+	}
+	return out
+}
+
+// setLeavingConditions sets or removes FailoverFrozen and CopiesRetained in conds.
+func setLeavingConditions(conds *[]metav1.Condition, d *decision, generation int64, now metav1.Time) {
+	for typ, c := range leavingConditions(d) {
+		if c == nil {
+			meta.RemoveStatusCondition(conds, typ)
+			continue
+		}
+		c.ObservedGeneration, c.LastTransitionTime = generation, now
+		conditions.Set(conds, *c)
+	}
+}
