@@ -211,6 +211,7 @@ func TestBadValuesFail(t *testing.T) {
 		{name: "port out of range", charts: []string{hubChart, spokeChart}, set: []string{"metrics.port=70000"}, wantInErr: "/metrics/port"},
 		{name: "duration without unit", charts: []string{hubChart}, set: []string{"heartbeatTimeout=40"}, wantInErr: "/heartbeatTimeout"},
 		{name: "duration misspelt", charts: []string{hubChart}, set: []string{"resync=10 seconds"}, wantInErr: "/resync"},
+		{name: "hub name not a label value", charts: []string{hubChart}, set: []string{"hubName=east hub"}, wantInErr: "/hubName"},
 		{name: "report interval misspelt", charts: []string{spokeChart}, set: []string{"reportInterval=often"}, wantInErr: "/reportInterval"},
 		{name: "hub values on the spoke", charts: []string{spokeChart}, set: []string{"memberAPI.qps=5"}, wantInErr: "'memberAPI'"},
 		{name: "spoke values on the hub", charts: []string{hubChart}, set: []string{"reportInterval=5s"}, wantInErr: "'reportInterval'"},

@@ -18,7 +18,7 @@ import (
 var (
 	hubDefaultArgs = []string{
 		"--leader-elect", "--leader-election-namespace=" + releaseNS, "--hub-namespace=" + releaseNS,
-		"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
+		"--hub-name=rayfleet", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 		"--kube-api-qps=1000", "--kube-api-burst=2000", "--member-api-qps=200", "--member-api-burst=400",
 		"--max-concurrent-reconciles=16", "--heartbeat-timeout=40s", "--resync=10s",
 		"--zap-log-level=info", "--zap-encoder=json",
@@ -63,14 +63,14 @@ func TestDeployment(t *testing.T) {
 		{
 			name: "every flag value", chart: hubChart, replicas: 1,
 			set: []string{
-				"watchNamespaces={team-a,team-b}", "kubeAPI.qps=50", "kubeAPI.burst=100", "memberAPI.qps=20",
+				"hubName=east", "watchNamespaces={team-a,team-b}", "kubeAPI.qps=50", "kubeAPI.burst=100", "memberAPI.qps=20",
 				"memberAPI.burst=40", "maxConcurrentReconciles=4", "heartbeatTimeout=1m", "resync=30s",
 				"logging.level=debug", "logging.format=console", "metrics.port=9090", "health.port=9091",
 				"extraArgs={--zap-devel}",
 			},
 			wantArgs: []string{
 				"--leader-elect", "--leader-election-namespace=" + releaseNS, "--hub-namespace=" + releaseNS,
-				"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
+				"--hub-name=east", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
 				"--kube-api-qps=50", "--kube-api-burst=100", "--member-api-qps=20", "--member-api-burst=40",
 				"--max-concurrent-reconciles=4", "--watch-namespace=team-a,team-b", "--heartbeat-timeout=1m", "--resync=30s",
 				"--zap-log-level=debug", "--zap-encoder=console", "--zap-devel",

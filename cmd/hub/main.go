@@ -2,8 +2,9 @@
 // kubeconfig provider engages member clusters from labelled Secrets in the hub namespace (see
 // hub/membership for what `rayfleet join` must create), running the MemberCluster controller,
 // the PlacementPolicy controller (hub/policy), the hub RayService reconciler (hub/fleet), which
-// places, propagates and aggregates, and a watch of the members' RayServices that wakes it
-// (memberwatch.go). It imports hub/ and shared/, never spoke/ or shared/localfleet.
+// places, propagates and aggregates (woken by a watch of the members' RayServices too), and the
+// orphan sweep (hub/sweep), which deletes this hub's member copies that nothing on the hub
+// accounts for any more. It imports hub/ and shared/, never spoke/ or shared/localfleet.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/policy"
+	"github.com/rayfleet/rayfleet/hub/sweep"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
@@ -155,6 +157,10 @@ func run(args []string) error {
 		HubName:                 f.hubName,
 	})
 	if err = rayServices.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// The sweep knows this hub's copies by the same name the reconciler writes on them.
+	if err = sweep.New(mgr, sweep.Options{HubName: f.hubName}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err = policy.New(local.GetClient(), local.GetEventRecorder("placementpolicy-controller")).SetupWithManager(local); err != nil {
