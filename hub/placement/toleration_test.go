@@ -173,7 +173,9 @@ func TestFailoverFreezeAndOneAtATime(t *testing.T) {
 	down := func(name string, since time.Duration) Member {
 		return Member{Name: name, NotReadyReason: "not ready", NotReadySince: t0.Add(-since), Labels: map[string]string{"tier": "a"}}
 	}
-	up := func(name string) Member { return Member{Name: name, Ready: true, Labels: map[string]string{"tier": "a"}} }
+	up := func(name string) Member {
+		return Member{Name: name, Ready: true, Labels: map[string]string{"tier": "a"}}
+	}
 	tierA := labels.SelectorFromSet(labels.Set{"tier": "a"})
 	tests := []struct {
 		name        string
