@@ -401,4 +401,81 @@ func TestFleetToleratesNotReadyMember(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	// LastTransitionTime has second precision, so the window may end up to a second early.
 	g.Expect(time.Since(notReadyAt)).To(BeNumerically(">=", 3*time.Second))
+
+	// The lost copy stays while its replacement does not serve and while its member is not
+	// Ready (purgeMode Graceful); then it is purged.
+	g.Eventually(func(g Gomega) {
+		cs := clusterStatusOf(h.binding(g, "blip"), first)
+		g.Expect(cs).NotTo(BeNil())
+		g.Expect(cs.Leaving).NotTo(BeNil())
+		g.Expect(cs.Leaving.Reason).To(Equal(fleetv1alpha1.LeaveFailedOver))
+		g.Expect(h.hubEvent(g, "blip", "Warning", "FailedOver", "cluster "+first+" stayed not Ready")).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	h.serve(g, other, "blip")
+	g.Consistently(func(g Gomega) {
+		g.Expect(h.memberCopy(g, first, "blip")).NotTo(BeNil(), "purged while its member is not Ready")
+	}, 2*time.Second, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		var mc fleetv1alpha1.MemberCluster
+		g.Expect(h.hub.Get(ctx, types.NamespacedName{Name: first}, &mc)).To(Succeed())
+		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
+			Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonMemberReady,
+		})
+		g.Expect(h.hub.Status().Update(ctx, &mc)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.memberCopy(g, first, "blip")).To(BeNil())
+		g.Expect(clusterStatusOf(h.binding(g, "blip"), first)).To(BeNil())
+		g.Expect(h.hubEvent(g, "blip", "Normal", "Purged", "from cluster "+first)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+}
+
+// TestFleetMoveMakeBeforeBreak: a selector change moves the RayService to the other member;
+// the old copy stays until the new one serves, then goes.
+func TestFleetMoveMakeBeforeBreak(t *testing.T) {
+	h := startFleet(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	h.createPolicy(g, "where", fleetv1alpha1.PlacementPolicySpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+	})
+	h.createRayService(g, "svc", "where")
+	h.serve(g, "eu", "svc")
+
+	g.Eventually(func(g Gomega) {
+		var pp fleetv1alpha1.PlacementPolicy
+		g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: "where"}, &pp)).To(Succeed())
+		pp.Spec.ClusterSelector.MatchLabels["region"] = "us"
+		g.Expect(h.hub.Update(ctx, &pp)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := h.binding(g, "svc")
+		g.Expect(b.Spec.Clusters).To(Equal([]string{"us"}))
+		cs := clusterStatusOf(b, "eu")
+		g.Expect(cs).NotTo(BeNil())
+		g.Expect(cs.Leaving).NotTo(BeNil())
+		g.Expect(cs.Leaving.Reason).To(Equal(fleetv1alpha1.LeaveMoved))
+		g.Expect(h.memberCopy(g, "us", "svc")).NotTo(BeNil())
+		g.Expect(h.hubEvent(g, "svc", "Normal", "Moving", "leaving cluster eu")).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(h.memberCopy(g, "eu", "svc")).NotTo(BeNil(), "the old copy went before the new one served")
+	}, 2*time.Second, interval).Should(Succeed())
+
+	h.serve(g, "us", "svc")
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.memberCopy(g, "eu", "svc")).To(BeNil())
+		g.Expect(clusterStatusOf(h.binding(g, "svc"), "eu")).To(BeNil())
+		g.Expect(h.hubEvent(g, "svc", "Normal", "Removed", "from cluster eu")).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+}
+
+// clusterStatusOf is the binding's entry for cluster, nil when it has none.
+func clusterStatusOf(b *fleetv1alpha1.RayServiceBinding, cluster string) *fleetv1alpha1.ClusterStatus {
+	for i := range b.Status.Clusters {
+		if b.Status.Clusters[i].Name == cluster {
+			return &b.Status.Clusters[i]
+		}
+	}
+	return nil
 }
