@@ -5,7 +5,10 @@
 // PlacementPolicy, RayServiceBinding) onto these input types; the planner knows nothing of them.
 //
 // The decision includes failover: a current member that is not Ready counts as ready for the
-// policy's toleration (toleration.go), and the decision says when that ends. Reservations
+// policy's toleration (toleration.go), and the decision says when that ends; past it members
+// fail over one at a time, and not at all while more than half of the selected members are
+// down (the freeze). A member back from an outage gets no new work until it has been Ready for
+// the policy's readmission delay (filter.go). Reservations
 // (reservations.go) is the one piece of state: the copies placed recently, held in memory by
 // the hub and subtracted from the members' free capacity until their reports include them.
 //
