@@ -50,7 +50,7 @@ func TestGPURayServiceLandsWhereGPUsAreFree(t *testing.T) {
 		g.Expect(m).NotTo(gomega.BeNil(), "copy on %s", memberEU)
 		g.Expect(hubReady(m)).To(gomega.BeTrue(), "member Ready")
 	})
-	// ap is not read directly: TestUnreachableMemberNothingDeleted may have cut it off by now;
+	// ap is not read directly: an outage test may have stopped its API server by now;
 	// the binding says where the hub placed the RayService.
 	g := gomega.NewWithT(t)
 	g.Expect(binding(g, ns, name).Spec.Clusters).To(gomega.Equal([]string{memberEU}))

@@ -3,8 +3,9 @@
 // Package fleet runs RayFleet end to end on a local fleet (see shared/localfleet): a hub control
 // plane running bin/hub, and three members (regions us, eu and ap, two kwok Nodes each, GPUs on
 // eu only) each running bin/spoke against a Ray dashboard stand-in, joined with `rayfleet join`.
-// The ap member is for TestUnreachableMemberNothingDeleted, which cuts it off: every other test
-// places by region on us and eu only.
+// The ap member is for the tests that stop and start its API server (outages, failover,
+// flapping; one at a time, see holdMember): every other test places by region on us and eu
+// only.
 // The members' API servers keep an audit log of RayService writes (memberAuditPolicy), so that
 // tests can count the hub's writes of its copies.
 // It imports only shared/ (the local fleet and test helpers), never hub/, spoke/ or cmd/.

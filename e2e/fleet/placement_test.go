@@ -110,8 +110,8 @@ func TestTwoClustersReadyOnlyWhenBoth(t *testing.T) {
 	})
 }
 
-// usOrEU selects the us and eu members: the ap member is cut off by
-// TestUnreachableMemberNothingDeleted while the other tests run.
+// usOrEU selects the us and eu members: the ap member's API server is stopped and started by
+// the outage tests while the other tests run.
 var usOrEU = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 	Key: regionKey, Operator: metav1.LabelSelectorOpIn, Values: []string{memberUS, memberEU},
 }}}

@@ -24,9 +24,9 @@ import (
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
-// The rollout tests place one RayService on us and eu (ap is cut off by
-// TestUnreachableMemberNothingDeleted) and order the clusters by their region label, so that
-// eu is always updated first and us second.
+// The rollout tests place one RayService on us and eu (ap is stopped and started by the outage
+// tests) and order the clusters by their region label, so that eu is always updated first and
+// us second.
 const (
 	firstMember  = memberEU
 	secondMember = memberUS

@@ -52,7 +52,9 @@ const (
 type observed struct {
 	at     time.Time
 	source string
-	obj    client.Object
+	// event is how the state arrived: Added, Modified or Deleted (the object's last state).
+	event watch.EventType
+	obj   client.Object
 }
 
 // timeline records every state of a few objects on several API servers, in the order this
@@ -110,7 +112,7 @@ func (tl *timeline) follow(ctx context.Context, t *testing.T, source string, cfg
 			}
 			rv = obj.GetResourceVersion()
 			tl.mu.Lock()
-			tl.states = append(tl.states, observed{at: time.Now(), source: source, obj: obj})
+			tl.states = append(tl.states, observed{at: time.Now(), source: source, event: ev.Type, obj: obj})
 			tl.mu.Unlock()
 		}
 		w.Stop()

@@ -18,26 +18,26 @@ import (
 // RayServices to another member while it is tolerated.
 const tolerationSeconds = 3600
 
-// The ap member's API server is stopped (the member is cut off for the rest of the run; no
-// other test places on it). Its MemberCluster turns Reachable=False, and nothing is deleted:
-// the hub RayService placed on ap stays bound to ap without being re-placed on us, which its
-// policy also selects, and a RayService on us keeps its copy (the same object).
+// The ap member's API server is stopped (until the end of the test; the other tests that stop
+// it wait, and no other test places on it). Its MemberCluster turns Reachable=False, and
+// nothing is deleted: the hub RayService placed on ap stays bound to ap without being
+// re-placed on us, which its policy also selects, and a RayService on us keeps its copy (the
+// same object).
 func TestUnreachableMemberNothingDeleted(t *testing.T) {
 	t.Parallel()
 	const ns, onAP, onUS = "unreachable", "on-ap", "on-us"
-	createNamespace(t, ns)
 	// Placement must see ap Ready: run alone, this test may start before the hub does.
-	eventually(t, func(g gomega.Gomega) {
-		var mc fleetv1alpha1.MemberCluster
-		g.Expect(fleet.Hub.Client.Get(t.Context(), client.ObjectKey{Name: memberAP}, &mc)).To(gomega.Succeed())
-		g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, fleetv1alpha1.ConditionReady)).To(gomega.BeTrue(), "%s Ready", memberAP)
-	})
-	// ap hosts nothing else, so it has the most free CPU of the two and wins the placement.
+	o := holdMember(t, memberAP)
+	createNamespace(t, ns)
+	// The policy selects ap alone until ap holds the RayService, then us too: a member that
+	// holds a RayService keeps it.
 	createPolicy(t, ns, "ap-or-us", fleetv1alpha1.PlacementPolicySpec{
-		ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: regionKey, Operator: metav1.LabelSelectorOpIn, Values: []string{memberAP, memberUS},
-		}}},
-		Failover: &fleetv1alpha1.FailoverPolicy{TolerationSeconds: ptr.To[int64](tolerationSeconds)},
+		ClusterSelector: regionIn(memberAP),
+		Failover: &fleetv1alpha1.FailoverPolicy{
+			TolerationSeconds: ptr.To[int64](tolerationSeconds),
+			// ap may be back from another test's outage: no wait before it takes work.
+			ReadmitSeconds: ptr.To[int64](0),
+		},
 	})
 	createPolicy(t, ns, "us-only", fleetv1alpha1.PlacementPolicySpec{
 		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{regionKey: memberUS}},
@@ -55,10 +55,9 @@ func TestUnreachableMemberNothingDeleted(t *testing.T) {
 		g.Expect(us).NotTo(gomega.BeNil(), "copy of %s on %s", onUS, memberUS)
 		usCopyUID = string(us.UID)
 	})
+	setPolicySelector(t, ns, "ap-or-us", regionIn(memberAP, memberUS))
 
-	if err := fleet.StopMemberAPIServer(memberAP); err != nil {
-		t.Fatalf("cutting off %s: %v", memberAP, err)
-	}
+	o.stop()
 	eventually(t, func(g gomega.Gomega) {
 		var mc fleetv1alpha1.MemberCluster
 		g.Expect(fleet.Hub.Client.Get(t.Context(), client.ObjectKey{Name: memberAP}, &mc)).To(gomega.Succeed())
