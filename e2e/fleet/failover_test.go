@@ -38,33 +38,7 @@ func TestFailoverFromLostMember(t *testing.T) {
 		"graceful": fleetv1alpha1.PurgeGraceful, "never": fleetv1alpha1.PurgeNever, "immediately": fleetv1alpha1.PurgeImmediately,
 	}
 	o := holdMember(t, memberAP)
-	createNamespace(t, ns)
-	for name, mode := range modes {
-		createPolicy(t, ns, name, fleetv1alpha1.PlacementPolicySpec{
-			ClusterSelector: regionIn(memberAP),
-			Failover: &fleetv1alpha1.FailoverPolicy{
-				TolerationSeconds: ptr.To(int64(failoverToleration / time.Second)),
-				PurgeMode:         mode,
-				// ap may be back from another test's outage: no wait before it takes work.
-				ReadmitSeconds: ptr.To[int64](0),
-			},
-		})
-		createHubRayService(t, ns, name, name)
-	}
-	lost := map[string]*rayv1.RayService{}
-	eventually(t, func(g gomega.Gomega) {
-		for name := range modes {
-			g.Expect(binding(g, ns, name).Spec.Clusters).To(gomega.Equal([]string{memberAP}), "clusters of %s", name)
-			c := memberRayService(g, memberAP, ns, name)
-			g.Expect(c).NotTo(gomega.BeNil(), "copy of %s on %s", name, memberAP)
-			g.Expect(hubReady(c)).To(gomega.BeTrue(), "copy of %s on %s Ready", name, memberAP)
-			lost[name] = c
-		}
-	})
-	// Widened only now, so that ap surely holds both: a member holding a RayService keeps it.
-	for name := range modes {
-		setPolicySelector(t, ns, name, regionIn(memberAP, memberUS))
-	}
+	lost := placeOnAP(t, ns, modes)
 
 	stoppedAt := o.stop()
 	notReady := waitMemberReady(t, memberAP, metav1.ConditionFalse)
@@ -102,14 +76,51 @@ func TestFailoverFromLostMember(t *testing.T) {
 			g.Expect(clusterStatus(binding(g, ns, name), memberAP)).To(gomega.BeNil(), "%s's binding status of %s", name, memberAP)
 		}
 	})
-	t.Logf("figure: member back -> Graceful and Immediately copies purged: %v (the hub saw %s Ready after %v)",
-		time.Since(restoredAt).Round(time.Millisecond), memberAP, back.LastTransitionTime.Sub(restoredAt).Round(time.Second))
-	expectPurgedOnceReady(t, ns, "graceful", back.LastTransitionTime.Time)
+	purgedAt := time.Now()
+	deletedAt := expectPurgedOnceReady(t, ns, "graceful", back.LastTransitionTime.Time)
+	t.Logf("figure: member back -> hub Ready %v, the hub deletes the Graceful copy %v, the copies are gone %v",
+		back.LastTransitionTime.Sub(restoredAt).Round(time.Second), deletedAt.Sub(restoredAt).Round(time.Millisecond),
+		purgedAt.Sub(restoredAt).Round(time.Millisecond))
 	for _, name := range []string{"graceful", "immediately"} {
 		g.Expect(hubEvents(g, ns, name)).To(gomega.HaveKey("Purged"), "events of %s", name)
 	}
 
 	expectRetained(t, ns, "never", lost["never"])
+}
+
+// placeOnAP creates a RayService per purge mode, named like its policy, placed on ap (with
+// failoverToleration) and waits until every copy there is Ready; then it widens the policies to
+// us too, the failover target. It returns the copies on ap.
+func placeOnAP(t *testing.T, ns string, modes map[string]fleetv1alpha1.PurgeMode) map[string]*rayv1.RayService {
+	t.Helper()
+	createNamespace(t, ns)
+	for name, mode := range modes {
+		createPolicy(t, ns, name, fleetv1alpha1.PlacementPolicySpec{
+			ClusterSelector: regionIn(memberAP),
+			Failover: &fleetv1alpha1.FailoverPolicy{
+				TolerationSeconds: ptr.To(int64(failoverToleration / time.Second)),
+				PurgeMode:         mode,
+				// ap may be back from another test's outage: no wait before it takes work.
+				ReadmitSeconds: ptr.To[int64](0),
+			},
+		})
+		createHubRayService(t, ns, name, name)
+	}
+	copies := map[string]*rayv1.RayService{}
+	eventually(t, func(g gomega.Gomega) {
+		for name := range modes {
+			g.Expect(binding(g, ns, name).Spec.Clusters).To(gomega.Equal([]string{memberAP}), "clusters of %s", name)
+			c := memberRayService(g, memberAP, ns, name)
+			g.Expect(c).NotTo(gomega.BeNil(), "copy of %s on %s", name, memberAP)
+			g.Expect(hubReady(c)).To(gomega.BeTrue(), "copy of %s on %s Ready", name, memberAP)
+			copies[name] = c
+		}
+	})
+	// Widened only now, so that ap surely holds them all: a member holding a RayService keeps it.
+	for name := range modes {
+		setPolicySelector(t, ns, name, regionIn(memberAP, memberUS))
+	}
+	return copies
 }
 
 // expectLeaving checks that the binding keeps cluster in its status as leaving for reason.
@@ -122,8 +133,8 @@ func expectLeaving(g gomega.Gomega, b *fleetv1alpha1.RayServiceBinding, cluster 
 
 // expectPurgedOnceReady checks in ap's audit log that the hub deleted the copy ns/name there,
 // and not before readyAgain (the hub's Ready transition of ap, in whole seconds: a deletion
-// before it was surely before the hub saw ap Ready).
-func expectPurgedOnceReady(t *testing.T, ns, name string, readyAgain time.Time) {
+// before it was surely before the hub saw ap Ready); it returns when the first deletion came.
+func expectPurgedOnceReady(t *testing.T, ns, name string, readyAgain time.Time) time.Time {
 	t.Helper()
 	before := hubWrites(t, memberAP, ns, name, time.Time{}, readyAgain)
 	after := hubWrites(t, memberAP, ns, name, readyAgain, time.Now())
@@ -131,6 +142,7 @@ func expectPurgedOnceReady(t *testing.T, ns, name string, readyAgain time.Time) 
 	g := gomega.NewWithT(t)
 	g.Expect(before.verbs["delete"]).To(gomega.BeZero(), "deletes of %s's copy before %s was Ready again", name, memberAP)
 	g.Expect(after.verbs["delete"]).To(gomega.BeNumerically(">=", 1), "deletes of %s's copy after %s was Ready again", name, memberAP)
+	return after.first["delete"]
 }
 
 // expectRetained checks that the copy of ns/name on ap, left by a failover with purgeMode

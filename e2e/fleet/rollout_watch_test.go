@@ -175,6 +175,8 @@ var hubUsername = hubpolicy.HubUsername(hubaccess.DefaultNamespace, hubaccess.Se
 type writeCount struct {
 	attempted, accepted int
 	verbs               map[string]int
+	// first is when the API server received the first write of each verb.
+	first map[string]time.Time
 }
 
 // hubWrites counts the hub's writes of the member copy ns/name received by the member's API
@@ -187,7 +189,7 @@ func hubWrites(t *testing.T, member, ns, name string, from, to time.Time) writeC
 		t.Fatalf("opening the audit log of %s: %v", member, err)
 	}
 	defer func() { _ = f.Close() }()
-	count := writeCount{verbs: map[string]int{}}
+	count := writeCount{verbs: map[string]int{}, first: map[string]time.Time{}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
@@ -204,6 +206,9 @@ func hubWrites(t *testing.T, member, ns, name string, from, to time.Time) writeC
 		}
 		count.attempted++
 		count.verbs[ev.Verb]++
+		if _, seen := count.first[ev.Verb]; !seen {
+			count.first[ev.Verb] = at
+		}
 		if ev.ResponseStatus != nil && ev.ResponseStatus.Code < 300 {
 			count.accepted++
 		}
