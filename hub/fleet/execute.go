@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
+	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -263,7 +266,7 @@ func (r *Reconciler) deleteCopy(ctx context.Context, g *group, name, reason, why
 	if member == nil || propagation.OwnershipOf(r.opts.HubName, g.hub, member) == propagation.Foreign {
 		return true, nil
 	}
-	if !member.DeletionTimestamp.IsZero() {
+	if !member.DeletionTimestamp.IsZero() || !r.deletes.due(member.UID, g.now) {
 		return false, nil
 	}
 	if err := m.client.Delete(ctx, member, client.Preconditions{UID: &member.UID}); err != nil {
@@ -272,9 +275,45 @@ func (r *Reconciler) deleteCopy(ctx context.Context, g *group, name, reason, why
 		}
 		return false, fmt.Errorf("delete RayService %s on cluster %s: %w", g.key, name, err)
 	}
+	r.deletes.issued(member.UID, g.now)
 	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, reason, "Remove",
 		"deleted RayService %s from cluster %s: %s", g.key, name, why)
 	return false, nil
+}
+
+// redeleteAfter is how long the hub trusts a delete it issued before issuing it again for a
+// copy that still shows no deletionTimestamp.
+const redeleteAfter = time.Minute
+
+// deletes remembers the copies the hub deleted recently, by UID. After a member's outage the
+// hub's cache of it may lag the delete for tens of seconds, the copy looking untouched; without
+// this every resync would delete it again and record another event.
+type deletes struct {
+	mu     sync.Mutex
+	issues map[types.UID]time.Time
+}
+
+// due reports whether a delete of uid may be issued at now.
+func (d *deletes) due(uid types.UID, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.issues[uid]
+	return !ok || now.Sub(at) >= redeleteAfter
+}
+
+// issued records a delete of uid at now, and forgets deletes long past.
+func (d *deletes) issued(uid types.UID, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.issues == nil {
+		d.issues = map[types.UID]time.Time{}
+	}
+	for u, at := range d.issues {
+		if now.Sub(at) >= redeleteAfter {
+			delete(d.issues, u)
+		}
+	}
+	d.issues[uid] = now
 }
 
 // memberRef is the MemberCluster an event about one cluster's copy relates to. The events API

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -255,4 +256,27 @@ func markDone(t *testing.T, c *rayv1.RayService) {
 	c.Generation, c.Status.ObservedGeneration = 1, 1
 	c.Status.ActiveServiceStatus.Applications = map[string]rayv1.AppStatus{"fruit": {Status: rayv1.ApplicationStatusEnum.RUNNING}}
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: string(rayv1.RayServiceReady), Status: metav1.ConditionTrue, Reason: "Ready"})
+}
+
+// TestDeletesDue: a delete is issued again only after redeleteAfter; other copies are not held.
+func TestDeletesDue(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	var d deletes
+	if !d.due("a", t0) {
+		t.Fatal("a copy never deleted is due")
+	}
+	d.issued("a", t0)
+	for _, tc := range []struct {
+		uid  string
+		at   time.Duration
+		want bool
+	}{{"a", time.Second, false}, {"b", time.Second, true}, {"a", redeleteAfter, true}} {
+		if got := d.due(types.UID(tc.uid), t0.Add(tc.at)); got != tc.want {
+			t.Errorf("due(%s, +%v) = %v, want %v", tc.uid, tc.at, got, tc.want)
+		}
+	}
+	d.issued("b", t0.Add(2*redeleteAfter))
+	if _, kept := d.issues["a"]; kept {
+		t.Error("a delete long past is not forgotten")
+	}
 }

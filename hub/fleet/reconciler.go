@@ -92,7 +92,9 @@ type Reconciler struct {
 	// which costs up to a few hundred milliseconds for the largest accepted one, and a resync
 	// must not pay that for a spec that did not change.
 	validSpecs *validation.SpecMemo
-	opts       Options
+	// deletes remembers the copies deleted recently (see deleteCopy).
+	deletes deletes
+	opts    Options
 }
 
 // NewReconciler returns a reconciler using the hub manager's client and event recorder and

@@ -294,10 +294,10 @@ type ClusterStatus struct {
 type LeaveReason string
 
 const (
-	// LeaveMoved: the cluster stopped qualifying (selector, labels, taints, policy, scale-down)
+	// LeaveMoved means the cluster stopped qualifying (selector, labels, taints, policy, scale-down)
 	// while it was Ready.
 	LeaveMoved LeaveReason = "Moved"
-	// LeaveFailedOver: the cluster was not Ready past the policy's toleration.
+	// LeaveFailedOver means the cluster was not Ready past the policy's toleration.
 	LeaveFailedOver LeaveReason = "FailedOver"
 )
 
