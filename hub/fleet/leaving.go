@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -58,7 +59,7 @@ func (r *Reconciler) departures(g *group, d *decision, rejected map[string]strin
 			dep.leaving = *p
 		} else {
 			dep.fresh = true
-			dep.leaving = fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: metav1.NewTime(g.now.Truncate(1e9))}
+			dep.leaving = fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: metav1.NewTime(g.now.Truncate(time.Second))}
 			if !memberOf(m.mc).Ready {
 				dep.leaving.Reason = fleetv1alpha1.LeaveFailedOver
 			}
