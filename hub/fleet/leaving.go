@@ -55,6 +55,10 @@ func (r *Reconciler) departures(g *group, d *decision, rejected map[string]strin
 			continue
 		}
 		dep := &departure{why: rejected[name]}
+		if dep.why == "" {
+			// It qualifies, but others were chosen: fewer clusters asked for, or a better fit.
+			dep.why = "still qualifies, but not among the clusters chosen"
+		}
 		if p := prev[name]; p != nil {
 			dep.leaving = *p
 		} else {
