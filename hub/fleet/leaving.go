@@ -40,7 +40,7 @@ func previousLeaving(g *group) map[string]*fleetv1alpha1.ClusterLeaving {
 }
 
 // departures are the clusters the binding lists that d no longer places and that still hold a
-// copy of ours or could not be read. A cluster leaves as FailedOver when its member is not
+// copy of ours, could not be read, or are not Ready. A cluster leaves as FailedOver when its member is not
 // Ready at that moment (placement left it past its toleration), else as Moved; the reason and
 // time stay what they were when it left. A member that left the fleet has nothing to keep.
 func (r *Reconciler) departures(g *group, d *decision, rejected map[string]string) map[string]*departure {
@@ -51,7 +51,12 @@ func (r *Reconciler) departures(g *group, d *decision, rejected map[string]strin
 		if slices.Contains(d.placed, name) || m == nil || m.mc == nil {
 			continue
 		}
-		if m.readErr == nil && (m.copy == nil || propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign) {
+		if m.readErr == nil && m.copy != nil && propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
+			continue
+		}
+		// No copy is believed only from a Ready member: the cache of one that is not may be
+		// new or stale, and forgetting a copy there would leave it to the orphan sweep.
+		if m.readErr == nil && m.copy == nil && memberOf(m.mc).Ready {
 			continue
 		}
 		dep := &departure{why: rejected[name]}

@@ -140,6 +140,18 @@ func TestDecideLeaving(t *testing.T) {
 		kept:    []string{"c"},
 		leaving: map[string]fleetv1alpha1.LeaveReason{"c": fleetv1alpha1.LeaveFailedOver},
 	}, {
+		name:    "failover: no copy read from a member still not Ready is not believed",
+		binding: leavingAs(placedOn("a", "b"), "c", fleetv1alpha1.LeaveFailedOver),
+		members: map[string]*memberRecord{"a": ready("a", copyOn("a", true)), "b": ready("b", copyOn("b", true)), "c": down("c", nil, 3*time.Minute)},
+		want:    map[string]string{"a": "none", "b": "none", "c": "none"},
+		kept:    []string{"c"},
+		leaving: map[string]fleetv1alpha1.LeaveReason{"c": fleetv1alpha1.LeaveFailedOver},
+	}, {
+		name:    "failover: no copy on a member Ready again: forgotten",
+		binding: leavingAs(placedOn("a", "b"), "c", fleetv1alpha1.LeaveFailedOver),
+		members: map[string]*memberRecord{"a": ready("a", copyOn("a", true)), "b": ready("b", copyOn("b", true)), "c": ready("c", nil)},
+		want:    map[string]string{"a": "none", "b": "none"},
+	}, {
 		name:    "failover, Graceful: the member Ready again: purged",
 		binding: leavingAs(placedOn("a", "b"), "c", fleetv1alpha1.LeaveFailedOver),
 		members: map[string]*memberRecord{"a": ready("a", copyOn("a", true)), "b": ready("b", copyOn("b", true)), "c": ready("c", copyOn("c", true))},
