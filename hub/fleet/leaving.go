@@ -40,9 +40,10 @@ func previousLeaving(g *group) map[string]*fleetv1alpha1.ClusterLeaving {
 }
 
 // departures are the clusters the binding lists that d no longer places and that still hold a
-// copy of ours, could not be read, or are not Ready. A cluster leaves as FailedOver when its member is not
-// Ready at that moment (placement left it past its toleration), else as Moved; the reason and
-// time stay what they were when it left. A member that left the fleet has nothing to keep.
+// copy of ours, could not be read, or are not Ready. A cluster leaves as FailedOver when its
+// member is not Ready at that moment (placement left it past its toleration), else as Moved;
+// the reason and time stay what they were when it left. A member that left the fleet has
+// nothing to keep.
 func (r *Reconciler) departures(g *group, d *decision, rejected map[string]string) map[string]*departure {
 	prev := previousLeaving(g)
 	out := map[string]*departure{}
