@@ -36,6 +36,37 @@ const (
 	// RayService failed over from are kept because the policy's purgeMode is Never; the
 	// message names the clusters. Absent otherwise.
 	ConditionCopiesRetained = "CopiesRetained"
+	// ConditionTrafficShifting (hub RayService) is present when the policy manages traffic or
+	// rolls out BlueGreen: True while traffic moves from blue to green, False otherwise; the
+	// message gives the split ("blue us,eu 40% → green ap 60%").
+	ConditionTrafficShifting = "TrafficShifting"
+)
+
+// Reasons of TrafficShifting.
+const (
+	// ReasonShifting (True): traffic moves from blue to green step by step.
+	ReasonShifting = "Shifting"
+	// ReasonShiftPaused (True): the shift waits (a member not Ready, an application not
+	// RUNNING, the gateway not accepting the route, the paused annotation, an approval).
+	ReasonShiftPaused = "ShiftPaused"
+	// ReasonGreenDeploying (False): green runs up the target revision; blue takes the traffic.
+	ReasonGreenDeploying = "GreenDeploying"
+	// ReasonShifted (False): green takes all of the traffic (and blue is retired after
+	// retireAfterSeconds).
+	ReasonShifted = "Shifted"
+	// ReasonShiftReverted (False): the traffic went back to blue (undo, deadline, newer revision).
+	ReasonShiftReverted = "ShiftReverted"
+	// ReasonNoGreenClusters (False): no set of other members can take the target revision; the
+	// message says why each member is not eligible.
+	ReasonNoGreenClusters = "NoGreenClusters"
+	// ReasonTrafficSteady (False): no rollout shifts traffic; the message gives the weights.
+	ReasonTrafficSteady = "TrafficSteady"
+	// ReasonNoTrafficManaged (False): the policy sets no traffic: a BlueGreen rollout brings
+	// green up, then removes blue, and routes nothing.
+	ReasonNoTrafficManaged = "NoTrafficManaged"
+	// ReasonRouteNotApplied (False): the HTTPRoute or its backends could not be written or read;
+	// the message quotes the traffic cluster's API server.
+	ReasonRouteNotApplied = "RouteNotApplied"
 )
 
 // Reasons of FailoverFrozen and CopiesRetained.

@@ -139,6 +139,7 @@ func TestCRDsAcceptValidObjectsAndApplyDefaults(t *testing.T) {
 		t.Errorf("override patch read back as %s: unknown fields were pruned", got)
 	}
 	mustCreate(t, c, placementPolicy(fleetv1alpha1.DefaultPlacementPolicyName, fleetv1alpha1.PlacementPolicySpec{}))
+	checkBlueGreenDefaults(t, c)
 
 	rsb := binding("serve", "m1", "m2")
 	mustCreate(t, c, rsb)
@@ -177,6 +178,29 @@ func checkPolicyDefaults(t *testing.T, pp *fleetv1alpha1.PlacementPolicy) {
 		fleetv1alpha1.DefaultProgressDeadlineSeconds, fleetv1alpha1.DefaultFailoverTolerationSeconds)
 	if got != want {
 		t.Errorf("defaults: got %s, want %s", got, want)
+	}
+}
+
+// checkBlueGreenDefaults creates a BlueGreen policy with traffic that sets nothing optional and
+// checks the defaults the CRD applies.
+func checkBlueGreenDefaults(t *testing.T, c client.Client) {
+	t.Helper()
+	pp := placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
+		Clusters: ptr.To[int32](8),
+		Rollout:  &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen, BlueGreen: &fleetv1alpha1.BlueGreenStrategy{}},
+		Traffic: &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"},
+			Hostnames: []string{"serve.example.com", "*.example.org"}},
+	})
+	mustCreate(t, c, pp)
+	bg, tr := pp.Spec.Rollout.BlueGreen, pp.Spec.Traffic
+	got := fmt.Sprintf("step=%d interval=%d retire=%d fallback=%s path=%s kind=%s",
+		ptr.Deref(bg.StepPercent, -1), ptr.Deref(bg.IntervalSeconds, -1), ptr.Deref(bg.RetireAfterSeconds, -1),
+		bg.Fallback, tr.PathPrefix, tr.BackendKind)
+	want := fmt.Sprintf("step=%d interval=%d retire=%d fallback=%s path=/ kind=%s",
+		fleetv1alpha1.DefaultBlueGreenStepPercent, fleetv1alpha1.DefaultBlueGreenIntervalSeconds,
+		fleetv1alpha1.DefaultBlueGreenRetireAfterSeconds, fleetv1alpha1.FallbackNone, fleetv1alpha1.BackendService)
+	if got != want {
+		t.Errorf("BlueGreen defaults: got %s, want %s", got, want)
 	}
 }
 
@@ -255,11 +279,51 @@ func TestCRDsRejectInvalidObjects(t *testing.T) {
 			want: `spec.rollout.type: Unsupported value: "Canary"`,
 		},
 		{
-			name: "blue-green is not built yet",
+			name: "blueGreen settings on a Rolling rollout",
 			obj: placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
-				Rollout: &fleetv1alpha1.RolloutStrategy{Type: "BlueGreen"},
+				Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutRolling, BlueGreen: &fleetv1alpha1.BlueGreenStrategy{}},
 			}),
-			want: `spec.rollout.type: Unsupported value: "BlueGreen"`,
+			want: "blueGreen is only used with type BlueGreen",
+		},
+		{
+			name: "stages on a BlueGreen rollout",
+			obj: placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
+				Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen, Stages: []fleetv1alpha1.RolloutStage{
+					{Name: "a", ClusterSelector: &metav1.LabelSelector{}},
+				}},
+			}),
+			want: "stages are not used with type BlueGreen",
+		},
+		{
+			name: "a step of 0%",
+			obj: placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
+				Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen,
+					BlueGreen: &fleetv1alpha1.BlueGreenStrategy{StepPercent: ptr.To[int32](0)}},
+			}),
+			want: "spec.rollout.blueGreen.stepPercent",
+		},
+		{
+			name: "9 clusters routed by a BlueGreen rollout",
+			obj: placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
+				Clusters: ptr.To[int32](9),
+				Rollout:  &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen},
+				Traffic:  &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"}},
+			}),
+			want: "at most 8 with a BlueGreen rollout",
+		},
+		{
+			name: "a traffic cluster that is no member name",
+			obj: placementPolicy("traffic", fleetv1alpha1.PlacementPolicySpec{
+				Traffic: &fleetv1alpha1.TrafficSpec{Cluster: "Not_A_Name", ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"}},
+			}),
+			want: "cluster must be a MemberCluster name",
+		},
+		{
+			name: "an unknown backend kind",
+			obj: placementPolicy("traffic", fleetv1alpha1.PlacementPolicySpec{
+				Traffic: &fleetv1alpha1.TrafficSpec{BackendKind: "Ingress", ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"}},
+			}),
+			want: `spec.traffic.backendKind: Unsupported value: "Ingress"`,
 		},
 		{
 			name: "two stages of one name",

@@ -28,7 +28,7 @@ const (
 )
 
 // RolloutType is how a spec change reaches the placed clusters.
-// +kubebuilder:validation:Enum=Rolling;None
+// +kubebuilder:validation:Enum=Rolling;None;BlueGreen
 type RolloutType string
 
 const (
@@ -37,7 +37,26 @@ const (
 	RolloutRolling RolloutType = "Rolling"
 	// RolloutNone applies a change to every placed cluster at once.
 	RolloutNone RolloutType = "None"
+	// RolloutBlueGreen places a new revision on a fresh set of clusters (green) while the
+	// current ones (blue) keep serving, moves traffic from blue to green step by step, then
+	// retires blue.
+	RolloutBlueGreen RolloutType = "BlueGreen"
 )
+
+// Defaults of a BlueGreen rollout.
+const (
+	// DefaultBlueGreenStepPercent is how much traffic one step moves from blue to green.
+	DefaultBlueGreenStepPercent int32 = 20
+	// DefaultBlueGreenIntervalSeconds is the time between two steps.
+	DefaultBlueGreenIntervalSeconds int32 = 30
+	// DefaultBlueGreenRetireAfterSeconds is how long green holds all traffic before blue goes.
+	DefaultBlueGreenRetireAfterSeconds int32 = 300
+)
+
+// MaxRouteBackends is how many backendRefs one HTTPRoute rule may have (Gateway API's limit):
+// with traffic managed, a Rolling or None policy places at most this many clusters, and a
+// BlueGreen policy (blue and green at once) at most half of it.
+const MaxRouteBackends = 16
 
 // DefaultRevisionHistoryLimit is how many ControllerRevisions of a RayService are kept.
 const DefaultRevisionHistoryLimit int32 = 10
@@ -50,6 +69,7 @@ const ImplicitStageName = "rest"
 // ClusterSelector, ClusterNames and Tolerations all restrict the candidates: a cluster must
 // satisfy every one that is set.
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterNames) || !has(self.clusters) || self.clusters <= size(self.clusterNames)",message="clusters cannot exceed the number of clusterNames"
+// +kubebuilder:validation:XValidation:rule="!has(self.traffic) || !has(self.clusters) || self.clusters <= (has(self.rollout) && has(self.rollout.type) && self.rollout.type == 'BlueGreen' ? 8 : 16)",message="with traffic, clusters is at most 16 (an HTTPRoute rule has at most 16 backends), and at most 8 with a BlueGreen rollout (blue and green are routed at once)"
 type PlacementPolicySpec struct {
 	// ClusterSelector selects candidate MemberClusters by label; empty or absent selects all.
 	// +optional
@@ -99,6 +119,83 @@ type PlacementPolicySpec struct {
 	// the defaults.
 	// +optional
 	Failover *FailoverPolicy `json:"failover,omitempty"`
+
+	// Traffic makes the hub manage one HTTPRoute per RayService in a Gateway's cluster, with a
+	// weighted backend for each cluster the RayService serves on; a BlueGreen rollout shifts
+	// its weights. Absent means the hub manages no traffic.
+	// +optional
+	Traffic *TrafficSpec `json:"traffic,omitempty"`
+}
+
+// BackendKind is what each weighted backend of the HTTPRoute points at.
+// +kubebuilder:validation:Enum=Service;ServiceImport
+type BackendKind string
+
+const (
+	// BackendService: a Service in the traffic cluster per member, made by the hub from the
+	// address the member reports (selectorless with an EndpointSlice for an IP, ExternalName
+	// for a hostname).
+	BackendService BackendKind = "Service"
+	// BackendServiceImport: the Multi-Cluster Services API's ServiceImport of a Service each
+	// member exports under a name that carries the member (<rayservice>-serve-<member>).
+	BackendServiceImport BackendKind = "ServiceImport"
+)
+
+// TrafficSpec is where the hub routes a RayService's traffic.
+// +kubebuilder:validation:XValidation:rule="!has(self.cluster) || self.cluster == '' || self.cluster.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster must be a MemberCluster name, or empty for the hub"
+type TrafficSpec struct {
+	// Cluster is the MemberCluster that runs the Gateway; empty means the hub's own cluster.
+	// A member needs the hub's traffic Role in ParentRef's namespace (rayfleet join
+	// --traffic-namespace, or the spoke chart's hubTraffic.namespace).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster,omitempty"`
+
+	// ParentRef is the Gateway the HTTPRoute attaches to; the HTTPRoute and the backends are
+	// made in its namespace.
+	// +required
+	ParentRef TrafficParentRef `json:"parentRef"`
+
+	// Hostnames are the HTTPRoute's hostnames; empty matches every hostname the listener takes.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Hostnames []string `json:"hostnames,omitempty"`
+
+	// PathPrefix is the path the HTTPRoute matches.
+	// +optional
+	// +kubebuilder:default="/"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\s]*$`
+	PathPrefix string `json:"pathPrefix,omitempty"`
+
+	// BackendKind is Service (default) or ServiceImport.
+	// +optional
+	// +kubebuilder:default=Service
+	BackendKind BackendKind `json:"backendKind,omitempty"`
+}
+
+// TrafficParentRef names a Gateway (and optionally one of its listeners).
+type TrafficParentRef struct {
+	// Namespace of the Gateway.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+
+	// Name of the Gateway.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// SectionName is the listener of the Gateway to attach to; empty means all of them.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SectionName string `json:"sectionName,omitempty"`
 }
 
 // ClusterOverride is a change to the RayService spec on some clusters only (a bigger GPU type in
@@ -119,8 +216,11 @@ type ClusterOverride struct {
 
 // RolloutStrategy is how a spec change reaches the placed clusters.
 // +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.soakSeconds) || self.progressDeadlineSeconds > self.soakSeconds",message="progressDeadlineSeconds must be greater than soakSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.blueGreen) || self.type == 'BlueGreen'",message="blueGreen is only used with type BlueGreen"
+// +kubebuilder:validation:XValidation:rule="self.type != 'BlueGreen' || !has(self.stages)",message="stages are not used with type BlueGreen: green is one set of clusters, updated at once"
 type RolloutStrategy struct {
-	// Type is Rolling (stage by stage) or None (every cluster at once).
+	// Type is Rolling (stage by stage), None (every cluster at once) or BlueGreen (a new
+	// revision on other clusters, traffic shifted step by step).
 	// +optional
 	// +kubebuilder:default=Rolling
 	Type RolloutType `json:"type,omitempty"`
@@ -168,6 +268,10 @@ type RolloutStrategy struct {
 	// +kubebuilder:validation:MaxLength=317
 	SortingLabelKey string `json:"sortingLabelKey,omitempty"`
 
+	// BlueGreen tunes a BlueGreen rollout; absent means the defaults.
+	// +optional
+	BlueGreen *BlueGreenStrategy `json:"blueGreen,omitempty"`
+
 	// RevisionHistoryLimit is how many ControllerRevisions of each RayService are kept; the
 	// target, the last good revision and any revision a member still runs are never removed.
 	// +optional
@@ -176,6 +280,63 @@ type RolloutStrategy struct {
 	// +kubebuilder:validation:Maximum=1000
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
+
+// BlueGreenStrategy tunes a BlueGreen rollout.
+type BlueGreenStrategy struct {
+	// StepPercent is how much of the traffic one step moves from blue to green.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	StepPercent *int32 `json:"stepPercent,omitempty"`
+
+	// IntervalSeconds is the time between two steps, counted from when the gateway accepted
+	// the previous one.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	IntervalSeconds *int32 `json:"intervalSeconds,omitempty"`
+
+	// RetireAfterSeconds is how long green holds all of the traffic before the blue copies are
+	// removed; until then an undo returns the traffic to blue at once.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=604800
+	RetireAfterSeconds *int32 `json:"retireAfterSeconds,omitempty"`
+
+	// Approval makes the rollout wait for `rayfleet rollout approve` twice: before the first
+	// step (stage "shift") and before green takes all of the traffic (stage "promote").
+	// +optional
+	Approval bool `json:"approval,omitempty"`
+
+	// Fallback is what happens when no green set can be chosen (too few other members fit):
+	// None (default) waits, with a condition naming why each member is not eligible; Rolling
+	// updates the blue clusters in place as a Rolling rollout with the defaults.
+	// +optional
+	// +kubebuilder:default=None
+	Fallback BlueGreenFallback `json:"fallback,omitempty"`
+}
+
+// BlueGreenFallback is what a BlueGreen rollout does without a green set.
+// +kubebuilder:validation:Enum=None;Rolling
+type BlueGreenFallback string
+
+const (
+	// FallbackNone waits for members to become eligible.
+	FallbackNone BlueGreenFallback = "None"
+	// FallbackRolling updates the blue clusters in place.
+	FallbackRolling BlueGreenFallback = "Rolling"
+)
+
+// Names of the approvals a BlueGreen rollout with approval waits for.
+const (
+	// BlueGreenShiftStage is approved before the first traffic step.
+	BlueGreenShiftStage = "shift"
+	// BlueGreenPromoteStage is approved before green takes all of the traffic.
+	BlueGreenPromoteStage = "promote"
+)
 
 // RolloutStage is a group of clusters updated together in a Rolling rollout.
 type RolloutStage struct {

@@ -157,6 +157,67 @@ type RolloutStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32768
 	Message string `json:"message,omitempty"`
+
+	// BlueGreen is the state of a BlueGreen rollout; absent when none is in flight.
+	// +optional
+	BlueGreen *BlueGreenStatus `json:"blueGreen,omitempty"`
+}
+
+// BlueGreenStep is where a BlueGreen rollout stands.
+// +kubebuilder:validation:Enum=Deploying;Shifting;Holding;Retiring;Reverting
+type BlueGreenStep string
+
+// Steps of a BlueGreen rollout.
+const (
+	// BlueGreenDeploying: green runs the target revision and is not done yet; blue takes all
+	// of the traffic.
+	BlueGreenDeploying BlueGreenStep = "Deploying"
+	// BlueGreenShifting: traffic moves from blue to green step by step.
+	BlueGreenShifting BlueGreenStep = "Shifting"
+	// BlueGreenHolding: green takes all of the traffic for retireAfterSeconds.
+	BlueGreenHolding BlueGreenStep = "Holding"
+	// BlueGreenRetiring: the blue copies are being removed.
+	BlueGreenRetiring BlueGreenStep = "Retiring"
+	// BlueGreenReverting: the traffic went back to blue (an undo, a missed deadline, a newer
+	// revision) and the green copies are being removed or updated.
+	BlueGreenReverting BlueGreenStep = "Reverting"
+)
+
+// BlueGreenStatus is the state of one BlueGreen rollout: a hub restart resumes from it.
+type BlueGreenStatus struct {
+	// Step is where the rollout stands.
+	// +required
+	Step BlueGreenStep `json:"step"`
+
+	// Blue are the clusters that ran the good revision when the rollout started (and those
+	// that replaced them after a failover).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	Blue []string `json:"blue,omitempty"`
+
+	// Green are the clusters chosen for the target revision.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	Green []string `json:"green,omitempty"`
+
+	// GreenPercent is the share of the traffic green is given, 0 to 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	GreenPercent int32 `json:"greenPercent"`
+
+	// StepTime is when the step (or the traffic share) last changed, or, while the share waits
+	// for the gateway, when the gateway accepted it.
+	// +optional
+	StepTime *metav1.Time `json:"stepTime,omitempty"`
+
+	// Accepted is whether the gateway accepted the route carrying GreenPercent.
+	// +optional
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 // StageStatus is one started stage of a rollout.
@@ -281,6 +342,27 @@ type ClusterStatus struct {
 	// +optional
 	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
 
+	// Color is Blue or Green while a BlueGreen rollout is in flight.
+	// +optional
+	Color Color `json:"color,omitempty"`
+
+	// Weight is the cluster's weight in the RayService's HTTPRoute (of 10000 over all of the
+	// clusters); absent when no traffic is managed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Weight *int32 `json:"weight,omitempty"`
+
+	// ServeAddress is where the member serves the RayService, as its spoke reports it
+	// ("host:port"); empty when it reports none.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ServeAddress string `json:"serveAddress,omitempty"`
+
+	// TrafficOffTime is when the gateway accepted a route that sends this cluster no traffic;
+	// a copy that is leaving is removed only a drain delay after it.
+	// +optional
+	TrafficOffTime *metav1.Time `json:"trafficOffTime,omitempty"`
+
 	// Leaving is set on a cluster the RayService is no longer placed on while its copy is
 	// still there: why it left and since when. The copy is removed once the clusters that
 	// replace it are done (make-before-break) and, after a failover, as the policy's purgeMode
@@ -289,8 +371,19 @@ type ClusterStatus struct {
 	Leaving *ClusterLeaving `json:"leaving,omitempty"`
 }
 
+// Color is a cluster's side in a BlueGreen rollout.
+// +kubebuilder:validation:Enum=Blue;Green
+type Color string
+
+const (
+	// ColorBlue: the cluster runs the revision traffic moves away from.
+	ColorBlue Color = "Blue"
+	// ColorGreen: the cluster runs the target revision traffic moves to.
+	ColorGreen Color = "Green"
+)
+
 // LeaveReason is why a RayService left a cluster.
-// +kubebuilder:validation:Enum=Moved;FailedOver
+// +kubebuilder:validation:Enum=Moved;FailedOver;Retired;RolledBack
 type LeaveReason string
 
 const (
@@ -299,6 +392,11 @@ const (
 	LeaveMoved LeaveReason = "Moved"
 	// LeaveFailedOver means the cluster was not Ready past the policy's toleration.
 	LeaveFailedOver LeaveReason = "FailedOver"
+	// LeaveRetired means a BlueGreen rollout finished and the cluster was blue.
+	LeaveRetired LeaveReason = "Retired"
+	// LeaveRolledBack means a BlueGreen rollout was undone (or missed its deadline) and the
+	// cluster was green.
+	LeaveRolledBack LeaveReason = "RolledBack"
 )
 
 // ClusterLeaving is why and since when a copy is on a cluster the RayService left.
