@@ -151,6 +151,17 @@ const (
 	// ApprovedStage is the annotation on a RayServiceBinding approving one stage of one
 	// rollout, "<revision>/<stage>", written by `rayfleet rollout approve`.
 	ApprovedStage = FleetKeyPrefix + "approved-stage"
+	// ServeAddress is the annotation the spoke keeps on a member RayService the hub made:
+	// where the member serves it from outside the cluster, "host:port" (the serve Service's
+	// LoadBalancer ingress, else a NodePort on the Nodes' address). The hub routes traffic to it.
+	ServeAddress = FleetKeyPrefix + "serve-address"
+	// NoServeAddress is the annotation the spoke keeps instead of ServeAddress when the member
+	// cannot be reached from outside: why, in words.
+	NoServeAddress = FleetKeyPrefix + "no-serve-address"
+	// ServeExport is the annotation the hub puts on a member copy when the policy's traffic
+	// uses ServiceImport backends: the member's name. The spoke then exports the serve Service
+	// as <rayservice>-serve-<member> (a Service and a Multi-Cluster Services ServiceExport).
+	ServeExport = FleetKeyPrefix + "serve-export"
 )
 
 // Values of the fleet API.
