@@ -1,0 +1,35 @@
+// Package names builds the names of objects the hub and the spoke both need to agree on, kept
+// within Kubernetes' 63-character limit for DNS labels.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// maxLabel is the longest DNS label, the limit of Service names.
+const maxLabel = 63
+
+// hashLen is how many hex digits of a hash a shortened name keeps.
+const hashLen = 10
+
+// Bounded joins parts with "-" and, when that exceeds 63 characters, keeps a readable prefix
+// and appends a hash of the whole so that distinct inputs keep distinct names.
+func Bounded(parts ...string) string {
+	full := strings.Join(parts, "-")
+	if len(full) <= maxLabel {
+		return full
+	}
+	sum := sha256.Sum256([]byte(full))
+	prefix := strings.TrimRight(full[:maxLabel-hashLen-1], "-.")
+	return prefix + "-" + hex.EncodeToString(sum[:])[:hashLen]
+}
+
+// ServeExport is the name under which a member exports the serve Service of its copy of a
+// RayService for the Multi-Cluster Services API: "<rayservice>-serve-<member>". Exports of the
+// same name merge across clusters, so the name carries the member, and the hub's route can
+// weigh each member's ServiceImport on its own.
+func ServeExport(rayService, member string) string {
+	return Bounded(rayService, "serve", member)
+}
