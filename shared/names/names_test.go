@@ -16,7 +16,7 @@ func TestBounded(t *testing.T) {
 	}{
 		{name: "short names are joined", parts: []string{"serve", "serve", "us"}, want: "serve-serve-us"},
 		{name: "exactly 63 is kept", parts: []string{strings.Repeat("b", 63)}, want: strings.Repeat("b", 63)},
-		{name: "longer keeps a prefix and a hash", parts: []string{long, "serve", "member-in-eu-west"}, want: long + "-serve", hashed: true},
+		{name: "longer keeps a prefix and a hash", parts: []string{long, "serve", "member-in-eu-west"}, want: long + "-serv", hashed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
