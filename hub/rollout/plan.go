@@ -37,6 +37,8 @@ const (
 	applyTarget
 	// applyGood: every cluster gets the good revision (a rollback).
 	applyGood
+	// applyBlueGreen: green clusters get the target, the others the good revision.
+	applyBlueGreen
 )
 
 // planner holds one decision while it is made.
@@ -56,6 +58,11 @@ type planner struct {
 	// progressing and paused are the conditions; paused is filled by finish unless set.
 	progressing metav1.Condition
 	paused      *metav1.Condition
+	// colors, leaving and shift are a BlueGreen rollout's colours, departures and
+	// TrafficShifting condition (shift's Type is empty for other rollouts).
+	colors  map[string]fleetv1alpha1.Color
+	leaving map[string]fleetv1alpha1.LeaveReason
+	shift   metav1.Condition
 }
 
 // Plan decides, for one hub RayService, which revision each placed cluster gets now and the
@@ -67,6 +74,8 @@ func Plan(in Input) Decision {
 	switch {
 	case len(p.members) == 0:
 		p.notPlaced()
+	case in.Strategy.Type == fleetv1alpha1.RolloutBlueGreen:
+		p.blueGreen()
 	case in.Strategy.Type == fleetv1alpha1.RolloutNone || p.status.GoodRevision == "":
 		p.allAtOnce()
 	case p.status.FailedRevision != "" && p.status.FailedRevision == in.Target:
@@ -247,6 +256,13 @@ func (p *planner) finish() Decision {
 		Events:       p.events,
 		Progressing:  p.progressing,
 		RequeueAfter: p.requeue,
+		Colors:       p.colors,
+		Leave:        p.leaving,
+	}
+	if p.shift.Type != "" {
+		shift := p.shift
+		shift.Message = conditions.Truncate(shift.Message)
+		d.TrafficShifting = &shift
 	}
 	done := 0
 	for _, m := range p.members {
@@ -283,6 +299,11 @@ func (p *planner) finish() Decision {
 func (p *planner) applyFor(m *member) string {
 	switch {
 	case p.mode == applyGood:
+		return p.status.GoodRevision
+	case p.mode == applyBlueGreen:
+		if p.colors[m.Name] == fleetv1alpha1.ColorGreen {
+			return p.in.Target
+		}
 		return p.status.GoodRevision
 	case p.mode == applyStaged && m.phase.Phase == fleetv1alpha1.ClusterPending:
 		if m.Revision == "" || m.Revision == p.status.FailedRevision {

@@ -30,6 +30,46 @@ type Strategy struct {
 	Stages []Stage
 	// SortingLabelKey orders the clusters of a stage by this label's value, then name.
 	SortingLabelKey string
+	// BlueGreen tunes a BlueGreen rollout (Type BlueGreen only).
+	BlueGreen BlueGreen
+}
+
+// BlueGreen is a BlueGreen rollout's settings with the defaults applied.
+type BlueGreen struct {
+	// Step is how many percent of the traffic one step moves to green (1 to 100).
+	Step int32
+	// Interval is the time between two steps, from the gateway's acceptance of the last one.
+	Interval time.Duration
+	// RetireAfter is how long green holds all of the traffic before blue leaves.
+	RetireAfter time.Duration
+	// Approval makes the rollout wait for approvals of the stages "shift" and "promote".
+	Approval bool
+	// FallbackRolling updates the blue clusters in place when no green set can be chosen.
+	FallbackRolling bool
+}
+
+// blueGreenOf applies the defaults to b (nil has every default).
+func blueGreenOf(b *fleetv1alpha1.BlueGreenStrategy) BlueGreen {
+	out := BlueGreen{
+		Step:        fleetv1alpha1.DefaultBlueGreenStepPercent,
+		Interval:    seconds(fleetv1alpha1.DefaultBlueGreenIntervalSeconds),
+		RetireAfter: seconds(fleetv1alpha1.DefaultBlueGreenRetireAfterSeconds),
+	}
+	if b == nil {
+		return out
+	}
+	if b.StepPercent != nil {
+		out.Step = min(max(*b.StepPercent, 1), 100)
+	}
+	if b.IntervalSeconds != nil {
+		out.Interval = seconds(*b.IntervalSeconds)
+	}
+	if b.RetireAfterSeconds != nil {
+		out.RetireAfter = seconds(*b.RetireAfterSeconds)
+	}
+	out.Approval = b.Approval
+	out.FallbackRolling = b.Fallback == fleetv1alpha1.FallbackRolling
+	return out
 }
 
 // Stage is one stage of a Rolling rollout.
@@ -63,10 +103,19 @@ func StrategyOf(r *fleetv1alpha1.RolloutStrategy) (Strategy, error) {
 	}
 	switch r.Type {
 	case "", fleetv1alpha1.RolloutRolling:
-	case fleetv1alpha1.RolloutNone:
-		s.Type = fleetv1alpha1.RolloutNone
+	case fleetv1alpha1.RolloutNone, fleetv1alpha1.RolloutBlueGreen:
+		s.Type = r.Type
 	default:
-		return Strategy{}, fmt.Errorf("rollout type %q: want %s or %s", r.Type, fleetv1alpha1.RolloutRolling, fleetv1alpha1.RolloutNone)
+		return Strategy{}, fmt.Errorf("rollout type %q: want %s, %s or %s", r.Type,
+			fleetv1alpha1.RolloutRolling, fleetv1alpha1.RolloutNone, fleetv1alpha1.RolloutBlueGreen)
+	}
+	if s.Type == fleetv1alpha1.RolloutBlueGreen {
+		if len(r.Stages) > 0 {
+			return Strategy{}, errors.New("stages are not used with type BlueGreen: green is one set of clusters, updated at once")
+		}
+		s.BlueGreen = blueGreenOf(r.BlueGreen)
+	} else if r.BlueGreen != nil {
+		return Strategy{}, fmt.Errorf("blueGreen is only used with type %s", fleetv1alpha1.RolloutBlueGreen)
 	}
 	if r.MaxUnavailableClusters != nil {
 		if err := checkCount(*r.MaxUnavailableClusters); err != nil {

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,8 +50,31 @@ func TestStrategyOf(t *testing.T) {
 		},
 		{
 			name:    "an unknown type",
-			in:      &fleetv1alpha1.RolloutStrategy{Type: "BlueGreen"},
-			wantErr: `rollout type "BlueGreen": want Rolling or None`,
+			in:      &fleetv1alpha1.RolloutStrategy{Type: "Canary"},
+			wantErr: `rollout type "Canary": want Rolling, None or BlueGreen`,
+		},
+		{
+			name: "type BlueGreen with the defaults",
+			in:   &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen},
+			want: "BlueGreen max=1 soak=1m0s deadline=10m0s rollback=false sort= stages=[] bluegreen=20%/30s/5m0s approval=false fallback=false",
+		},
+		{
+			name: "type BlueGreen with every field",
+			in: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen, BlueGreen: &fleetv1alpha1.BlueGreenStrategy{
+				StepPercent: ptr.To[int32](50), IntervalSeconds: ptr.To[int32](5), RetireAfterSeconds: ptr.To[int32](0),
+				Approval: true, Fallback: fleetv1alpha1.FallbackRolling}},
+			want: "BlueGreen max=1 soak=1m0s deadline=10m0s rollback=false sort= stages=[] bluegreen=50%/5s/0s approval=true fallback=true",
+		},
+		{
+			name:    "blueGreen settings on a Rolling rollout",
+			in:      &fleetv1alpha1.RolloutStrategy{BlueGreen: &fleetv1alpha1.BlueGreenStrategy{}},
+			wantErr: "blueGreen is only used with type BlueGreen",
+		},
+		{
+			name: "stages on a BlueGreen rollout",
+			in: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen,
+				Stages: []fleetv1alpha1.RolloutStage{{Name: "eu", ClusterSelector: eu}}},
+			wantErr: "stages are not used with type BlueGreen",
 		},
 		{
 			name:    "a selector that does not parse",
@@ -113,9 +138,14 @@ func summary(s Strategy) string {
 		}
 		stages = append(stages, txt+")")
 	}
-	return string(s.Type) + " max=" + s.MaxUnavailable.String() + " soak=" + s.Soak.String() + " deadline=" + s.Deadline.String() +
-		" rollback=" + map[bool]string{true: "true", false: "false"}[s.AutoRollback] + " sort=" + s.SortingLabelKey +
+	out := string(s.Type) + " max=" + s.MaxUnavailable.String() + " soak=" + s.Soak.String() + " deadline=" + s.Deadline.String() +
+		" rollback=" + strconv.FormatBool(s.AutoRollback) + " sort=" + s.SortingLabelKey +
 		" stages=[" + strings.Join(stages, " ") + "]"
+	if s.Type == fleetv1alpha1.RolloutBlueGreen {
+		b := s.BlueGreen
+		out += fmt.Sprintf(" bluegreen=%d%%/%s/%s approval=%t fallback=%t", b.Step, b.Interval, b.RetireAfter, b.Approval, b.FallbackRolling)
+	}
+	return out
 }
 
 func TestScaled(t *testing.T) {

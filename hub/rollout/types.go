@@ -134,6 +134,25 @@ type Input struct {
 	Paused bool
 	// Approval is the binding's approved-stage annotation, "<revision>/<stage>".
 	Approval string
+	// BlueGreen is what a BlueGreen rollout needs beyond the rest (Strategy.Type BlueGreen).
+	BlueGreen BlueGreenInput
+}
+
+// BlueGreenInput is the blue/green part of an Input.
+type BlueGreenInput struct {
+	// Blue and Green are the clusters of each colour: for a rollout that starts now
+	// (NeedsGreen) the placed clusters and the green set the hub chose for the target (none
+	// when it could not choose one); for a rollout in flight the sets of Previous.BlueGreen as
+	// placement keeps them (a member that failed over is replaced within its colour).
+	Blue, Green []string
+	// NoGreen says why no green set could be chosen ("" when one was, or none was needed).
+	NoGreen string
+	// Traffic is whether the policy manages traffic. Without it there are no steps: green
+	// comes up, then blue leaves.
+	Traffic bool
+	// Accepted is whether the gateway has accepted the route carrying the previous decision's
+	// green share.
+	Accepted bool
 }
 
 // Event is an Event the hub records on the hub RayService.
@@ -164,4 +183,12 @@ type Decision struct {
 	// RequeueAfter is when time alone changes the decision (a soak ends, a deadline passes);
 	// 0 when nothing is timed.
 	RequeueAfter time.Duration
+	// Colors are the placed clusters' colours while a BlueGreen rollout is in flight.
+	Colors map[string]fleetv1alpha1.Color
+	// Leave are the clusters a BlueGreen rollout gives up now: blue ones when it completes
+	// (LeaveRetired), green ones when it is undone or missed its deadline (LeaveRolledBack).
+	Leave map[string]fleetv1alpha1.LeaveReason
+	// TrafficShifting is the hub RayService's TrafficShifting condition for a BlueGreen
+	// rollout (no times, no generation); nil for other rollouts.
+	TrafficShifting *metav1.Condition
 }

@@ -164,7 +164,7 @@ type RolloutStatus struct {
 }
 
 // BlueGreenStep is where a BlueGreen rollout stands.
-// +kubebuilder:validation:Enum=Deploying;Shifting;Holding;Retiring;Reverting
+// +kubebuilder:validation:Enum=Deploying;Shifting;Holding
 type BlueGreenStep string
 
 // Steps of a BlueGreen rollout.
@@ -174,13 +174,9 @@ const (
 	BlueGreenDeploying BlueGreenStep = "Deploying"
 	// BlueGreenShifting: traffic moves from blue to green step by step.
 	BlueGreenShifting BlueGreenStep = "Shifting"
-	// BlueGreenHolding: green takes all of the traffic for retireAfterSeconds.
+	// BlueGreenHolding: green takes all of the traffic for retireAfterSeconds; then the blue
+	// clusters leave (Retired) and the rollout is complete.
 	BlueGreenHolding BlueGreenStep = "Holding"
-	// BlueGreenRetiring: the blue copies are being removed.
-	BlueGreenRetiring BlueGreenStep = "Retiring"
-	// BlueGreenReverting: the traffic went back to blue (an undo, a missed deadline, a newer
-	// revision) and the green copies are being removed or updated.
-	BlueGreenReverting BlueGreenStep = "Reverting"
 )
 
 // BlueGreenStatus is the state of one BlueGreen rollout: a hub restart resumes from it.
