@@ -30,9 +30,11 @@ FLEET_API        := ./shared/api/...
 FLEET_HUB_CRDS   := memberclusters placementpolicies rayservicebindings
 FLEET_SPOKE_CRDS := clusterreports
 # Gateway API's CRDs (standard channel, the go.mod version) for the tests of incremental
-# RayService upgrades; the charts do not ship them: a cluster's Gateway implementation does.
+# RayService upgrades and the local fleet's Traefik (which watches GRPCRoutes and
+# BackendTLSPolicies too and waits forever for kinds the API server does not serve); the charts
+# do not ship them: a cluster's Gateway implementation does.
 GATEWAY_CRDS      := e2e/testdata/gateway-api
-GATEWAY_CRD_KINDS := gatewayclasses gateways httproutes referencegrants
+GATEWAY_CRD_KINDS := gatewayclasses gateways httproutes referencegrants grpcroutes backendtlspolicies
 # Where `make generate manifests` writes; `make verify` fails when regenerating changes them.
 VERIFY_PATHS := $(SPOKE_CRDS) $(HUB_CRDS) $(SPOKE_RBAC) $(HUB_RBAC) $(GATEWAY_CRDS) shared
 
@@ -61,12 +63,12 @@ demo: build demo-tools ## Start a local fleet (hub + two members), place a sampl
 	RAYFLEET_K8S_BIN=$(TOOLS_BIN) $(BIN)/rayfleet dev up $(DEMO_ARGS)
 
 .PHONY: tools
-tools: ## Build etcd, kube-apiserver, kubectl, kwok, helm, controller-gen into bin/k8s (cached).
+tools: ## Build etcd, kube-apiserver, kubectl, kwok, helm, controller-gen, traefik into bin/k8s (cached).
 	bash e2e/tools/build.sh $(TOOLS_BIN)
 
-# The demo needs the control planes and kwok, not helm or controller-gen: on a fresh machine
-# that is about three minutes less to wait for.
-DEMO_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok
+# The demo needs the control planes, kwok and traefik (for DEMO_ARGS=--traffic), not helm or
+# controller-gen: on a fresh machine that is about three minutes less to wait for.
+DEMO_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok traefik
 
 .PHONY: demo-tools
 demo-tools:

@@ -2,7 +2,8 @@
 # Builds the tools RayFleet's tests, e2e and demo need, from the Go module proxy only:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (scratch modules,
 # because k8s.io/kubernetes and etcd's server module use replace directives that `go install`
-# refuses), kwok, helm, controller-gen and golangci-lint (plain `go install`).
+# refuses), kwok, helm, controller-gen and golangci-lint (plain `go install`), and traefik (a copy
+# of its module, because its own replace directives rule out `go install` too).
 #
 # Every binary is built once per version into $TOOLS_CACHE (shared by all clones) and then
 # linked into $BIN_DIR, so a warm run takes a second. Usage: build.sh <bin-dir> [tool...]
@@ -11,7 +12,7 @@ set -euo pipefail
 BIN_DIR=$(mkdir -p "${1:?usage: build.sh <bin-dir> [tool...]}" && cd "$1" && pwd)
 shift
 TOOLS=("$@")
-[ ${#TOOLS[@]} -gt 0 ] || TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen)
+[ ${#TOOLS[@]} -gt 0 ] || TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen traefik)
 
 K8S_VERSION=${K8S_VERSION:-v1.36.1}
 STAGING_VERSION=${STAGING_VERSION:-v0.36.1}
@@ -20,6 +21,9 @@ KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.21.0}
 GOLANGCI_LINT_VERSION=${GOLANGCI_LINT_VERSION:-v2.15.0}
+# The local fleet's Gateway API data plane (`rayfleet dev up --traffic`). v3.6.12 is the only
+# 3.6 release the proxy lists; 3.7's module cannot be built from the proxy.
+TRAEFIK_VERSION=${TRAEFIK_VERSION:-v3.6.12}
 TOOLS_CACHE=${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rayfleet/tools}
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
 
@@ -66,6 +70,24 @@ etcd_module() {
   echo "$dir"
 }
 
+# traefik_module: a writable copy of traefik's module (the module cache is read-only), whose go.mod
+# carries replace directives from module to module, which resolve when built in its own tree.
+traefik_module() {
+  local dir=$TOOLS_CACHE/src/traefik-$TRAEFIK_VERSION src
+  [ -f "$dir/go.mod" ] && { echo "$dir"; return; }
+  log "fetching traefik $TRAEFIK_VERSION"
+  src=$(GOFLAGS= go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -n "$src" ] || { echo "build.sh: cannot download traefik $TRAEFIK_VERSION" >&2; return 1; }
+  rm -rf "$dir.tmp" && mkdir -p "$(dirname "$dir")"
+  cp -R "$src" "$dir.tmp" && chmod -R u+w "$dir.tmp"
+  # The web UI is built with npm, not Go; `//go:embed static` only needs one file to compile,
+  # and the local fleet runs Traefik without its dashboard.
+  mkdir -p "$dir.tmp/webui/static"
+  [ -n "$(ls -A "$dir.tmp/webui/static")" ] || echo 'web UI not built' > "$dir.tmp/webui/static/placeholder.txt"
+  mv "$dir.tmp" "$dir"
+  echo "$dir"
+}
+
 # build <tool>: prints the cached binary's path, building it first when missing.
 build() {
   local tool=$1 out dir ldf
@@ -76,6 +98,7 @@ build() {
     helm) out=$TOOLS_CACHE/helm-$HELM_VERSION-k8s1.$MINOR ;;
     controller-gen) out=$TOOLS_CACHE/controller-gen-$CONTROLLER_TOOLS_VERSION ;;
     golangci-lint) out=$TOOLS_CACHE/golangci-lint-$GOLANGCI_LINT_VERSION ;;
+    traefik) out=$TOOLS_CACHE/traefik-$TRAEFIK_VERSION ;;
     *) echo "build.sh: unknown tool $tool" >&2; return 2 ;;
   esac
   if [ ! -x "$out" ]; then
@@ -100,6 +123,11 @@ build() {
         go_install "$tmp" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "$ldf" ;;
       controller-gen) go_install "$tmp" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" "-s -w" ;;
       golangci-lint) go_install "$tmp" "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION" "-s -w" ;;
+      traefik)
+        dir=$(traefik_module)
+        ldf="-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"
+        ldf+=" -X github.com/traefik/traefik/v3/pkg/version.BuildDate=1970-01-01T00:00:00Z"
+        (cd "$dir" && go build -trimpath -ldflags "$ldf" -o "$tmp" ./cmd/traefik) ;;
     esac
     mv -f "$tmp" "$out"
   fi
