@@ -36,6 +36,7 @@ const (
 	ReasonNoReplacement      = "no longer placed there, and placed nowhere else: the copy stays, serving, until a cluster replaces it"
 	ReasonReplacementNotDone = "no longer placed there; the copy stays until the clusters replacing it are done"
 	ReasonRetained           = "failed over from; purgeMode Never keeps the copy"
+	ReasonDraining           = "no longer placed there; the copy stays until the gateway has routed no traffic to it for a drain delay"
 	ReasonPurged             = "failed over from, and the replacement is done"
 )
 
@@ -101,6 +102,9 @@ type Leaving struct {
 	NotDone []string
 	// Placed is how many clusters the RayService is placed on now.
 	Placed int
+	// Draining is set while the copy may still get traffic: the policy manages traffic and
+	// the gateway has not accepted a route without the cluster a drain delay ago.
+	Draining bool
 }
 
 // ForLeaving decides what happens to the copy on a cluster the RayService left. Moves are
@@ -116,6 +120,8 @@ func ForLeaving(l Leaving) Action {
 		return Action{Reason: ReasonNoReplacement}
 	case len(l.NotDone) > 0:
 		return Action{Reason: ReasonReplacementNotDone}
+	case l.Draining:
+		return Action{Reason: ReasonDraining}
 	case failedOver && l.PurgeMode == fleetv1alpha1.PurgeNever:
 		return Action{Reason: ReasonRetained}
 	case failedOver && l.PurgeMode == fleetv1alpha1.PurgeImmediately && l.Reachable:

@@ -222,7 +222,7 @@ func TestBlueGreenShift(t *testing.T) {
 		},
 		{
 			name: "approvals before the first step and before 100%", traffic: true,
-			mod:  func(s *Strategy) { s.BlueGreen.Approval, s.BlueGreen.Step = true, 50 },
+			mod: func(s *Strategy) { s.BlueGreen.Approval, s.BlueGreen.Step = true, 50 },
 			steps: []bgStep{
 				{at: 0, clusters: []*clusterWrapper{us1(), ap("r2").done()}, green: []string{"ap"},
 					want: "AwaitingApproval Deploying 0% acc=false | apply ap=r2 us=r1 | leave - | shift True/ShiftPaused | ev GreenStarted,AwaitingApproval"},
@@ -271,7 +271,7 @@ func TestBlueGreenShift(t *testing.T) {
 		},
 		{
 			name: "no green set with fallback Rolling: updated in place", traffic: true,
-			mod:  func(s *Strategy) { s.BlueGreen.FallbackRolling, s.MaxUnavailable = true, intstr.FromInt32(1) },
+			mod: func(s *Strategy) { s.BlueGreen.FallbackRolling, s.MaxUnavailable = true, intstr.FromInt32(1) },
 			steps: []bgStep{
 				{at: 0, clusters: []*clusterWrapper{us1()}, noGreen: "0/1 clusters chosen; eu: not ready",
 					want: "Progressing | apply us=r2 | leave - | shift - | ev StageStarted"},
