@@ -113,6 +113,9 @@ func rolloutUndo(ctx context.Context, c client.Client, key types.NamespacedName,
 		return err
 	}
 	fmt.Fprintf(s.stdout, "RayService %s rolled back to revision %d (%s): the hub rolls it out as a spec change\n", key, r.Revision, r.Name)
+	if note := r.TrafficNote(); note != "" {
+		fmt.Fprintln(s.stdout, note)
+	}
 	fmt.Fprintln(s.stdout, "if a GitOps tool syncs this RayService, commit the same spec to its source, or it rolls the change forward again")
 	return nil
 }

@@ -104,6 +104,9 @@ func Approve(ctx context.Context, c client.Client, v *View, stage string) (*Appr
 // checkApprovable refuses to approve ahead a stage the policy does not define or one already
 // started for the target revision.
 func (v *View) checkApprovable(stage string) error {
+	if v.isBlueGreen() {
+		return v.checkBlueGreenApprovable(stage)
+	}
 	// A missing policy's stages are unknown: the hub decides.
 	if names := v.stageNames(); !v.PolicyMissing && !slices.Contains(names, stage) {
 		policy := "the hub's built-in default policy"
@@ -121,19 +124,56 @@ func (v *View) checkApprovable(stage string) error {
 	return nil
 }
 
+// checkBlueGreenApprovable refuses to approve ahead a stage a BlueGreen rollout does not
+// have, one it has passed, and "promote" while the rollout still needs "shift": the binding
+// holds one approval at a time, so approving "promote" then would only replace (or precede)
+// the approval the rollout needs first.
+func (v *View) checkBlueGreenApprovable(stage string) error {
+	ro := v.Rollout()
+	shift, promote := fleetv1alpha1.BlueGreenShiftStage, fleetv1alpha1.BlueGreenPromoteStage
+	of := fmt.Sprintf("the BlueGreen rollout of RayService %s to %s", v.Key(), v.revisionLabel(ro.TargetRevision))
+	bg := ro.BlueGreen
+	step := fleetv1alpha1.BlueGreenDeploying
+	if bg != nil {
+		step = bg.Step
+	}
+	switch {
+	case stage != shift && stage != promote:
+		return fmt.Errorf("%w: %s has no stage %q (its stages: %s, %s)", ErrNothingToApprove, of, stage, shift, promote)
+	case step == fleetv1alpha1.BlueGreenHolding || (stage == shift && step == fleetv1alpha1.BlueGreenShifting):
+		return fmt.Errorf("%w: stage %s of %s has started already (step %s, green %d%%)", ErrNothingToApprove, stage, of, step, bg.GreenPercent)
+	case stage == promote && ro.Phase == fleetv1alpha1.RolloutAwaitingApproval && ro.Stage == shift:
+		return fmt.Errorf("%w: %s awaits approval of stage %s first; approve that (the binding holds one approval at a time)",
+			ErrNothingToApprove, of, shift)
+	case stage == promote && step == fleetv1alpha1.BlueGreenDeploying && v.Binding.Annotations[labels.ApprovedStage] == ro.TargetRevision+"/"+shift:
+		return fmt.Errorf("%w: stage %s of %s is approved and has not started; approving %s now would replace that approval "+
+			"(the binding holds one at a time): approve %s once the traffic shift started", ErrNothingToApprove, shift, of, promote, promote)
+	}
+	return nil
+}
+
+// Undone is what Undo wrote back, and the rollout it found.
+type Undone struct {
+	// ControllerRevision is the revision whose spec the RayService has again.
+	*appsv1.ControllerRevision
+	// View is the rollout as Undo read it before writing.
+	View *View
+}
+
 // Undo writes revision to (0: the rollout's last good revision) back to the hub RayService's
 // spec, like `kubectl rollout undo`: an update with the resource version read, read and tried
 // again on a conflict. It refuses, with an error wrapping ErrNothingToUndo, a revision whose
 // spec is the RayService's already. The revision's overrides are not restored: they are the
 // PlacementPolicy's.
-func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int64) (*appsv1.ControllerRevision, error) {
-	var chosen *appsv1.ControllerRevision
+func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int64) (*Undone, error) {
+	u := &Undone{}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		v, err := Read(ctx, c, key)
 		if err != nil {
 			return err
 		}
-		if chosen, err = v.undoTarget(to); err != nil {
+		chosen, err := v.undoTarget(to)
+		if err != nil {
 			return err
 		}
 		content, err := revision.Decode(chosen)
@@ -143,13 +183,42 @@ func Undo(ctx context.Context, c client.Client, key types.NamespacedName, to int
 		if apiequality.Semantic.DeepEqual(content.Spec, v.Service.Spec) {
 			return fmt.Errorf("%w: revision %d (%s) is the spec of RayService %s already", ErrNothingToUndo, chosen.Revision, chosen.Name, key)
 		}
-		v.Service.Spec = content.Spec
-		return c.Update(ctx, v.Service, client.FieldOwner(FieldManager))
+		u.ControllerRevision, u.View = chosen, v
+		// The view keeps the spec it was read with; the update goes out with the revision's.
+		updated := v.Service.DeepCopy()
+		updated.Spec = content.Spec
+		return c.Update(ctx, updated, client.FieldOwner(FieldManager))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rolling back RayService %s: %w", key, err)
 	}
-	return chosen, nil
+	return u, nil
+}
+
+// TrafficNote says, when Undo found a blue/green rollout in flight, what becomes of its
+// traffic: the hub sends all of it back to blue at once (as it does whenever the target
+// changes mid-flight) and green leaves, or, undone to another revision than the good one,
+// takes that revision before any traffic moves to it again. Empty without one.
+func (u *Undone) TrafficNote() string {
+	bg := u.View.blueGreen()
+	if bg == nil {
+		return ""
+	}
+	blue, green := clusterList(bg.Blue), clusterList(bg.Green)
+	var traffic string
+	switch c := u.View.trafficCondition(); {
+	case c != nil && c.Reason == fleetv1alpha1.ReasonNoTrafficManaged:
+		traffic = "no traffic is managed; blue " + blue + " keeps serving"
+	case bg.GreenPercent == 0:
+		traffic = "blue " + blue + " keeps all of the traffic"
+	default:
+		traffic = fmt.Sprintf("the hub sends all of the traffic back to blue %s at once (green has %d%% now)", blue, bg.GreenPercent)
+	}
+	then := "green " + green + " leaves"
+	if ro := u.View.Rollout(); u.Name != ro.GoodRevision {
+		then = fmt.Sprintf("green %s takes revision %d before any traffic moves to it again", green, u.Revision)
+	}
+	return fmt.Sprintf("a blue/green rollout was in flight (step %s): %s, and %s", bg.Step, traffic, then)
 }
 
 // undoTarget is revision to, or the last good one for 0.

@@ -21,19 +21,53 @@ const none = "-"
 
 // WriteStatus prints the rollout: the revisions and phase, then one line per cluster, stage by
 // stage in the order the stages started, then the placed clusters no stage has started. now
-// is what the time left to soak is measured against.
+// is what the time left to soak is measured against. While a blue/green rollout is in flight
+// the clusters are listed by colour instead, blue first; whenever the binding shows traffic,
+// each cluster's weight and serve address are listed too.
 func WriteStatus(w io.Writer, v *View, now time.Time) error {
 	writeSummary(w, v, now)
 	fmt.Fprintln(w)
+	cols := tableColumns(v)
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "STAGE\tCLUSTER\tREVISION\tPHASE\tSOAK LEFT\tREASON")
-	for _, row := range clusterRows(v, now) {
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for _, r := range clusterRows(v, now) {
+		fields := make([]string, len(cols))
+		for i, col := range cols {
+			fields[i] = r[col]
+		}
+		fmt.Fprintln(tw, strings.Join(fields, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the rollout of RayService %s: %w", v.Key(), err)
 	}
 	return nil
+}
+
+// Columns of the cluster table.
+const (
+	colStage    = "STAGE"
+	colColor    = "COLOR"
+	colCluster  = "CLUSTER"
+	colRevision = "REVISION"
+	colPhase    = "PHASE"
+	colSoakLeft = "SOAK LEFT"
+	colWeight   = "WEIGHT"
+	colAddress  = "ADDRESS"
+	colReason   = "REASON"
+)
+
+// tableColumns are the cluster table's columns: by stage, with the soak left; by colour instead
+// while a blue/green rollout is in flight (its clusters do not soak); with each cluster's
+// weight and serve address when the binding shows traffic.
+func tableColumns(v *View) []string {
+	cols := []string{colStage, colCluster, colRevision, colPhase, colSoakLeft}
+	if v.blueGreen() != nil {
+		cols = []string{colColor, colCluster, colRevision, colPhase}
+	}
+	if v.blueGreen() != nil || v.routed() {
+		cols = append(cols, colWeight, colAddress)
+	}
+	return append(cols, colReason)
 }
 
 // writeSummary prints the lines above the cluster table.
@@ -60,6 +94,7 @@ func writeSummary(w io.Writer, v *View, now time.Time) {
 			fmt.Fprintln(w, "Note:      the target is not the RayService's current spec: the hub has not made a revision of it yet")
 		}
 	}
+	writeTraffic(w, v, now)
 	if v.Service.Annotations[labels.Paused] == "true" {
 		fmt.Fprintf(w, "Paused:    yes (%s=true): no cluster starts until 'rayfleet rollout resume'\n", labels.Paused)
 	}
@@ -111,24 +146,31 @@ func (v *View) revisionShort(name string) string {
 	return name
 }
 
-// clusterRows lists the clusters of the started stages in their recorded order, then the other
-// placed clusters, then clusters no longer placed that still run a copy, each group after the
-// first by name.
-func clusterRows(v *View, now time.Time) [][]string {
+// clusterRows lists the clusters in table order: while a blue/green rollout is in flight, blue
+// then green as it lists them; otherwise the clusters of the started stages in their recorded
+// order. Then the other placed clusters, then clusters no longer placed that still run a copy,
+// each group after the first by name.
+func clusterRows(v *View, now time.Time) []map[string]string {
 	statuses := make(map[string]*fleetv1alpha1.ClusterStatus, len(v.Binding.Status.Clusters))
 	for i := range v.Binding.Status.Clusters {
 		statuses[v.Binding.Status.Clusters[i].Name] = &v.Binding.Status.Clusters[i]
 	}
-	var rows [][]string
+	var rows []map[string]string
 	listed := map[string]bool{}
-	if ro := v.Rollout(); ro != nil {
+	add := func(stage, name string) {
+		if !listed[name] {
+			listed[name] = true
+			rows = append(rows, clusterRow(v, stage, name, statuses[name], now))
+		}
+	}
+	if bg := v.blueGreen(); bg != nil {
+		for _, name := range slices.Concat(bg.Blue, bg.Green) {
+			add(none, name)
+		}
+	} else if ro := v.Rollout(); ro != nil {
 		for _, stage := range ro.Stages {
 			for _, name := range stage.Clusters {
-				if listed[name] {
-					continue
-				}
-				listed[name] = true
-				rows = append(rows, clusterRow(v, stage.Name, name, statuses[name], now))
+				add(stage.Name, name)
 			}
 		}
 	}
@@ -141,33 +183,36 @@ func clusterRows(v *View, now time.Time) [][]string {
 	}
 	slices.Sort(leaving)
 	for _, name := range slices.Concat(placed, leaving) {
-		if !listed[name] {
-			listed[name] = true
-			rows = append(rows, clusterRow(v, none, name, statuses[name], now))
-		}
+		add(none, name)
 	}
 	return rows
 }
 
-// clusterRow is one cluster: the revision its copy carries, its rollout phase, the time left
-// to soak and the member's reason for its Ready condition. cs is nil until the hub has seen the
-// copy.
-func clusterRow(v *View, stage, name string, cs *fleetv1alpha1.ClusterStatus, now time.Time) []string {
+// clusterRow is one cluster, by column: the revision its copy carries, its rollout phase, the
+// time left to soak, the member's reason for its Ready condition, its colour, weight and serve
+// address. cs is nil until the hub has seen the copy.
+func clusterRow(v *View, stage, name string, cs *fleetv1alpha1.ClusterStatus, now time.Time) map[string]string {
+	row := map[string]string{
+		colStage: stage, colCluster: name, colColor: colorOf(v.blueGreen(), name, cs),
+		colRevision: none, colPhase: none, colSoakLeft: none, colWeight: none, colAddress: none, colReason: none,
+	}
 	if cs == nil {
-		return []string{stage, name, none, none, none, none}
+		return row
 	}
-	phase := string(cs.RolloutPhase)
-	if phase == "" {
-		phase = none
+	row[colRevision] = v.revisionShort(cs.Revision)
+	if cs.RolloutPhase != "" {
+		row[colPhase] = string(cs.RolloutPhase)
 	}
-	soakLeft := none
 	if cs.RolloutPhase == fleetv1alpha1.ClusterSoaking && cs.PhaseTime != nil {
 		left := cs.PhaseTime.Add(v.soak(stage)).Sub(now)
-		soakLeft = duration.HumanDuration(max(left, 0))
+		row[colSoakLeft] = duration.HumanDuration(max(left, 0))
 	}
-	reason := none
 	if c := meta.FindStatusCondition(cs.Conditions, string(rayv1.RayServiceReady)); c != nil && c.Reason != "" {
-		reason = c.Reason
+		row[colReason] = c.Reason
 	}
-	return []string{stage, name, v.revisionShort(cs.Revision), phase, soakLeft, reason}
+	row[colWeight] = percent(cs.Weight)
+	if cs.ServeAddress != "" {
+		row[colAddress] = cs.ServeAddress
+	}
+	return row
 }

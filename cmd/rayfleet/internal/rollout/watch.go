@@ -8,6 +8,8 @@ import (
 	"io"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,7 +24,7 @@ import (
 var ErrStalled = errors.New("stalled")
 
 // Watch prints the rollout of the hub RayService key, then the whole view again on every
-// change of its binding that changes what is printed, until the rollout of the RayService's
+// change of its binding or of the RayService that changes what is printed, until the rollout of the RayService's
 // current spec is Complete (nil) or Stalled (an error wrapping ErrStalled), the binding is
 // deleted, or ctx ends. A Complete or Stalled rollout of an earlier spec (the hub has not made
 // a revision of the current one yet) does not end it.
@@ -40,7 +42,7 @@ func Watch(ctx context.Context, c client.WithWatch, key types.NamespacedName, w 
 		if done, err = finished(v); done {
 			return err
 		}
-		if v, err = nextChange(ctx, c, v.Binding); err != nil {
+		if v, err = nextChange(ctx, c, v); err != nil {
 			return err
 		}
 	}
@@ -89,40 +91,112 @@ func finished(v *View) (bool, error) {
 	}
 }
 
-// nextChange waits for the binding to change from last and reads the view around the new
-// binding. A watch the API server ends (they time out) or that reports an error (the resource
-// version is too old) is replaced by one from a fresh list.
-func nextChange(ctx context.Context, c client.WithWatch, last *fleetv1alpha1.RayServiceBinding) (*View, error) {
-	key := types.NamespacedName{Namespace: last.Namespace, Name: last.Name}
-	rv := last.ResourceVersion
-	for {
-		b, err := watchOnce(ctx, c, key, rv, last.ResourceVersion)
-		if err != nil {
-			return nil, err
-		}
-		if b == nil {
-			if b, rv, err = listOne(ctx, c, key); err != nil {
-				return nil, err
+// nextChange waits for the binding or the hub RayService to change from last and reads the
+// view around them. The RayService is watched too because the hub writes its status (the
+// TrafficShifting condition) after the binding's, so a view read on the binding's change alone
+// can show the condition from before. A watch the API server ends (they time out) or that
+// reports an error (the resource version is too old) is replaced by one from a fresh list.
+func nextChange(ctx context.Context, c client.WithWatch, last *View) (*View, error) {
+	key := last.Key()
+	watchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type change struct {
+		obj client.Object
+		err error
+	}
+	// Buffered for both, so the watch that loses the race ends without a reader.
+	changes := make(chan change, 2)
+	for _, w := range []watched{bindingWatched(key, last.Binding), serviceWatched(key, last.Service)} {
+		go func() {
+			obj, err := w.next(watchCtx, c)
+			changes <- change{obj, err}
+		}()
+	}
+	ch := <-changes
+	if ch.err != nil {
+		return nil, ch.err
+	}
+	switch obj := ch.obj.(type) {
+	case *fleetv1alpha1.RayServiceBinding:
+		return refresh(ctx, c, key, obj)
+	case *rayv1.RayService:
+		var b fleetv1alpha1.RayServiceBinding
+		if err := c.Get(ctx, key, &b); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, bindingGone(key)
 			}
-			if b.ResourceVersion == last.ResourceVersion {
-				continue
-			}
+			return nil, fmt.Errorf("reading RayServiceBinding %s: %w", key, err)
 		}
-		return refresh(ctx, c, key, b)
+		return readAround(ctx, c, obj, &b)
+	default:
+		return nil, fmt.Errorf("watching RayService %s: unexpected %T", key, ch.obj)
 	}
 }
 
-// listOne lists the binding key alone, for its state and the list's resource version, which
-// is current even when the binding has not changed for long.
-func listOne(ctx context.Context, c client.Reader, key types.NamespacedName) (*fleetv1alpha1.RayServiceBinding, string, error) {
-	var list fleetv1alpha1.RayServiceBindingList
-	if err := c.List(ctx, &list, &client.ListOptions{Namespace: key.Namespace, FieldSelector: nameSelector(key)}); err != nil {
-		return nil, "", fmt.Errorf("reading RayServiceBinding %s: %w", key, err)
+// watched is one object a watch follows, from the version last seen.
+type watched struct {
+	key  types.NamespacedName
+	kind string
+	// seen is the resource version last seen.
+	seen string
+	// newList makes an empty list of the object's kind.
+	newList func() client.ObjectList
+	// gone is the error for the object deleted.
+	gone error
+}
+
+// bindingWatched follows binding b.
+func bindingWatched(key types.NamespacedName, b *fleetv1alpha1.RayServiceBinding) watched {
+	return watched{key: key, kind: "RayServiceBinding", seen: b.ResourceVersion, gone: bindingGone(key),
+		newList: func() client.ObjectList { return &fleetv1alpha1.RayServiceBindingList{} }}
+}
+
+// serviceWatched follows the hub RayService svc.
+func serviceWatched(key types.NamespacedName, svc *rayv1.RayService) watched {
+	return watched{key: key, kind: "RayService", seen: svc.ResourceVersion,
+		gone:    fmt.Errorf("RayService %s was deleted from the hub: it is %w any more", key, ErrNotPlaced),
+		newList: func() client.ObjectList { return &rayv1.RayServiceList{} }}
+}
+
+// next waits for the object to change from the version seen and returns it.
+func (w watched) next(ctx context.Context, c client.WithWatch) (client.Object, error) {
+	rv := w.seen
+	for {
+		obj, err := w.watchOnce(ctx, c, rv)
+		if err != nil {
+			return nil, err
+		}
+		if obj != nil {
+			return obj, nil
+		}
+		if obj, rv, err = w.listOne(ctx, c); err != nil {
+			return nil, err
+		}
+		if obj.GetResourceVersion() != w.seen {
+			return obj, nil
+		}
 	}
-	if len(list.Items) == 0 {
-		return nil, "", bindingGone(key)
+}
+
+// listOne lists the object alone, for its state and the list's resource version, which is
+// current even when the object has not changed for long.
+func (w watched) listOne(ctx context.Context, c client.Reader) (client.Object, string, error) {
+	list := w.newList()
+	if err := c.List(ctx, list, &client.ListOptions{Namespace: w.key.Namespace, FieldSelector: nameSelector(w.key)}); err != nil {
+		return nil, "", fmt.Errorf("reading %s %s: %w", w.kind, w.key, err)
 	}
-	return &list.Items[0], list.ResourceVersion, nil
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s %s: %w", w.kind, w.key, err)
+	}
+	if len(items) == 0 {
+		return nil, "", w.gone
+	}
+	obj, ok := items[0].(client.Object)
+	if !ok {
+		return nil, "", fmt.Errorf("reading %s %s: unexpected %T", w.kind, w.key, items[0])
+	}
+	return obj, list.GetResourceVersion(), nil
 }
 
 // nameSelector selects the object named as key.
@@ -130,33 +204,33 @@ func nameSelector(key types.NamespacedName) fields.Selector {
 	return fields.OneTermEqualSelector("metadata.name", key.Name)
 }
 
-// watchOnce watches the binding key from resource version rv and returns it at its first
-// version other than seen; nil when the watch ended or failed first.
-func watchOnce(ctx context.Context, c client.WithWatch, key types.NamespacedName, rv, seen string) (*fleetv1alpha1.RayServiceBinding, error) {
-	wi, err := c.Watch(ctx, &fleetv1alpha1.RayServiceBindingList{}, &client.ListOptions{
-		Namespace:     key.Namespace,
-		FieldSelector: nameSelector(key),
+// watchOnce watches the object from resource version rv and returns it at its first version
+// other than the one seen; nil when the watch ended or failed first.
+func (w watched) watchOnce(ctx context.Context, c client.WithWatch, rv string) (client.Object, error) {
+	wi, err := c.Watch(ctx, w.newList(), &client.ListOptions{
+		Namespace:     w.key.Namespace,
+		FieldSelector: nameSelector(w.key),
 		Raw:           &metav1.ListOptions{ResourceVersion: rv},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("watching RayServiceBinding %s: %w", key, err)
+		return nil, fmt.Errorf("watching %s %s: %w", w.kind, w.key, err)
 	}
 	defer wi.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("watching RayServiceBinding %s: %w", key, ctx.Err())
+			return nil, fmt.Errorf("watching %s %s: %w", w.kind, w.key, ctx.Err())
 		case ev, ok := <-wi.ResultChan():
 			if !ok {
 				return nil, nil
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
-				if b, isBinding := ev.Object.(*fleetv1alpha1.RayServiceBinding); isBinding && b.ResourceVersion != seen {
-					return b, nil
+				if obj, isObject := ev.Object.(client.Object); isObject && obj.GetResourceVersion() != w.seen {
+					return obj, nil
 				}
 			case watch.Deleted:
-				return nil, bindingGone(key)
+				return nil, w.gone
 			case watch.Error:
 				return nil, nil
 			}
