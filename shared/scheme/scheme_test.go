@@ -8,11 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
-func TestNewKnowsBuiltInsRayAndGatewayAPI(t *testing.T) {
+func TestNewKnowsBuiltInsRayGatewayAPIAndServiceExport(t *testing.T) {
 	s, err := New()
 	if err != nil {
 		t.Fatal(err)
@@ -27,6 +28,9 @@ func TestNewKnowsBuiltInsRayAndGatewayAPI(t *testing.T) {
 	gateway := schema.GroupVersion{Group: gwv1.GroupName, Version: "v1"}
 	for _, kind := range []string{"Gateway", "GatewayList", "HTTPRoute", "HTTPRouteList", "GatewayClass", "ReferenceGrant"} {
 		want = append(want, gateway.WithKind(kind))
+	}
+	for _, kind := range []string{"ServiceExport", "ServiceExportList"} {
+		want = append(want, mcsv1alpha1.SchemeGroupVersion.WithKind(kind))
 	}
 	for _, gvk := range want {
 		if !s.Recognizes(gvk) {
