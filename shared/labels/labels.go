@@ -162,6 +162,9 @@ const (
 	// uses ServiceImport backends: the member's name. The spoke then exports the serve Service
 	// as <rayservice>-serve-<member> (a Service and a Multi-Cluster Services ServiceExport).
 	ServeExport = FleetKeyPrefix + "serve-export"
+	// TrafficCluster is the label on a backend Service and EndpointSlice the hub keeps in the
+	// traffic cluster, naming the member cluster it stands for.
+	TrafficCluster = FleetKeyPrefix + "traffic-cluster"
 )
 
 // Values of the fleet API.
