@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -21,11 +22,13 @@ per-cluster revision and rollout phase) and in the RayService's ControllerRevisi
 
 Commands:
   status    Show the rollout: target, good and failed revision, phase, and per stage one line
-            per cluster (revision, phase, soak left, the member's reason); --watch follows it.
+            per cluster (revision, phase, soak left, the member's reason); a blue/green
+            rollout's step and colours, and traffic weights; --watch follows it.
   history   List the revisions; --revision N prints one as YAML.
   pause     Stop starting clusters (clusters in flight finish).
   resume    Let a paused rollout continue.
-  approve   Approve the stage the rollout waits for (or --stage S ahead).
+  approve   Approve the stage the rollout waits for (or --stage S ahead); a BlueGreen
+            rollout's stages are shift and promote.
   undo      Write the last good revision's spec (or --to-revision N) back to the RayService.
 
 Run 'rayfleet rollout <command> -h' for a command's flags.
@@ -40,7 +43,13 @@ carries, its rollout phase (Pending, Updating, Soaking, Done, Failed), the soak 
 Soaking (from the soakSeconds of the PlacementPolicy the binding names, 60s without one) and the
 reason of the member RayService's Ready condition.
 
-With --watch it prints the rollout again whenever the binding changes, and exits 0 once the
+While a BlueGreen rollout is in flight it also prints its step, green's share of the traffic and
+the blue and green clusters, and lists the clusters by colour (blue first) instead of by stage.
+When the hub routes the RayService's traffic, each cluster's weight (its share of the
+HTTPRoute's traffic) and serve address are listed too, and the hub RayService's TrafficShifting
+condition is printed.
+
+With --watch it prints it again when the binding or the RayService changes, and exits 0 once the
 rollout of the RayService's current spec is Complete, 1 if it is Stalled.
 
 Flags:
@@ -76,10 +85,14 @@ Flags:
 const rolloutApproveUsage = `Usage: rayfleet rollout approve <namespace>/<name> [flags]
 
 Approves a stage of the rollout to the target revision: annotates the RayServiceBinding
-%s=<target revision>/<stage>. Without --stage it approves the stage the rollout awaits
+%[1]s=<target revision>/<stage>. Without --stage it approves the stage the rollout awaits
 approval for, and refuses when none does. With --stage it approves that stage, ahead of time if
 the rollout has not reached it; an approval names the revision, so it does not carry over to
 the next spec change.
+
+A BlueGreen rollout with approval waits twice: for stage %[2]s before the first traffic step,
+and for stage %[3]s before green takes all of the traffic. The binding holds one approval at
+a time, so %[3]s cannot be approved ahead while %[2]s still waits.
 
 Flags:
 `
@@ -91,6 +104,9 @@ N), as 'kubectl rollout undo' does for a Deployment; the hub then rolls it out l
 change. The PlacementPolicy's overrides stay as they are now. It refuses a revision whose spec
 is the RayService's already. If a GitOps tool (Argo CD, Flux, ...) syncs this RayService,
 commit the same spec to its source, or the tool rolls the change forward again.
+
+During a blue/green rollout the hub sends all of the traffic back to blue at once; undone to
+the last good revision, green leaves, and to another revision, green takes that one first.
 
 Flags:
 `
@@ -130,7 +146,7 @@ func parseRollout(verb string, args []string, stderr io.Writer) (*rolloutArgs, e
 	case "resume":
 		usage = fmt.Sprintf(rolloutResumeUsage, labels.Paused)
 	case "approve":
-		usage = fmt.Sprintf(rolloutApproveUsage, labels.ApprovedStage)
+		usage = fmt.Sprintf(rolloutApproveUsage, labels.ApprovedStage, fleetv1alpha1.BlueGreenShiftStage, fleetv1alpha1.BlueGreenPromoteStage)
 	case "undo":
 		usage = rolloutUndoUsage
 	}

@@ -57,6 +57,7 @@ func TestRollout(t *testing.T) {
 	t.Run("undo", h.testUndo)
 	t.Run("undo retries a conflict", func(t *testing.T) { testUndoConflict(t, env) })
 	t.Run("watch", h.testWatch)
+	t.Run("blue/green", h.testBlueGreen)
 }
 
 // rolloutHub writes hub objects and runs the CLI against the hub.
