@@ -1,0 +1,200 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// The hub holds no cluster-wide rights for these: the hub chart's traffic.namespaces and a
+// member's traffic Role (rayfleet join --traffic-namespace, the spoke chart's
+// hubTraffic.namespace) grant them per namespace, so there are no RBAC markers here.
+
+// Apply server-side applies objs (as the hub's field manager, taking over fields others
+// changed), the backends before the route that refers to them, then deletes the RayService's
+// backends in the route's namespace that objs no longer has. An object of the same name that
+// is not the hub's for this RayService (a user's Service, another hub's or another
+// RayService's) is not overwritten: Apply fails naming it.
+func Apply(ctx context.Context, w client.Client, r client.Reader, objs *Objects) error {
+	if objs == nil || objs.Route == nil {
+		return errors.New("applying traffic: no route")
+	}
+	backends := backendObjects(objs)
+	for _, obj := range append(backends, objs.Route) {
+		if err := checkOurs(ctx, w, r, objs.Route, obj); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, obj := range backends {
+		errs = append(errs, apply(ctx, w, obj))
+	}
+	// A route referring to a backend that failed would only be reported unresolved.
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := apply(ctx, w, objs.Route); err != nil {
+		return err
+	}
+	return prune(ctx, w, r, objs.Route.Namespace, originSelector(objs.Route.Labels), objs)
+}
+
+// Delete removes the route of key and every backend the hub made for it; what is already gone
+// is no error, and a route of that name that is not the hub's is left alone.
+func Delete(ctx context.Context, w client.Client, r client.Reader, key RouteKey, hubName string) error {
+	origin := map[string]string{
+		labels.OriginNamespace: key.RayService.Namespace,
+		labels.OriginName:      key.RayService.Name,
+		labels.OriginHub:       hubName,
+	}
+	var route gwv1.HTTPRoute
+	err := r.Get(ctx, key.Route, &route)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+	case err != nil:
+		return fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
+	case sameOrigin(route.Labels, origin):
+		uid := route.UID
+		if err := w.Delete(ctx, &route, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
+		}
+	}
+	return prune(ctx, w, r, key.Route.Namespace, originSelector(origin), nil)
+}
+
+// apply is one server-side apply of obj as the hub. Typed objects become unstructured apply
+// configurations: one path for every kind, without generated apply configurations.
+func apply(ctx context.Context, w client.Client, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, w.Scheme())
+	if err != nil {
+		return fmt.Errorf("applying %T %s in namespace %s: %w", obj, obj.GetName(), obj.GetNamespace(), err)
+	}
+	kind := gvk.Kind
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("encoding %s %s in namespace %s: %w", kind, obj.GetName(), obj.GetNamespace(), err)
+	}
+	// An applied status is ignored, and a null creationTimestamp would be a field the hub
+	// claims; neither belongs in the configuration.
+	delete(raw, "status")
+	unstructured.RemoveNestedField(raw, "metadata", "creationTimestamp")
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetGroupVersionKind(gvk)
+	if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(labels.HubFieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s in namespace %s: %w", kind, obj.GetName(), obj.GetNamespace(), err)
+	}
+	return nil
+}
+
+// checkOurs fails when obj exists in the cluster without route's origin labels.
+func checkOurs(ctx context.Context, w client.Client, r client.Reader, route *gwv1.HTTPRoute, obj client.Object) error {
+	kind := kindOf(w, obj)
+	live, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("checking %s %s in namespace %s: not an object", kind, obj.GetName(), obj.GetNamespace())
+	}
+	err := r.Get(ctx, client.ObjectKeyFromObject(obj), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s %s in namespace %s: %w", kind, obj.GetName(), obj.GetNamespace(), err)
+	case !sameOrigin(live.GetLabels(), route.Labels):
+		return fmt.Errorf("%s %s in namespace %s exists and is not hub %s's for RayService %s/%s (labels %v); not overwriting it",
+			kind, obj.GetName(), obj.GetNamespace(), route.Labels[labels.OriginHub],
+			route.Labels[labels.OriginNamespace], route.Labels[labels.OriginName], live.GetLabels())
+	}
+	return nil
+}
+
+// prune deletes the backends in namespace that carry origin and are not in keep (nil: all).
+// Each delete is preconditioned on the UID read, so that an object recreated meanwhile stays.
+func prune(ctx context.Context, w client.Client, r client.Reader, namespace string, origin client.MatchingLabels, keep *Objects) error {
+	wanted := map[string]bool{}
+	if keep != nil {
+		for _, obj := range backendObjects(keep) {
+			wanted[kindOf(w, obj)+"/"+obj.GetName()] = true
+		}
+	}
+	opts := []client.ListOption{client.InNamespace(namespace), origin, client.HasLabels{labels.TrafficCluster}}
+	var services corev1.ServiceList
+	if err := r.List(ctx, &services, opts...); err != nil {
+		return fmt.Errorf("listing backend Services in namespace %s: %w", namespace, err)
+	}
+	var endpointSlices discoveryv1.EndpointSliceList
+	if err := r.List(ctx, &endpointSlices, opts...); err != nil {
+		return fmt.Errorf("listing backend EndpointSlices in namespace %s: %w", namespace, err)
+	}
+	var stale []client.Object
+	for i := range services.Items {
+		stale = append(stale, &services.Items[i])
+	}
+	for i := range endpointSlices.Items {
+		stale = append(stale, &endpointSlices.Items[i])
+	}
+	var errs []error
+	for _, obj := range stale {
+		kind := kindOf(w, obj)
+		if wanted[kind+"/"+obj.GetName()] {
+			continue
+		}
+		uid := obj.GetUID()
+		err := w.Delete(ctx, obj, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("deleting %s %s in namespace %s: %w", kind, obj.GetName(), namespace, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// backendObjects are objs' Services and EndpointSlices.
+func backendObjects(objs *Objects) []client.Object {
+	out := make([]client.Object, 0, len(objs.Services)+len(objs.EndpointSlices))
+	for _, s := range objs.Services {
+		out = append(out, s)
+	}
+	for _, e := range objs.EndpointSlices {
+		out = append(out, e)
+	}
+	return out
+}
+
+// originSelector selects what the hub made for the RayService the origin labels name.
+func originSelector(origin map[string]string) client.MatchingLabels {
+	return client.MatchingLabels{
+		labels.OriginNamespace: origin[labels.OriginNamespace],
+		labels.OriginName:      origin[labels.OriginName],
+		labels.OriginHub:       origin[labels.OriginHub],
+	}
+}
+
+// sameOrigin reports whether got carries want's origin labels.
+func sameOrigin(got, want map[string]string) bool {
+	for _, k := range []string{labels.OriginNamespace, labels.OriginName, labels.OriginHub} {
+		if got[k] == "" || got[k] != want[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// kindOf names obj's kind for messages and keys.
+func kindOf(c client.Client, obj client.Object) string {
+	if gvk, err := apiutil.GVKForObject(obj, c.Scheme()); err == nil {
+		return gvk.Kind
+	}
+	return fmt.Sprintf("%T", obj)
+}

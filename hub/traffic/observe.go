@@ -1,0 +1,144 @@
+package traffic
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// State is the route as the traffic cluster has it.
+type State struct {
+	// Exists is whether the route exists.
+	Exists bool
+	// Generation is the route's metadata.generation.
+	Generation int64
+	// Accepted is whether the gateway accepted the route's current generation: for the
+	// route's parent, a status entry whose Accepted is True with that observedGeneration, and
+	// no ResolvedRefs False for it.
+	Accepted bool
+	// Message says why the route is not accepted, in the gateway's words when it gave any.
+	Message string
+	// Weights are the weights the route's spec gives each member cluster; a member without a
+	// backendRef is absent.
+	Weights map[string]int32
+}
+
+// Observe reads the route of key and whether the gateway accepted it. It reads through r
+// uncached: on a member the hub may hold only a namespaced Role, so it keeps no informers
+// there. Weights are mapped back to the members among members through the backends' names.
+func Observe(ctx context.Context, r client.Reader, key RouteKey, members []string) (State, error) {
+	var route gwv1.HTTPRoute
+	if err := r.Get(ctx, key.Route, &route); err != nil {
+		if apierrors.IsNotFound(err) {
+			return State{Message: "the route does not exist"}, nil
+		}
+		return State{}, fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
+	}
+	st := State{Exists: true, Generation: route.Generation, Weights: weights(key, &route, members)}
+	st.Accepted, st.Message = accepted(&route)
+	return st, nil
+}
+
+// weights are route's weights per member, found by the names Desired gives each member's
+// backend of either kind.
+func weights(key RouteKey, route *gwv1.HTTPRoute, members []string) map[string]int32 {
+	byRef := map[string]string{}
+	for _, m := range members {
+		byRef["Service/"+BackendName(key, m)] = m
+		byRef[serviceImportKind+"/"+ImportName(key, m)] = m
+	}
+	out := map[string]int32{}
+	for _, rule := range route.Spec.Rules {
+		for _, ref := range rule.BackendRefs {
+			kind := "Service"
+			if ref.Kind != nil {
+				kind = string(*ref.Kind)
+			}
+			m, ok := byRef[kind+"/"+string(ref.Name)]
+			if !ok {
+				continue
+			}
+			// Gateway API's default weight, which the CRD fills in.
+			w := int32(1)
+			if ref.Weight != nil {
+				w = *ref.Weight
+			}
+			out[m] += w
+		}
+	}
+	return out
+}
+
+// accepted reads the gateway's status for the route's parent: accepted when an entry has
+// Accepted True for the current generation and no current entry refuses the route or its
+// references. Entries of other parents (a route edited by hand) do not count.
+func accepted(route *gwv1.HTTPRoute) (bool, string) {
+	if len(route.Spec.ParentRefs) == 0 {
+		return false, "the route has no parent"
+	}
+	parent := route.Spec.ParentRefs[0]
+	gen := route.Generation
+	ok, message := false, ""
+	for _, p := range route.Status.Parents {
+		if !sameParent(p.ParentRef, parent, route.Namespace) {
+			continue
+		}
+		acc := meta.FindStatusCondition(p.Conditions, string(gwv1.RouteConditionAccepted))
+		res := meta.FindStatusCondition(p.Conditions, string(gwv1.RouteConditionResolvedRefs))
+		switch {
+		case acc == nil || acc.ObservedGeneration != gen:
+			if message == "" {
+				message = fmt.Sprintf("gateway controller %s has not reported on generation %d of the route yet", p.ControllerName, gen)
+			}
+		case acc.Status != metav1.ConditionTrue:
+			return false, fmt.Sprintf("gateway controller %s did not accept the route: %s: %s", p.ControllerName, acc.Reason, acc.Message)
+		case res != nil && res.Status == metav1.ConditionFalse && res.ObservedGeneration == gen:
+			return false, fmt.Sprintf("gateway controller %s cannot resolve the route's backends: %s: %s", p.ControllerName, res.Reason, res.Message)
+		default:
+			ok = true
+		}
+	}
+	if ok {
+		return true, ""
+	}
+	if message == "" {
+		message = "no gateway has reported on the route yet"
+	}
+	return false, message
+}
+
+// sameParent reports whether a status entry's parentRef is the route's parent, with Gateway
+// API's defaults (group gateway.networking.k8s.io, kind Gateway, the route's namespace).
+func sameParent(got, want gwv1.ParentReference, routeNamespace string) bool {
+	group := func(p gwv1.ParentReference) string {
+		if p.Group == nil {
+			return gwv1.GroupName
+		}
+		return string(*p.Group)
+	}
+	kind := func(p gwv1.ParentReference) string {
+		if p.Kind == nil {
+			return "Gateway"
+		}
+		return string(*p.Kind)
+	}
+	namespace := func(p gwv1.ParentReference) string {
+		if p.Namespace == nil {
+			return routeNamespace
+		}
+		return string(*p.Namespace)
+	}
+	section := func(p gwv1.ParentReference) string {
+		if p.SectionName == nil {
+			return ""
+		}
+		return string(*p.SectionName)
+	}
+	return group(got) == group(want) && kind(got) == kind(want) && namespace(got) == namespace(want) &&
+		got.Name == want.Name && section(got) == section(want)
+}
