@@ -1,0 +1,270 @@
+package traffic
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/testing/envtest"
+)
+
+// trafficEnv is an API server with Gateway API's CRDs and the namespaces gw (the Gateway's)
+// and apps (the RayServices').
+type trafficEnv struct {
+	t *testing.T
+	c client.Client
+}
+
+func startTrafficEnv(t *testing.T) *trafficEnv {
+	env := envtest.Start(t, envtest.WithCRDDirectories("e2e/testdata/gateway-api"))
+	for _, ns := range []string{"gw", "apps"} {
+		if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &trafficEnv{t: t, c: env.Client}
+}
+
+// apply builds and applies in, failing the test on an error.
+func (e *trafficEnv) apply(in Input) *Objects {
+	e.t.Helper()
+	objs, err := Desired(in)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := Apply(e.t.Context(), e.c, e.c, objs); err != nil {
+		e.t.Fatalf("Apply: %v", err)
+	}
+	return objs
+}
+
+// observe reads the route of in's RayService for the members us, eu and ap.
+func (e *trafficEnv) observe(in Input) State {
+	e.t.Helper()
+	st, err := Observe(e.t.Context(), e.c, Key(in.RayService, &in.Spec), []string{"us", "eu", "ap"})
+	if err != nil {
+		e.t.Fatalf("Observe: %v", err)
+	}
+	return st
+}
+
+// backends lists the names of the Services and EndpointSlices the hub made for in's
+// RayService, as "Service/name" and "EndpointSlice/name".
+func (e *trafficEnv) backends(in Input) []string {
+	e.t.Helper()
+	sel := client.MatchingLabels{labels.OriginNamespace: in.RayService.Namespace, labels.OriginName: in.RayService.Name}
+	var svcs corev1.ServiceList
+	var eps discoveryv1.EndpointSliceList
+	if err := e.c.List(e.t.Context(), &svcs, client.InNamespace("gw"), sel); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.c.List(e.t.Context(), &eps, client.InNamespace("gw"), sel); err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, s := range svcs.Items {
+		out = append(out, "Service/"+s.Name)
+	}
+	for _, s := range eps.Items {
+		out = append(out, "EndpointSlice/"+s.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// setStatus plays the gateway: conditions for the route's Gateway gw/edge at generation gen,
+// plus a refusal for another Gateway, which must not count.
+func (e *trafficEnv) setStatus(key RouteKey, gen int64, conds ...metav1.Condition) {
+	e.t.Helper()
+	var route gwv1.HTTPRoute
+	if err := e.c.Get(e.t.Context(), key.Route, &route); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range conds {
+		conds[i].ObservedGeneration, conds[i].LastTransitionTime = gen, metav1.Now()
+	}
+	route.Status.Parents = []gwv1.RouteParentStatus{
+		{
+			ParentRef:      gwv1.ParentReference{Name: "other", Namespace: ptr.To(gwv1.Namespace("gw"))},
+			ControllerName: "example.com/gateway",
+			Conditions:     []metav1.Condition{cond("Accepted", metav1.ConditionFalse, "NotAllowedByListeners", "no listener")},
+		},
+		{
+			ParentRef:      gwv1.ParentReference{Name: "edge", Namespace: ptr.To(gwv1.Namespace("gw"))},
+			ControllerName: "example.com/gateway",
+			Conditions:     conds,
+		},
+	}
+	route.Status.Parents[0].Conditions[0].ObservedGeneration = gen
+	if err := e.c.Status().Update(e.t.Context(), &route); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func cond(t string, s metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}
+}
+
+// TestApplyObserveDelete drives the route of one RayService through a real API server with
+// Gateway API's CRDs: applied with three kinds of backends, weights changed and a member
+// dropped (its backends pruned), the gateway's status read for the current generation only,
+// drift reverted, no takeover of a user's Service, another RayService's objects untouched,
+// and deletion.
+func TestApplyObserveDelete(t *testing.T) {
+	e := startTrafficEnv(t)
+	ctx := t.Context()
+	demo := input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 5000},
+		Backend{Cluster: "eu", Host: "2001:db8::2", Port: 30081, Weight: 3000},
+		Backend{Cluster: "ap", Host: "lb.ap.example.com", Port: 443, Weight: 2000})
+	key := Key(demo.RayService, &demo.Spec)
+	other := input("", Backend{Cluster: "us", Host: "10.99.0.5", Port: 30090, Weight: 10000})
+	other.RayService.Name = "other"
+
+	e.apply(demo)
+	e.apply(other)
+	want := []string{"EndpointSlice/apps-demo-eu", "EndpointSlice/apps-demo-us", "Service/apps-demo-ap", "Service/apps-demo-eu", "Service/apps-demo-us"}
+	if got := e.backends(demo); !slices.Equal(got, want) {
+		t.Fatalf("backends after the first apply = %v, want %v", got, want)
+	}
+	st := e.observe(demo)
+	if !st.Exists || st.Accepted || st.Message != "no gateway has reported on the route yet" || len(st.Weights) != 3 ||
+		st.Weights["us"] != 5000 || st.Weights["eu"] != 3000 || st.Weights["ap"] != 2000 {
+		t.Fatalf("Observe before the gateway reported = %+v", st)
+	}
+	var route gwv1.HTTPRoute
+	if err := e.c.Get(ctx, key.Route, &route); err != nil {
+		t.Fatal(err)
+	}
+	if mf := route.ManagedFields; len(mf) != 1 || mf[0].Manager != labels.HubFieldManager {
+		t.Errorf("route managed fields %+v, want the hub's only", mf)
+	}
+
+	// Accepted for the current generation, references resolved: accepted.
+	e.setStatus(key, st.Generation, cond("Accepted", metav1.ConditionTrue, "Accepted", ""), cond("ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs", ""))
+	if st = e.observe(demo); !st.Accepted || st.Message != "" {
+		t.Fatalf("Observe after the gateway accepted = %+v", st)
+	}
+
+	// us takes everything, eu's weight goes to 0 and ap leaves: their backends are pruned, and
+	// the acceptance of the previous generation no longer counts.
+	shifted := input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 10000},
+		Backend{Cluster: "eu", Host: "2001:db8::2", Port: 30081})
+	e.apply(shifted)
+	want = []string{"EndpointSlice/apps-demo-us", "Service/apps-demo-us"}
+	if got := e.backends(demo); !slices.Equal(got, want) {
+		t.Errorf("backends after the shift = %v, want %v", got, want)
+	}
+	prev := st.Generation
+	if st = e.observe(demo); st.Accepted || st.Generation <= prev || !strings.Contains(st.Message, "has not reported on generation") ||
+		len(st.Weights) != 1 || st.Weights["us"] != 10000 {
+		t.Fatalf("Observe after the shift = %+v", st)
+	}
+	// Accepted but a reference does not resolve: not accepted, in the gateway's words.
+	e.setStatus(key, st.Generation, cond("Accepted", metav1.ConditionTrue, "Accepted", ""),
+		cond("ResolvedRefs", metav1.ConditionFalse, "BackendNotFound", "service gw/apps-demo-us not found"))
+	if st = e.observe(demo); st.Accepted || !strings.Contains(st.Message, "BackendNotFound: service gw/apps-demo-us not found") {
+		t.Fatalf("Observe with a reference unresolved = %+v", st)
+	}
+	e.setStatus(key, st.Generation, cond("Accepted", metav1.ConditionFalse, "NoMatchingListenerHostname", "no hostname matches"))
+	if st = e.observe(demo); st.Accepted || !strings.Contains(st.Message, "did not accept the route: NoMatchingListenerHostname: no hostname matches") {
+		t.Fatalf("Observe with the route refused = %+v", st)
+	}
+
+	// Someone edits the weight under another field manager; applying again reverts it.
+	if err := e.c.Get(ctx, key.Route, &route); err != nil {
+		t.Fatal(err)
+	}
+	route.Spec.Rules[0].BackendRefs[0].Weight = ptr.To[int32](1)
+	if err := e.c.Update(ctx, &route, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(shifted)
+	if st = e.observe(demo); st.Weights["us"] != 10000 {
+		t.Errorf("weights after re-applying over an edit = %v, want us 10000", st.Weights)
+	}
+
+	// A user's Service of the name eu's backend would take is not overwritten.
+	userSvc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: BackendName(key, "eu")},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}, Selector: map[string]string{"app": "mine"}},
+	}
+	if err := e.c.Create(ctx, userSvc); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Desired(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err = Apply(ctx, e.c, e.c, objs); err == nil || !strings.Contains(err.Error(), "Service apps-demo-eu in namespace gw exists and is not hub rayfleet's") {
+		t.Errorf("Apply over a user's Service = %v, want a refusal naming it", err)
+	}
+	if err = e.c.Get(ctx, client.ObjectKeyFromObject(userSvc), userSvc); err != nil || userSvc.Spec.Selector["app"] != "mine" {
+		t.Errorf("the user's Service after Apply: %+v, %v", userSvc.Spec, err)
+	}
+
+	// ServiceImport backends: the Services go, the weights map back through the export names.
+	e.apply(input(fleetv1alpha1.BackendServiceImport, Backend{Cluster: "us", Weight: 7000}, Backend{Cluster: "ap", Weight: 3000}))
+	if st = e.observe(demo); len(st.Weights) != 2 || st.Weights["us"] != 7000 || st.Weights["ap"] != 3000 {
+		t.Errorf("weights with ServiceImport backends = %v, want us 7000, ap 3000", st.Weights)
+	}
+	if got := e.backends(demo); len(got) != 0 {
+		t.Errorf("backends with ServiceImport backends = %v, want none", got)
+	}
+
+	// No backend at all: the CRD takes a rule without backendRefs.
+	e.apply(input(""))
+	if st = e.observe(demo); !st.Exists || len(st.Weights) != 0 {
+		t.Errorf("Observe with no backend = %+v", st)
+	}
+	if got := e.backends(demo); len(got) != 0 {
+		t.Errorf("backends with none wanted = %v", got)
+	}
+
+	// Delete removes the route and its backends, twice without error, and leaves the other
+	// RayService's objects and the user's Service alone.
+	e.apply(shifted)
+	for range 2 {
+		if err = Delete(ctx, e.c, e.c, key, "rayfleet"); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+	}
+	if err = e.c.Get(ctx, key.Route, &route); !apierrors.IsNotFound(err) {
+		t.Errorf("route after Delete: %v, want NotFound", err)
+	}
+	if got := e.backends(demo); len(got) != 0 {
+		t.Errorf("backends after Delete = %v", got)
+	}
+	if st = e.observe(demo); st.Exists || st.Accepted {
+		t.Errorf("Observe after Delete = %+v", st)
+	}
+	otherKey := Key(other.RayService, &other.Spec)
+	if err = e.c.Get(ctx, otherKey.Route, &route); err != nil {
+		t.Errorf("the other RayService's route after Delete: %v", err)
+	}
+	if got := e.backends(other); !slices.Equal(got, []string{"EndpointSlice/apps-other-us", "Service/apps-other-us"}) {
+		t.Errorf("the other RayService's backends after Delete = %v", got)
+	}
+	if err = e.c.Get(ctx, client.ObjectKeyFromObject(userSvc), userSvc); err != nil {
+		t.Errorf("the user's Service after Delete: %v", err)
+	}
+	// Another hub's Delete of the same RayService touches nothing of this hub's.
+	if err = Delete(ctx, e.c, e.c, otherKey, "another-hub"); err != nil {
+		t.Fatal(err)
+	}
+	if err = e.c.Get(ctx, otherKey.Route, &route); err != nil {
+		t.Errorf("this hub's route after another hub's Delete: %v", err)
+	}
+	if got := e.backends(other); len(got) != 2 {
+		t.Errorf("this hub's backends after another hub's Delete = %v", got)
+	}
+}
