@@ -92,6 +92,8 @@ type Reconciler struct {
 	tokens     *tokenCache
 	validSpecs *validation.SpecMemo
 	writes     *cachememo.Writes
+	nodes      *nodeLister
+	exportKind *exportKind
 	statuses   *cachememo.Statuses[rayv1.RayServiceStatuses]
 	metrics    *metrics.RayServiceMetrics
 	enforcer   *exclusivity.Enforcer
@@ -134,6 +136,8 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		tokens:     newTokenCache(mgr.GetAPIReader(), opts.Clock),
 		validSpecs: validation.NewSpecMemo(),
 		writes:     cachememo.NewWrites(opts.Clock),
+		nodes:      newNodeLister(mgr.GetAPIReader(), opts.Clock),
+		exportKind: newExportKind(mgr.GetRESTMapper(), opts.Clock),
 		statuses:   cachememo.NewStatuses((*rayv1.RayServiceStatuses).DeepCopy),
 		metrics:    opts.Metrics,
 		enforcer: exclusivity.NewEnforcer(exclusivity.EnforcerOptions{Gate: opts.Gate, Client: mgr.GetClient(),

@@ -48,8 +48,8 @@ func (r *Reconciler) readyEndpoints(ctx context.Context, ns, svc string) (int32,
 }
 
 // finish computes the status from what the phases observed, reports what it decided, writes
-// it once if it changed, brings a hub copy's running annotations in step with it, and
-// requeues.
+// it once if it changed, brings a hub copy's running and serve-address annotations in step
+// with it, keeps the serve export the hub asked for, and requeues.
 func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	timeout, _, _ := validation.InitializingTimeout(s.rs.Annotations) // validated already
@@ -88,6 +88,9 @@ func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) 
 			return ctrl.Result{}, nil // deleted meanwhile
 		}
 		return r.retry(ctx, "write running annotations", err)
+	}
+	if err := r.reconcileExport(ctx, s); err != nil {
+		return r.retry(ctx, "export the serve Service", err)
 	}
 	if written && out.Prepared != "" {
 		return ctrl.Result{RequeueAfter: requeueNewCluster}, nil

@@ -78,10 +78,11 @@ func runningMemoKey(rs *rayv1.RayService) string { return "running/" + string(rs
 
 // recordRunning brings the running annotations of a hub copy in step with the cluster named
 // active in the status just computed (next): until a pending cluster is promoted they describe
-// the cluster that serves, not the one being prepared. It costs no read (the clusters were
-// read by this reconcile, the applied configs are the serve cache) and a write only when a
-// value changes: a JSON merge patch of just these annotations, without a resourceVersion so it
-// cannot conflict.
+// the cluster that serves, not the one being prepared. The serve-address annotations
+// (serveAddressPatch) go in the same patch. It costs no API read (the clusters were read by
+// this reconcile, the applied configs are the serve cache, the serve Service is in the cache,
+// Nodes are read at most every nodeListTTL) and a write only when a value changes: a JSON merge
+// patch of just these annotations, without a resourceVersion so it cannot conflict.
 func (r *Reconciler) recordRunning(ctx context.Context, s *scope, next *rayv1.RayServiceStatuses) error {
 	if !hubCopy(s.rs) {
 		return nil
@@ -94,6 +95,13 @@ func (r *Reconciler) recordRunning(ctx context.Context, s *scope, next *rayv1.Ra
 		}
 	}
 	patch := runningPatch(s.rs.Annotations, active, applied)
+	addressPatch, err := r.serveAddressPatch(ctx, s, next.NumServeEndpoints)
+	if err != nil {
+		return err
+	}
+	for k, v := range addressPatch {
+		patch = setPatch(patch, k, v)
+	}
 	if patch == nil {
 		return nil
 	}
@@ -134,7 +142,7 @@ func (s *scope) clusterNamed(name string) *rayv1.RayCluster {
 	}
 }
 
-// annotationsChanged is predicate.AnnotationChangedPredicate blind to the running annotations:
+// annotationsChanged is predicate.AnnotationChangedPredicate blind to spokeAnnotations:
 // the reconciler's own write of them needs no reconcile, and one by anybody else is put right
 // by the periodic requeue.
 func annotationsChanged() predicate.Funcs {
@@ -146,16 +154,26 @@ func annotationsChanged() predicate.Funcs {
 	}}
 }
 
-// withoutRunning returns annotations without the running annotations; annotations itself when
-// it has none of them.
+// withoutRunning returns annotations without spokeAnnotations; annotations itself when it has
+// none of them.
 func withoutRunning(annotations map[string]string) map[string]string {
-	_, c := annotations[labels.RunningClusterHash]
-	_, s := annotations[labels.RunningServeConfigHash]
-	if !c && !s {
+	var out map[string]string
+	for _, k := range spokeAnnotations {
+		if _, ok := annotations[k]; !ok {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(annotations)
+		}
+		delete(out, k)
+	}
+	if out == nil {
 		return annotations
 	}
-	out := maps.Clone(annotations)
-	delete(out, labels.RunningClusterHash)
-	delete(out, labels.RunningServeConfigHash)
 	return out
+}
+
+// spokeAnnotations are the annotations the spoke itself keeps on the hub's copies.
+var spokeAnnotations = []string{
+	labels.RunningClusterHash, labels.RunningServeConfigHash, labels.ServeAddress, labels.NoServeAddress,
 }
