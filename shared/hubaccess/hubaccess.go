@@ -1,7 +1,8 @@
 // Package hubaccess is the contract for the hub's identity on a member cluster: the names of
-// its ServiceAccount, RBAC and token Secret, and the only permissions it holds there. The spoke
-// chart renders it, `rayfleet join` creates it when no chart did, and the tests compare both
-// against HubRules.
+// its ServiceAccount, RBAC and token Secret, and the only permissions it holds there: HubRules
+// cluster-wide and, on request, TrafficRules in the namespace of a Gateway it routes through.
+// The spoke chart renders it, `rayfleet join` creates it when no chart did, and the tests
+// compare both against HubRules and TrafficRules.
 // Of the repository it imports only shared/ (the fleet API, labels); like all of shared/, never
 // hub/, spoke/ or cmd/.
 package hubaccess

@@ -1,0 +1,30 @@
+package hubaccess
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// TrafficRoleName names the Role and RoleBinding that let the hub manage traffic in one
+// namespace of a member that runs a Gateway (the policy's spec.traffic.cluster): made on
+// request only, by `rayfleet join --traffic-namespace` or the spoke chart's
+// hubTraffic.namespace.
+const TrafficRoleName = "rayfleet-hub-traffic"
+
+// TrafficRules are the hub's rights in a traffic namespace, on a member or on the hub's own
+// cluster (the hub chart's traffic.namespaces): its HTTPRoutes and the Services and
+// EndpointSlices standing for each member's backend. No watch: the hub reads routes uncached,
+// and keeps no informers where it may hold only a namespaced Role.
+func TrafficRules() []rbacv1.PolicyRule {
+	rule := func(group, resource string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource},
+			Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}
+	}
+	return []rbacv1.PolicyRule{
+		rule(gwv1.GroupName, "httproutes"),
+		rule(corev1.GroupName, "services"),
+		rule(discoveryv1.GroupName, "endpointslices"),
+	}
+}
