@@ -2,7 +2,9 @@
 // tests: a hub control plane running bin/hub, and member control planes each running bin/spoke
 // against a Ray dashboard stand-in of its own, joined to the hub with the real `rayfleet join`.
 // Every control plane is a localcluster.Cluster; everything listens on 127.0.0.1 only and keeps
-// its state and logs under one directory (<StateDir>/hub, <StateDir>/<member>).
+// its state and logs under one directory (<StateDir>/hub, <StateDir>/<member>). With
+// Options.Traffic the hub also gets Gateway API and Traefik serving a Gateway, and each member a
+// load balancer stand-in (package loadbalancer) listening on the member's serve IP.
 // cmd/rayfleet and e2e/ import it, hub/ and spoke/ production code never: it runs their
 // binaries as processes and imports no hub/, spoke/ or cmd/ package, nor shared/testing.
 package localfleet
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/localfleet/loadbalancer"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
@@ -92,9 +95,13 @@ type Options struct {
 	// Cluster.AuditLogPath, e.g. for a test to count the hub's writes there.
 	MemberAuditPolicy string
 	// OnStart, when set, is called with every process the fleet starts (control planes, bin/hub,
-	// the spokes) and the name of its cluster, right after it started, e.g. to record its pid.
-	// It may be called from several goroutines at once.
+	// the spokes, Traefik) and the name of its cluster, right after it started, e.g. to record
+	// its pid. It may be called from several goroutines at once.
 	OnStart func(cluster string, p *localcluster.Process)
+	// Traffic, when set, gives the fleet a traffic path: Gateway API's CRDs, a Gateway and
+	// Traefik serving it on the hub (HubCRDDirs, when given, must hold the Gateway API CRDs),
+	// and a load balancer stand-in per member.
+	Traffic *TrafficOptions
 }
 
 // MemberSpec describes one member cluster.
@@ -127,8 +134,17 @@ type Fleet struct {
 	// members may host RayClusters of the same namespace and name (one hub RayService placed on
 	// both), and the stand-in keys clusters by namespace and name only.
 	Dashboards map[string]*raydashboard.Server
+	// GatewayURL is where the hub's Gateway serves (http://127.0.0.1:<port>), with
+	// Options.Traffic; "" otherwise.
+	GatewayURL string
+	// Traefik is the Gateway's data plane on the hub, with Options.Traffic.
+	Traefik *localcluster.Process
+	// LoadBalancers are the load balancer stand-ins by member name, with Options.Traffic.
+	LoadBalancers map[string]*loadbalancer.Controller
 
-	opts     Options
+	opts Options
+	// closers are the stand-ins' log files, closed last by Stop.
+	closers  []io.Closer
 	mu       sync.Mutex
 	stopOnce sync.Once
 	// cutOff are the members whose API server StopMemberAPIServer stopped: their spokes may
@@ -168,12 +184,13 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		return nil, err
 	}
 	f = &Fleet{
-		HubNamespace: opts.HubNamespace,
-		Members:      map[string]*localcluster.Cluster{},
-		Spokes:       map[string]*localcluster.Manager{},
-		Dashboards:   map[string]*raydashboard.Server{},
-		opts:         opts,
-		spokeArgs:    map[string]managerArgs{},
+		HubNamespace:  opts.HubNamespace,
+		Members:       map[string]*localcluster.Cluster{},
+		Spokes:        map[string]*localcluster.Manager{},
+		Dashboards:    map[string]*raydashboard.Server{},
+		LoadBalancers: map[string]*loadbalancer.Controller{},
+		opts:          opts,
+		spokeArgs:     map[string]managerArgs{},
 	}
 	if f.Dir, err = localcluster.StateDir(opts.StateDir, "rayfleet-fleet-"); err != nil {
 		return nil, err
@@ -188,6 +205,11 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	}
 	if err = f.startHub(ctx); err != nil {
 		return f, err
+	}
+	if opts.Traffic != nil {
+		if err = f.startTraffic(ctx); err != nil {
+			return f, err
+		}
 	}
 	if err = f.startMembers(ctx); err != nil {
 		return f, err
@@ -228,12 +250,18 @@ func withDefaults(o Options) (Options, error) {
 		}
 		seen[m.Name] = true
 	}
+	if o.Traffic != nil {
+		if err := o.Traffic.validate(o.Members); err != nil {
+			return o, err
+		}
+	}
 	return o, nil
 }
 
-// Stop stops bin/hub and the spokes first (so that nothing logs errors about control planes
-// going away), then every control plane, then the stand-ins, and removes Dir unless KeepState
-// is set. It is safe to call more than once.
+// Stop stops bin/hub, the spokes and the load balancer stand-ins first (so that nothing logs
+// errors about control planes going away), then every control plane (Traefik with the hub's),
+// then the dashboard stand-ins, and removes Dir unless KeepState is set. It is safe to call
+// more than once.
 func (f *Fleet) Stop() {
 	f.stopOnce.Do(func() {
 		f.mu.Lock()
@@ -246,11 +274,16 @@ func (f *Fleet) Stop() {
 			clusters = append(clusters, f.Hub)
 		}
 		dashboards := slices.Collect(maps.Values(f.Dashboards))
+		lbs := slices.Collect(maps.Values(f.LoadBalancers))
+		closers := f.closers
 		f.mu.Unlock()
 
 		var wg sync.WaitGroup
 		for _, p := range procs {
 			wg.Go(p.Stop)
+		}
+		for _, lb := range lbs {
+			wg.Go(lb.Stop)
 		}
 		wg.Wait()
 		for _, c := range clusters {
@@ -259,6 +292,9 @@ func (f *Fleet) Stop() {
 		wg.Wait()
 		for _, d := range dashboards {
 			_ = d.Close()
+		}
+		for _, c := range closers {
+			_ = c.Close()
 		}
 		if !f.opts.KeepState && f.Dir != "" {
 			_ = os.RemoveAll(f.Dir)

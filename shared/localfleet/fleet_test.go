@@ -39,6 +39,35 @@ func TestWithDefaults(t *testing.T) {
 		{name: "duplicate member", opts: Options{Members: []MemberSpec{{Name: "us"}, {Name: "us"}}}, wantErr: "given twice"},
 		{name: "member named like the hub", opts: Options{Members: []MemberSpec{{Name: "hub"}}}, wantErr: "is the hub's"},
 		{name: "member name not a DNS label", opts: Options{Members: []MemberSpec{{Name: "US_east"}}}, wantErr: "member name"},
+		{
+			name: "traffic with a serve IP per member",
+			opts: Options{Members: []MemberSpec{{Name: "us"}, {Name: "eu"}}, Traffic: &TrafficOptions{ServeIPs: map[string]string{"us": "10.99.0.1", "eu": "10.99.0.2"}}},
+			check: func(t *testing.T, o Options) {
+				if o.Traffic.GatewayPort != 0 {
+					t.Errorf("gateway port %d, want 0 (picked at start)", o.Traffic.GatewayPort)
+				}
+			},
+		},
+		{
+			name:    "traffic without a member's serve IP",
+			opts:    Options{Members: []MemberSpec{{Name: "us"}, {Name: "eu"}}, Traffic: &TrafficOptions{ServeIPs: map[string]string{"us": "10.99.0.1"}}},
+			wantErr: "no serve IP for member eu",
+		},
+		{
+			name:    "traffic with a serve IP that is not one",
+			opts:    Options{Members: []MemberSpec{{Name: "us"}}, Traffic: &TrafficOptions{ServeIPs: map[string]string{"us": "us.example"}}},
+			wantErr: "not an IP address",
+		},
+		{
+			name:    "traffic with two members on one serve IP",
+			opts:    Options{Members: []MemberSpec{{Name: "us"}, {Name: "eu"}}, Traffic: &TrafficOptions{ServeIPs: map[string]string{"us": "127.0.0.1", "eu": "127.0.0.1"}}},
+			wantErr: "share serve IP 127.0.0.1",
+		},
+		{
+			name:    "traffic with a gateway port out of range",
+			opts:    Options{Traffic: &TrafficOptions{GatewayPort: 70000}},
+			wantErr: "gateway port 70000 out of range",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -70,6 +70,14 @@ func (f *Fleet) startControlPlanes(ctx context.Context) error {
 			return err
 		}
 		hubCRDs, memberCRDs = []string{hub}, member
+		if f.opts.Traffic != nil {
+			// The hub writes HTTPRoutes there and Traefik serves its Gateway.
+			gateway, err := localcluster.GatewayAPICRDDir()
+			if err != nil {
+				return err
+			}
+			hubCRDs = append(hubCRDs, gateway)
+		}
 	}
 	all := []localcluster.Options{{
 		Name: hubClusterName, BinDir: f.opts.BinDir, StateDir: filepath.Join(f.Dir, hubClusterName),
@@ -163,8 +171,9 @@ func (f *Fleet) startMembers(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// startMember starts the member's dashboard stand-in and spoke, joins it and labels its
-// MemberCluster. What it starts is recorded at once so that Stop finds it on a later error.
+// startMember starts the member's dashboard stand-in, its load balancer stand-in (with
+// Options.Traffic) and spoke, joins it and labels its MemberCluster. What it starts is recorded
+// at once so that Stop finds it on a later error.
 func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 	f.mu.Lock()
 	member := f.Members[spec.Name]
@@ -177,6 +186,11 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 	f.mu.Lock()
 	f.Dashboards[spec.Name] = dash
 	f.mu.Unlock()
+	if f.opts.Traffic != nil {
+		if err = f.startLoadBalancer(ctx, spec.Name, member); err != nil {
+			return err
+		}
+	}
 
 	kubeconfig, _, err := member.UserKubeconfig(SpokeUser)
 	if err != nil {

@@ -80,6 +80,9 @@ type Controller struct {
 	services corelisters.ServiceLister
 	rayMeta  cache.GenericLister
 	queue    workqueue.TypedRateLimitingInterface[string]
+	// ctx ends with Stop, cutting short a status write in flight.
+	ctx      context.Context
+	cancel   context.CancelFunc
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -100,8 +103,8 @@ type claim struct {
 	server  *http.Server
 }
 
-// Start starts the controller: it waits until its caches have synced, then reconciles in the
-// background until Stop or until ctx ends.
+// Start starts the controller: it waits until its caches have synced (ctx bounds that wait),
+// then reconciles in the background until Stop.
 func Start(ctx context.Context, opts Options) (*Controller, error) {
 	kube, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
@@ -123,7 +126,10 @@ func start(ctx context.Context, opts Options, kube kubernetes.Interface, meta me
 	if logOut == nil {
 		logOut = io.Discard
 	}
+	runCtx, cancel := context.WithCancel(context.Background())
 	c := &Controller{
+		ctx:     runCtx,
+		cancel:  cancel,
 		opts:    opts,
 		log:     log.New(logOut, "loadbalancer "+opts.Cluster+": ", log.LstdFlags|log.Lmicroseconds),
 		kube:    kube,
@@ -140,6 +146,7 @@ func start(ctx context.Context, opts Options, kube kubernetes.Interface, meta me
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
 		DeleteFunc: c.enqueue,
 	}); err != nil {
+		cancel()
 		return nil, fmt.Errorf("load balancer of %s: watching Services: %w", opts.Cluster, err)
 	}
 	c.services = svcInformer.Lister()
@@ -151,17 +158,11 @@ func start(ctx context.Context, opts Options, kube kubernetes.Interface, meta me
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), svcInformer.Informer().HasSynced, rayInformer.Informer().HasSynced) {
+		cancel()
 		close(c.stop)
 		c.queue.ShutDown()
 		return nil, fmt.Errorf("load balancer of %s: Services and RayServices not listed within %s", opts.Cluster, syncTimeout)
 	}
-	go func() {
-		select {
-		case <-ctx.Done():
-			c.Stop()
-		case <-c.stop:
-		}
-	}()
 	go c.run()
 	return c, nil
 }
@@ -169,6 +170,7 @@ func start(ctx context.Context, opts Options, kube kubernetes.Interface, meta me
 // Stop stops reconciling and closes every listener. It is safe to call more than once.
 func (c *Controller) Stop() {
 	c.stopOnce.Do(func() {
+		c.cancel()
 		close(c.stop)
 		c.queue.ShutDown()
 		<-c.done
@@ -266,7 +268,7 @@ func (c *Controller) setIngress(svc *corev1.Service, serving bool) error {
 	if serving {
 		updated.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: c.opts.IP}}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, syncTimeout)
 	defer cancel()
 	if _, err := c.kube.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating the status of Service %s/%s on %s: %w", svc.Namespace, svc.Name, c.opts.Cluster, err)
