@@ -91,7 +91,7 @@ func join(ctx context.Context, args []string, s streams) error {
 	}
 	res, err := membership.Join(ctx, hub.Cluster, member.Cluster, membership.JoinOptions{
 		Name: a.name, HubNamespace: a.hubNamespace, MemberNamespace: a.memberNamespace,
-		MemberServer: a.memberServer, TokenTimeout: a.tokenTimeout,
+		MemberServer: a.memberServer, TokenTimeout: a.tokenTimeout, TrafficNamespace: a.trafficNamespace,
 	})
 	if err != nil {
 		return err
@@ -101,6 +101,13 @@ func join(ctx context.Context, args []string, s streams) error {
 	} else {
 		fmt.Fprintln(s.stdout, "applied the hub identity and its guard: the hub may create on this member only RayServices "+
 			"within the Pod Security baseline (no privileged, host namespaces or hostPath; ServiceAccount default)")
+	}
+	switch {
+	case res.TrafficRole == nil:
+	case res.TrafficRole.ManagedBy == membership.ManagedByValue:
+		fmt.Fprintf(s.stdout, "applied the hub's traffic rights in namespace %s: %s\n", res.TrafficRole.Key.Namespace, res.TrafficRole)
+	default:
+		fmt.Fprintf(s.stdout, "using the hub's traffic rights found in namespace %s: %s\n", res.TrafficRole.Key.Namespace, res.TrafficRole)
 	}
 	fmt.Fprintf(s.stdout, "member %s joined: the hub reaches %s with the kubeconfig in Secret %s\n", a.name, res.Server, res.Secret)
 	return nil

@@ -41,6 +41,8 @@ type joinArgs struct {
 	memberNamespace string
 	memberServer    string
 	tokenTimeout    time.Duration
+	// trafficNamespace is where the hub gets its traffic Role; empty for none.
+	trafficNamespace string
 }
 
 // unjoinArgs are the flags of `rayfleet unjoin`.
@@ -73,6 +75,11 @@ label the hub's kubeconfig provider engages members by; it names the member afte
 Secret), and the MemberCluster NAME referencing it. Re-running updates everything; the token
 is never printed.
 
+With --traffic-namespace NS (the namespace of a Gateway on the member, which must exist) join
+also gives the hub the Role and RoleBinding %[9]s in NS: HTTPRoutes, Services and
+EndpointSlices there and nothing else, which a PlacementPolicy's spec.traffic naming this
+member needs. A Role of that name the spoke chart made (hubTraffic.namespace) is used as is.
+
 Flags:
 `
 
@@ -83,7 +90,8 @@ the hub namespace. With --member-kubeconfig or --member-context it also deletes 
 ServiceAccount, ClusterRole, ClusterRoleBinding and token Secret on the member, revoking the
 token, but only those rayfleet join created (labelled %[1]s=%[2]s): a hub identity the
 spoke chart installed is left in place and listed; remove it with the chart (hubAccess.create).
-The member's namespace stays.
+The hub's traffic Roles and RoleBindings %[3]s that join created go too, in every
+namespace. The member's namespace stays.
 
 Flags:
 `
@@ -113,7 +121,7 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	a := &joinArgs{}
 	usage := fmt.Sprintf(joinUsage, membership.DefaultMemberNamespace, membership.ServiceAccountName,
 		membership.ClusterRoleName, membership.TokenSecretName, fleetv1alpha1.DefaultKubeconfigKey, fleetv1alpha1.KubeconfigSecretLabel,
-		membership.ManagedByLabel, membership.ManagedByValue)
+		membership.ManagedByLabel, membership.ManagedByValue, membership.TrafficRoleName)
 	fs := newFlagSet("join", usage, stderr)
 	a.hub.register(fs, "hub", "hub")
 	a.member.register(fs, "member", "member")
@@ -122,8 +130,14 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	fs.StringVar(&a.memberNamespace, "member-namespace", membership.DefaultMemberNamespace, memberNamespaceUsage)
 	fs.StringVar(&a.memberServer, "member-server", "", "member API server URL as the hub reaches it (default the member context's)")
 	fs.DurationVar(&a.tokenTimeout, "token-timeout", membership.DefaultTokenTimeout, "how long to wait for the member's token controller")
+	fs.StringVar(&a.trafficNamespace, "traffic-namespace", "", "a Gateway's namespace on the member where the hub may manage HTTPRoutes, Services and EndpointSlices (default none)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
+	}
+	if a.trafficNamespace != "" {
+		if errs := validation.IsDNS1123Label(a.trafficNamespace); len(errs) > 0 {
+			return nil, usageError(fs, fmt.Sprintf("--traffic-namespace %q: %s", a.trafficNamespace, strings.Join(errs, "; ")))
+		}
 	}
 	if !a.member.given() {
 		return nil, usageError(fs, "--member-kubeconfig or --member-context is required")
@@ -139,7 +153,7 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 
 func parseUnjoin(args []string, stderr io.Writer) (*unjoinArgs, error) {
 	a := &unjoinArgs{}
-	fs := newFlagSet("unjoin", fmt.Sprintf(unjoinUsage, membership.ManagedByLabel, membership.ManagedByValue), stderr)
+	fs := newFlagSet("unjoin", fmt.Sprintf(unjoinUsage, membership.ManagedByLabel, membership.ManagedByValue, membership.TrafficRoleName), stderr)
 	a.hub.register(fs, "hub", "hub")
 	a.member.register(fs, "member", "member (optional: also removes the hub's identity there)")
 	fs.StringVar(&a.name, "name", "", "name of the member")

@@ -109,11 +109,13 @@ func TestJoinLeavesAForeignGuard(t *testing.T) {
 }
 
 // joinFillingToken runs Join, playing the member's token controller for the Secret it creates.
-func joinFillingToken(ctx context.Context, t *testing.T, hub, member Cluster, opts JoinOptions) {
+func joinFillingToken(ctx context.Context, t *testing.T, hub, member Cluster, opts JoinOptions) *JoinResult {
 	t.Helper()
 	done := make(chan error, 1)
+	var res *JoinResult
 	go func() {
-		_, err := Join(ctx, hub, member, opts)
+		var err error
+		res, err = Join(ctx, hub, member, opts)
 		done <- err
 	}()
 	key := client.ObjectKey{Namespace: opts.MemberNamespace, Name: TokenSecretName}
@@ -126,6 +128,7 @@ func joinFillingToken(ctx context.Context, t *testing.T, hub, member Cluster, op
 	if err := <-done; err != nil {
 		t.Fatalf("join: %v", err)
 	}
+	return res
 }
 
 // impersonate is a client of env acting as the hub's ServiceAccount in namespace.

@@ -59,6 +59,10 @@ type JoinOptions struct {
 	TokenTimeout time.Duration
 	// PollInterval is how often the token Secret is read; 0 means DefaultPollInterval.
 	PollInterval time.Duration
+	// TrafficNamespace, when set, is a namespace of the member (a Gateway's, which must exist)
+	// where the hub gets the Role and RoleBinding TrafficRoleName: hubaccess.TrafficRules for
+	// the hub's ServiceAccount, so that a PlacementPolicy may route traffic through it.
+	TrafficNamespace string
 }
 
 // JoinResult is what join set up, without the token.
@@ -70,6 +74,9 @@ type JoinResult struct {
 	// Existing is the token Secret of a hub identity join found on the member and used as is
 	// (normally installed by the spoke chart); nil when join applied its own.
 	Existing *ObjectRef
+	// TrafficRole is the Role of the hub's rights in JoinOptions.TrafficNamespace: join's, or
+	// one it found there and used as is (the spoke chart's); nil without a TrafficNamespace.
+	TrafficRole *ObjectRef
 }
 
 // Join gives the hub an identity on the member and registers the member on the hub. A hub
@@ -86,6 +93,10 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
+	traffic, trafficRole, err := o.planTraffic(ctx, member.Client, namespace, existing)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", o.Name, err)
+	}
 	if existing == nil {
 		objs, objsErr := memberObjects(namespace)
 		if objsErr != nil {
@@ -96,6 +107,15 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 				return nil, fmt.Errorf("member %s: %w", o.Name, applyErr)
 			}
 		}
+	}
+	for _, obj := range traffic {
+		if applyErr := apply(ctx, member.Client, obj); applyErr != nil {
+			return nil, fmt.Errorf("member %s: %w", o.Name, applyErr)
+		}
+	}
+	if len(traffic) > 0 {
+		ref := refOf(member.Client, traffic[0])
+		trafficRole = &ref
 	}
 	token, err := waitForToken(ctx, member.Client, namespace, o.tokenTimeout(), o.pollInterval())
 	if err != nil {
@@ -114,7 +134,25 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 			return nil, fmt.Errorf("hub: registering member %s: %w", o.Name, err)
 		}
 	}
-	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name}, Existing: existing}, nil
+	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name},
+		Existing: existing, TrafficRole: trafficRole}, nil
+}
+
+// planTraffic returns the traffic Role and RoleBinding to apply for the hub's ServiceAccount
+// in namespace (the one the spoke chart's token names, when the chart made the identity), or
+// the Role found in their place; nothing without a TrafficNamespace.
+func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace string, existing *ObjectRef) ([]client.Object, *ObjectRef, error) {
+	if o.TrafficNamespace == "" {
+		return nil, nil, nil
+	}
+	sa := ServiceAccountName
+	if existing != nil {
+		var err error
+		if sa, err = tokenServiceAccount(ctx, c, namespace); err != nil {
+			return nil, nil, err
+		}
+	}
+	return planTraffic(ctx, c, o.TrafficNamespace, namespace, sa)
 }
 
 func (o JoinOptions) memberNamespace() string {

@@ -35,7 +35,8 @@ type UnjoinResult struct {
 // on it while its kubeconfig still works for cleaning up, then the kubeconfig Secret. With a
 // member client it also removes the hub's identity there, which revokes the token, and then
 // the guard, but only the objects join created: an identity the spoke chart installed belongs to Helm and is
-// reported as kept. The member namespace stays, as the spoke runs in it. Objects already gone
+// reported as kept. The hub's traffic Roles and RoleBindings (join --traffic-namespace) go too,
+// in whatever namespace join made them. The member namespace stays, as the spoke runs in it. Objects already gone
 // count as removed, and every object is attempted even when one fails.
 func Unjoin(ctx context.Context, hub client.Client, member client.Client, o UnjoinOptions) (*UnjoinResult, error) {
 	if o.Name == "" || o.HubNamespace == "" {
@@ -58,7 +59,14 @@ func Unjoin(ctx context.Context, hub client.Client, member client.Client, o Unjo
 	if namespace == "" {
 		namespace = DefaultMemberNamespace
 	}
-	for _, obj := range identityObjects(namespace) {
+	identity := identityObjects(namespace)
+	traffic, listErr := trafficObjectsOnMember(ctx, member)
+	if listErr != nil {
+		errs = append(errs, fmt.Errorf("member %s: %w", o.Name, listErr))
+	}
+	// The token first, as ever; then the traffic rights, then the rest of the identity.
+	objs := append(append(identity[:1:1], traffic...), identity[1:]...)
+	for _, obj := range objs {
 		kept, err := deleteIfOwned(ctx, member, obj)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("member %s: %w", o.Name, err))
