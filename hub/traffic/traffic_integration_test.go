@@ -115,21 +115,47 @@ func cond(t string, s metav1.ConditionStatus, reason, message string) metav1.Con
 	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}
 }
 
-// TestApplyObserveDelete drives the route of one RayService through a real API server with
-// Gateway API's CRDs: applied with three kinds of backends, weights changed and a member
-// dropped (its backends pruned), the gateway's status read for the current generation only,
-// drift reverted, no takeover of a user's Service, another RayService's objects untouched,
-// and deletion.
-func TestApplyObserveDelete(t *testing.T) {
-	e := startTrafficEnv(t)
-	ctx := t.Context()
-	demo := input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 5000},
+// The RayServices of the integration test: demo (us on an IPv4 address, eu on IPv6, ap on a
+// hostname) and other, sharing the Gateway gw/edge.
+var (
+	demo = input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 5000},
 		Backend{Cluster: "eu", Host: "2001:db8::2", Port: 30081, Weight: 3000},
 		Backend{Cluster: "ap", Host: "lb.ap.example.com", Port: 443, Weight: 2000})
-	key := Key(demo.RayService, &demo.Spec)
-	other := input("", Backend{Cluster: "us", Host: "10.99.0.5", Port: 30090, Weight: 10000})
-	other.RayService.Name = "other"
+	demoKey = Key(demo.RayService, &demo.Spec)
+	// shifted gives us everything, eu nothing, and drops ap.
+	shifted = input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 10000},
+		Backend{Cluster: "eu", Host: "2001:db8::2", Port: 30081})
+	other = func() Input {
+		in := input("", Backend{Cluster: "us", Host: "10.99.0.5", Port: 30090, Weight: 10000})
+		in.RayService.Name = "other"
+		return in
+	}()
+)
 
+// TestApplyObserveDelete drives the route of one RayService through a real API server with
+// Gateway API's CRDs, one step after the other.
+func TestApplyObserveDelete(t *testing.T) {
+	e := startTrafficEnv(t)
+	for _, step := range []struct {
+		name string
+		run  func(e *trafficEnv)
+	}{
+		{"applied with three kinds of backends", (*trafficEnv).firstApply},
+		{"weights shifted, a member dropped, acceptance by generation", (*trafficEnv).shift},
+		{"an address changes kind", (*trafficEnv).addressKinds},
+		{"drift reverted, no takeover", (*trafficEnv).driftAndTakeover},
+		{"ServiceImport and no backend", (*trafficEnv).importsAndNone},
+		{"deleted, leaving others", (*trafficEnv).deleteLeavingOthers},
+	} {
+		// Each step builds on the one before, so the first failure ends the test.
+		if !t.Run(step.name, func(t *testing.T) { step.run(&trafficEnv{t: t, c: e.c}) }) {
+			return
+		}
+	}
+}
+
+func (e *trafficEnv) firstApply() {
+	t := e.t
 	e.apply(demo)
 	e.apply(other)
 	want := []string{"EndpointSlice/apps-demo-eu", "EndpointSlice/apps-demo-us", "Service/apps-demo-ap", "Service/apps-demo-eu", "Service/apps-demo-us"}
@@ -142,46 +168,71 @@ func TestApplyObserveDelete(t *testing.T) {
 		t.Fatalf("Observe before the gateway reported = %+v", st)
 	}
 	var route gwv1.HTTPRoute
-	if err := e.c.Get(ctx, key.Route, &route); err != nil {
+	if err := e.c.Get(t.Context(), demoKey.Route, &route); err != nil {
 		t.Fatal(err)
 	}
 	if mf := route.ManagedFields; len(mf) != 1 || mf[0].Manager != labels.HubFieldManager {
 		t.Errorf("route managed fields %+v, want the hub's only", mf)
 	}
-
 	// Accepted for the current generation, references resolved: accepted.
-	e.setStatus(key, st.Generation, cond("Accepted", metav1.ConditionTrue, "Accepted", ""), cond("ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs", ""))
+	e.setStatus(demoKey, st.Generation, cond("Accepted", metav1.ConditionTrue, "Accepted", ""), cond("ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs", ""))
 	if st = e.observe(demo); !st.Accepted || st.Message != "" {
 		t.Fatalf("Observe after the gateway accepted = %+v", st)
 	}
+}
 
-	// us takes everything, eu's weight goes to 0 and ap leaves: their backends are pruned, and
-	// the acceptance of the previous generation no longer counts.
-	shifted := input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 10000},
-		Backend{Cluster: "eu", Host: "2001:db8::2", Port: 30081})
+func (e *trafficEnv) shift() {
+	t := e.t
+	prev := e.observe(demo).Generation
 	e.apply(shifted)
-	want = []string{"EndpointSlice/apps-demo-us", "Service/apps-demo-us"}
+	want := []string{"EndpointSlice/apps-demo-us", "Service/apps-demo-us"}
 	if got := e.backends(demo); !slices.Equal(got, want) {
 		t.Errorf("backends after the shift = %v, want %v", got, want)
 	}
-	prev := st.Generation
-	if st = e.observe(demo); st.Accepted || st.Generation <= prev || !strings.Contains(st.Message, "has not reported on generation") ||
+	// The acceptance of the previous generation no longer counts.
+	st := e.observe(demo)
+	if st.Accepted || st.Generation <= prev || !strings.Contains(st.Message, "has not reported on generation") ||
 		len(st.Weights) != 1 || st.Weights["us"] != 10000 {
 		t.Fatalf("Observe after the shift = %+v", st)
 	}
 	// Accepted but a reference does not resolve: not accepted, in the gateway's words.
-	e.setStatus(key, st.Generation, cond("Accepted", metav1.ConditionTrue, "Accepted", ""),
+	e.setStatus(demoKey, st.Generation, cond("Accepted", metav1.ConditionTrue, "Accepted", ""),
 		cond("ResolvedRefs", metav1.ConditionFalse, "BackendNotFound", "service gw/apps-demo-us not found"))
 	if st = e.observe(demo); st.Accepted || !strings.Contains(st.Message, "BackendNotFound: service gw/apps-demo-us not found") {
 		t.Fatalf("Observe with a reference unresolved = %+v", st)
 	}
-	e.setStatus(key, st.Generation, cond("Accepted", metav1.ConditionFalse, "NoMatchingListenerHostname", "no hostname matches"))
+	e.setStatus(demoKey, st.Generation, cond("Accepted", metav1.ConditionFalse, "NoMatchingListenerHostname", "no hostname matches"))
 	if st = e.observe(demo); st.Accepted || !strings.Contains(st.Message, "did not accept the route: NoMatchingListenerHostname: no hostname matches") {
 		t.Fatalf("Observe with the route refused = %+v", st)
 	}
+}
 
-	// Someone edits the weight under another field manager; applying again reverts it.
-	if err := e.c.Get(ctx, key.Route, &route); err != nil {
+// addressKinds turns us's address from an IP into a hostname and back: the Service changes
+// type, and the EndpointSlice goes and comes back.
+func (e *trafficEnv) addressKinds() {
+	t := e.t
+	for _, host := range []string{"lb.us.example.com", "10.99.0.1"} {
+		e.apply(input("", Backend{Cluster: "us", Host: host, Port: 30080, Weight: 10000}))
+		var svc corev1.Service
+		if err := e.c.Get(t.Context(), client.ObjectKey{Namespace: "gw", Name: BackendName(demoKey, "us")}, &svc); err != nil {
+			t.Fatal(err)
+		}
+		wantType, wantBackends := corev1.ServiceTypeClusterIP, []string{"EndpointSlice/apps-demo-us", "Service/apps-demo-us"}
+		if host != "10.99.0.1" {
+			wantType, wantBackends = corev1.ServiceTypeExternalName, []string{"Service/apps-demo-us"}
+		}
+		if got := e.backends(demo); svc.Spec.Type != wantType || !slices.Equal(got, wantBackends) {
+			t.Errorf("with us at %s: Service type %s, backends %v; want %s, %v", host, svc.Spec.Type, got, wantType, wantBackends)
+		}
+	}
+}
+
+// driftAndTakeover edits the weight under another field manager, which applying again
+// reverts, and puts a user's Service where eu's backend would go, which Apply leaves alone.
+func (e *trafficEnv) driftAndTakeover() {
+	t, ctx := e.t, e.t.Context()
+	var route gwv1.HTTPRoute
+	if err := e.c.Get(ctx, demoKey.Route, &route); err != nil {
 		t.Fatal(err)
 	}
 	route.Spec.Rules[0].BackendRefs[0].Weight = ptr.To[int32](1)
@@ -189,13 +240,12 @@ func TestApplyObserveDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.apply(shifted)
-	if st = e.observe(demo); st.Weights["us"] != 10000 {
+	if st := e.observe(demo); st.Weights["us"] != 10000 {
 		t.Errorf("weights after re-applying over an edit = %v, want us 10000", st.Weights)
 	}
 
-	// A user's Service of the name eu's backend would take is not overwritten.
 	userSvc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: BackendName(key, "eu")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: BackendName(demoKey, "eu")},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}, Selector: map[string]string{"app": "mine"}},
 	}
 	if err := e.c.Create(ctx, userSvc); err != nil {
@@ -211,60 +261,63 @@ func TestApplyObserveDelete(t *testing.T) {
 	if err = e.c.Get(ctx, client.ObjectKeyFromObject(userSvc), userSvc); err != nil || userSvc.Spec.Selector["app"] != "mine" {
 		t.Errorf("the user's Service after Apply: %+v, %v", userSvc.Spec, err)
 	}
+}
 
+func (e *trafficEnv) importsAndNone() {
+	t := e.t
 	// ServiceImport backends: the Services go, the weights map back through the export names.
 	e.apply(input(fleetv1alpha1.BackendServiceImport, Backend{Cluster: "us", Weight: 7000}, Backend{Cluster: "ap", Weight: 3000}))
-	if st = e.observe(demo); len(st.Weights) != 2 || st.Weights["us"] != 7000 || st.Weights["ap"] != 3000 {
+	if st := e.observe(demo); len(st.Weights) != 2 || st.Weights["us"] != 7000 || st.Weights["ap"] != 3000 {
 		t.Errorf("weights with ServiceImport backends = %v, want us 7000, ap 3000", st.Weights)
 	}
 	if got := e.backends(demo); len(got) != 0 {
 		t.Errorf("backends with ServiceImport backends = %v, want none", got)
 	}
-
 	// No backend at all: the CRD takes a rule without backendRefs.
 	e.apply(input(""))
-	if st = e.observe(demo); !st.Exists || len(st.Weights) != 0 {
+	if st := e.observe(demo); !st.Exists || len(st.Weights) != 0 {
 		t.Errorf("Observe with no backend = %+v", st)
 	}
 	if got := e.backends(demo); len(got) != 0 {
 		t.Errorf("backends with none wanted = %v", got)
 	}
+}
 
-	// Delete removes the route and its backends, twice without error, and leaves the other
-	// RayService's objects and the user's Service alone.
+// deleteLeavingOthers deletes demo's route and backends, twice without error, leaving the
+// other RayService's objects and the user's Service; another hub's Delete touches nothing.
+func (e *trafficEnv) deleteLeavingOthers() {
+	t, ctx := e.t, e.t.Context()
 	e.apply(shifted)
 	for range 2 {
-		if err = Delete(ctx, e.c, e.c, key, "rayfleet"); err != nil {
+		if err := Delete(ctx, e.c, e.c, demoKey, "rayfleet"); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
 	}
-	if err = e.c.Get(ctx, key.Route, &route); !apierrors.IsNotFound(err) {
+	var route gwv1.HTTPRoute
+	if err := e.c.Get(ctx, demoKey.Route, &route); !apierrors.IsNotFound(err) {
 		t.Errorf("route after Delete: %v, want NotFound", err)
 	}
 	if got := e.backends(demo); len(got) != 0 {
 		t.Errorf("backends after Delete = %v", got)
 	}
-	if st = e.observe(demo); st.Exists || st.Accepted {
+	if st := e.observe(demo); st.Exists || st.Accepted {
 		t.Errorf("Observe after Delete = %+v", st)
 	}
-	otherKey := Key(other.RayService, &other.Spec)
-	if err = e.c.Get(ctx, otherKey.Route, &route); err != nil {
-		t.Errorf("the other RayService's route after Delete: %v", err)
-	}
-	if got := e.backends(other); !slices.Equal(got, []string{"EndpointSlice/apps-other-us", "Service/apps-other-us"}) {
-		t.Errorf("the other RayService's backends after Delete = %v", got)
-	}
-	if err = e.c.Get(ctx, client.ObjectKeyFromObject(userSvc), userSvc); err != nil {
+	if err := e.c.Get(ctx, client.ObjectKey{Namespace: "gw", Name: BackendName(demoKey, "eu")}, &corev1.Service{}); err != nil {
 		t.Errorf("the user's Service after Delete: %v", err)
 	}
-	// Another hub's Delete of the same RayService touches nothing of this hub's.
-	if err = Delete(ctx, e.c, e.c, otherKey, "another-hub"); err != nil {
-		t.Fatal(err)
-	}
-	if err = e.c.Get(ctx, otherKey.Route, &route); err != nil {
-		t.Errorf("this hub's route after another hub's Delete: %v", err)
-	}
-	if got := e.backends(other); len(got) != 2 {
-		t.Errorf("this hub's backends after another hub's Delete = %v", got)
+	otherKey := Key(other.RayService, &other.Spec)
+	for _, hub := range []string{"", "another-hub"} {
+		if hub != "" {
+			if err := Delete(ctx, e.c, e.c, otherKey, hub); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.c.Get(ctx, otherKey.Route, &route); err != nil {
+			t.Errorf("the other RayService's route (after a Delete by %q): %v", hub, err)
+		}
+		if got := e.backends(other); !slices.Equal(got, []string{"EndpointSlice/apps-other-us", "Service/apps-other-us"}) {
+			t.Errorf("the other RayService's backends (after a Delete by %q) = %v", hub, got)
+		}
 	}
 }
