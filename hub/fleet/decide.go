@@ -44,6 +44,15 @@ type decision struct {
 	frozen string
 	// rollout is which revision each placed cluster gets; nil when invalid.
 	rollout *rolloutDecision
+	// placeIn is the placement's input, for a green set planned after it.
+	placeIn placement.Input
+	// colors are a BlueGreen rollout's colours; nil when none is in flight or starting.
+	colors *colors
+	// leaveAs are the clusters a BlueGreen rollout gave up in this decision, with the reason
+	// they leave for.
+	leaveAs map[string]fleetv1alpha1.LeaveReason
+	// traffic is the route the decision wants; nil when the policy manages no traffic.
+	traffic *trafficDecision
 }
 
 // decide computes the decision for a group: validation, the policy, placement, and per
@@ -75,6 +84,7 @@ func (r *Reconciler) decide(g *group) *decision {
 	for _, name := range d.placed {
 		d.actions[name] = r.decideCopy(g, d, name)
 	}
+	d.traffic = r.decideTraffic(g, d)
 	d.departures = r.departures(g, d, rejected)
 	r.decideLeaving(g, d)
 	return d
@@ -124,7 +134,7 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) (rejected map[string
 		d.overrides = g.policy.pp.Spec.Overrides
 	}
 
-	plan := r.reserved.Plan(g.key, placement.Input{
+	d.placeIn = placement.Input{
 		Demand:  placement.DemandOf(g.hub),
 		Policy:  policy,
 		Members: membersOf(g.memberClusters),
@@ -134,7 +144,13 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) (rejected map[string
 		Now:     g.now,
 		// One failover at a time: a second one waits until the first one's replacement serves.
 		FailingOver: failingOver(g),
-	})
+	}
+	var plan placement.Decision
+	if bg := blueGreenInFlight(g); bg != nil {
+		plan, d.colors = r.placeBlueGreen(g, d.placeIn, bg)
+	} else {
+		plan = r.reserved.Plan(g.key, d.placeIn)
+	}
 	d.placed, d.wake, d.frozen = plan.Clusters, plan.Wake, plan.Frozen
 	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue
 	switch {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -38,6 +39,8 @@ const (
 	reasonOrphaned = "Orphaned"
 	// reasonWaitingToOrphan: on-delete: orphan waits for a member that cannot be reached.
 	reasonWaitingToOrphan = "WaitingToOrphan"
+	// reasonRouteLeft: the traffic cluster could not be reached to delete the route.
+	reasonRouteLeft = "RouteLeft"
 )
 
 // originKeys are the labels that make a member RayService the hub's copy, and orphanedKeys
@@ -47,6 +50,24 @@ var (
 	originKeys   = []string{labels.OriginNamespace, labels.OriginName, labels.OriginUID, labels.OriginHub}
 	orphanedKeys = []string{labels.SpecHash, labels.Revision}
 )
+
+// deleteRoute removes the RayService's route and backends from the traffic cluster before its
+// copies go, so that the gateway stops sending requests first. A traffic cluster that cannot
+// be reached does not hold the deletion: the route is left, named in a Warning event.
+func (r *Reconciler) deleteRoute(ctx context.Context, g *group) {
+	spec := trafficSpec(g)
+	if spec == nil {
+		return
+	}
+	reader, w, err := r.trafficClients(ctx, spec)
+	if err == nil {
+		err = traffic.Delete(ctx, w, reader, traffic.Key(g.key, spec), r.opts.HubName)
+	}
+	if err != nil {
+		r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, reasonRouteLeft, "Delete",
+			"the route in namespace %s of the traffic cluster was not deleted; delete it by hand: %v", spec.ParentRef.Namespace, err)
+	}
+}
 
 // reconcileDelete runs the deletion of a hub RayService: its member copies are deleted (or,
 // with on-delete: orphan, released), then its binding and revisions, then the finalizer goes.
@@ -61,8 +82,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hub *rayv1.RayService)
 	}
 	var result ctrl.Result
 	if hub.Annotations[labels.OnDelete] == labels.OnDeleteOrphan {
+		// The orphaned copies keep serving, through the route too.
 		err = r.orphanCopies(ctx, g)
 	} else {
+		r.deleteRoute(ctx, g)
 		result, err = r.deleteCopies(ctx, g)
 	}
 	if err != nil || !result.IsZero() {

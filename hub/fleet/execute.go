@@ -41,6 +41,8 @@ type results struct {
 	// kept are clusters no longer placed whose copy is still there (being deleted or not
 	// removable now).
 	kept []string
+	// trafficErr is why the route could not be written to the traffic cluster.
+	trafficErr error
 }
 
 // execute writes the decision: the binding's spec, then per cluster the apply or delete.
@@ -102,6 +104,9 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 	}
 	slices.Sort(res.kept)
 	res.kept = slices.Compact(res.kept)
+	if res.trafficErr = r.applyTraffic(ctx, g, d.traffic); res.trafficErr != nil {
+		log.Error(res.trafficErr, "Writing the route failed")
+	}
 	if d.rollout != nil {
 		prune := revision.Prune(g.history, d.rollout.keep(g), d.rollout.historyLimit)
 		if err := revision.Delete(ctx, r.client, g.history, prune); err != nil {

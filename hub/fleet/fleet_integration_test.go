@@ -53,6 +53,11 @@ func (m staticMembers) Client(_ context.Context, name string) (client.Client, er
 	return nil, fmt.Errorf("member %s is not engaged", name)
 }
 
+// Reader is Client: the tests' member clients read the API server directly.
+func (m staticMembers) Reader(ctx context.Context, name string) (client.Reader, error) {
+	return m.Client(ctx, name)
+}
+
 // fleetHarness is a hub and two members (eu and us) with the hub reconciler running; the test
 // plays the membership code (MemberCluster status) and the spokes (member RayService status).
 type fleetHarness struct {
@@ -71,7 +76,7 @@ func startFleet(t *testing.T) *fleetHarness {
 // reconciler reading time from clk (nil: the real clock).
 func startFleetOf(t *testing.T, clk clock.Clock, names ...string) *fleetHarness {
 	t.Helper()
-	envs := envtest.StartN(t, 1+len(names), envtest.WithCRDDirectories("charts/rayfleet-hub/crds", "charts/rayfleet-spoke/crds"))
+	envs := envtest.StartN(t, 1+len(names), envtest.WithCRDDirectories("charts/rayfleet-hub/crds", "charts/rayfleet-spoke/crds", "e2e/testdata/gateway-api"))
 	if os.Getenv("TEST_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	}

@@ -40,6 +40,9 @@ type group struct {
 	refusals map[string]fleetv1alpha1.ClusterRefusal
 	// history are the hub RayService's ControllerRevisions, oldest first.
 	history revision.History
+	// route is the RayService's HTTPRoute in the traffic cluster, when the policy manages
+	// traffic.
+	route routeRead
 }
 
 // memberRecord is one member as the reconcile read it.
@@ -123,6 +126,9 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 		return nil, err
 	}
 
+	if spec := trafficSpec(g); spec != nil {
+		g.route = r.readRoute(ctx, g, spec)
+	}
 	names := slices.Concat(slices.Collect(maps.Keys(g.memberClusters)), g.holding())
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {

@@ -70,7 +70,10 @@ func (r *Reconciler) departures(g *group, d *decision, rejected map[string]strin
 		} else {
 			dep.fresh = true
 			dep.leaving = fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: metav1.NewTime(g.now.Truncate(time.Second))}
-			if !memberOf(m.mc).Ready {
+			if reason, ok := d.leaveAs[name]; ok {
+				dep.leaving.Reason = reason
+				dep.why = ""
+			} else if !memberOf(m.mc).Ready {
 				dep.leaving.Reason = fleetv1alpha1.LeaveFailedOver
 			}
 		}
@@ -90,6 +93,7 @@ func (r *Reconciler) decideLeaving(g *group, d *decision) {
 			Reason: d.departures[name].leaving.Reason, PurgeMode: mode,
 			Reachable: m.readErr == nil, Ready: memberOf(m.mc).Ready,
 			NotDone: notDone, Placed: len(d.placed),
+			Draining: d.traffic.draining(g, name),
 		})
 		d.actions[name] = a
 		if a.Kind != propagation.Remove {

@@ -61,6 +61,9 @@ type Members interface {
 	// Client returns a client of the member named name, or an error when the member is not
 	// engaged or cannot be reached.
 	Client(ctx context.Context, name string) (client.Client, error)
+	// Reader returns an uncached reader of the member named name (the traffic cluster's
+	// route, which the hub may read in one namespace only).
+	Reader(ctx context.Context, name string) (client.Reader, error)
 }
 
 // Options tune the Reconciler.
@@ -81,11 +84,13 @@ type Options struct {
 
 // Reconciler reconciles hub RayServices. Build it with NewReconciler.
 type Reconciler struct {
-	client   client.Client
-	members  Members
-	recorder events.EventRecorder
-	clock    clock.Clock
-	metrics  *metrics
+	client client.Client
+	// apiReader reads the hub uncached: the route in a traffic namespace of the hub.
+	apiReader client.Reader
+	members   Members
+	recorder  events.EventRecorder
+	clock     clock.Clock
+	metrics   *metrics
 	// reserved remembers recent placements until the members' reports include them.
 	reserved *placement.Reservations
 	// validSpecs remembers the specs that passed validation: validating parses serveConfigV2,
@@ -117,6 +122,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 	}
 	return &Reconciler{
 		client:     mgr.GetClient(),
+		apiReader:  mgr.GetAPIReader(),
 		members:    members,
 		recorder:   mgr.GetEventRecorder("rayfleet-hub"),
 		clock:      opts.Clock,

@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -86,16 +87,27 @@ func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.Plac
 	for _, name := range d.placed {
 		clusters = append(clusters, r.rolloutCluster(g, d, name))
 	}
+	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && d.colors == nil && rollout.NeedsGreen(previous, ro.target, clusters) {
+		d.colors = r.chooseGreen(g, d.placeIn, d.placed)
+		for _, name := range d.colors.green {
+			d.placed = append(d.placed, name)
+			clusters = append(clusters, r.rolloutCluster(g, d, name))
+		}
+		slices.Sort(d.placed)
+	}
 	approval := ""
 	if g.binding != nil {
 		approval = g.binding.Annotations[labels.ApprovedStage]
 	}
+	ro.clusters = clusters
 	plan := rollout.Plan(rollout.Input{
 		Now: g.now, Strategy: strategy, Target: ro.target, Previous: previous,
 		Clusters: clusters, ClusterPhases: phases,
 		Paused: g.hub.Annotations[labels.Paused] == "true", Approval: approval,
+		BlueGreen: r.blueGreenInput(g, d),
 	})
-	ro.plan, ro.clusters = &plan, clusters
+	ro.plan = &plan
+	d.applyLeave(plan.Leave)
 	return nil
 }
 
@@ -144,6 +156,9 @@ func (r *Reconciler) copyOf(g *group, d *decision, name, rev string) (*rayv1.Ray
 		return nil, err
 	}
 	desired.Annotations[labels.Revision] = rev
+	if exportsServe(g) {
+		desired.Annotations[labels.ServeExport] = name
+	}
 	return desired, nil
 }
 

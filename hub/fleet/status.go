@@ -81,6 +81,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 		}
 	}
 	setLeavingConditions(&hubStatus.Conditions, d, g.hub.Generation, now)
+	if c := trafficCondition(o); c != nil {
+		c.ObservedGeneration, c.LastTransitionTime = g.hub.Generation, now
+		conditions.Set(&hubStatus.Conditions, *c)
+	} else {
+		meta.RemoveStatusCondition(&hubStatus.Conditions, fleetv1alpha1.ConditionTrafficShifting)
+	}
 	had := meta.FindStatusCondition(g.hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused) != nil
 	if c, ok := refusedCondition(g.hub, o.refusals(), had); ok {
 		c.LastTransitionTime = now
@@ -143,6 +149,8 @@ func clusterStatuses(o *outcome, now metav1.Time) []fleetv1alpha1.ClusterStatus 
 	out := make([]fleetv1alpha1.ClusterStatus, 0, len(names))
 	for _, name := range names {
 		out = append(out, clusterStatus(o, name, previous[name], copies, now))
+		member, read := copies[name]
+		setTrafficStatus(o, &out[len(out)-1], member, read)
 		if dep := o.d.departures[name]; dep != nil {
 			out[len(out)-1].Leaving = dep.leaving.DeepCopy()
 		}

@@ -1,0 +1,347 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/hub/rollout"
+	"github.com/rayfleet/rayfleet/hub/traffic"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// drainDelay is how long a copy that is leaving stays after the gateway accepted a route that
+// sends it no traffic: requests already on their way to it finish.
+const drainDelay = 15 * time.Second
+
+// routeRead is the RayService's HTTPRoute as this reconcile read it.
+type routeRead struct {
+	// err is why the route could not be read (the traffic cluster unreachable, no rights).
+	err   error
+	state traffic.State
+}
+
+// acceptedWeights reports whether the gateway accepted a route giving the clusters want.
+func (rr routeRead) acceptedWeights(want map[string]int32) bool {
+	if rr.err != nil || !rr.state.Accepted {
+		return false
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if rr.state.Weights[name] != want[name] {
+			return false
+		}
+	}
+	for name, w := range rr.state.Weights {
+		if w != 0 && want[name] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// trafficDecision is the route a decision wants in the traffic cluster.
+type trafficDecision struct {
+	spec fleetv1alpha1.TrafficSpec
+	// weights are the placed clusters' weights; a cluster not listed gets none.
+	weights map[string]int32
+	// unserved says, for each placed cluster that cannot take traffic, why.
+	unserved map[string]string
+	objs     *traffic.Objects
+	// err is why the route could not be built (too many backends, an address that does not
+	// parse); nothing is written then.
+	err error
+	// offTimes are, per cluster, since when the gateway has sent it no traffic (the accepted
+	// route has no weight for it); absent while it may still get some.
+	offTimes map[string]metav1.Time
+}
+
+// trafficSpec is the policy's traffic, nil when it manages none.
+func trafficSpec(g *group) *fleetv1alpha1.TrafficSpec {
+	if g.policy.pp == nil {
+		return nil
+	}
+	return g.policy.pp.Spec.Traffic
+}
+
+// readRoute reads the RayService's route in the traffic cluster, uncached.
+func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha1.TrafficSpec) routeRead {
+	reader, _, err := r.trafficClients(ctx, spec)
+	if err != nil {
+		return routeRead{err: err}
+	}
+	state, err := traffic.Observe(ctx, reader, traffic.Key(g.key, spec), g.holding())
+	return routeRead{state: state, err: err}
+}
+
+// trafficClients are the clients of the traffic cluster: the hub's own (uncached reads), or
+// the member's.
+func (r *Reconciler) trafficClients(ctx context.Context, spec *fleetv1alpha1.TrafficSpec) (client.Reader, client.Client, error) {
+	if spec.Cluster == "" {
+		return r.apiReader, r.client, nil
+	}
+	reader, err := r.members.Reader(ctx, spec.Cluster)
+	if err != nil {
+		return nil, nil, fmt.Errorf("traffic cluster %s: %w", spec.Cluster, err)
+	}
+	w, err := r.members.Client(ctx, spec.Cluster)
+	if err != nil {
+		return nil, nil, fmt.Errorf("traffic cluster %s: %w", spec.Cluster, err)
+	}
+	return reader, w, nil
+}
+
+// decideTraffic computes the route: each placed cluster's weight from the rollout's split
+// (rollout.Weights) and its reported serve address.
+func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
+	spec := trafficSpec(g)
+	if spec == nil || d.rollout == nil {
+		return nil
+	}
+	var percent int32
+	if bg := d.rollout.plan.Status.BlueGreen; bg != nil {
+		percent = bg.GreenPercent
+	}
+	td := &trafficDecision{spec: *spec, unserved: map[string]string{}}
+	td.weights = r.weights(g, d, d.colorsOf(), percent)
+	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec}
+	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
+		if why := unservedWhy(g, name); why != "" {
+			td.unserved[name] = why
+		}
+		b := traffic.Backend{Cluster: name, Weight: td.weights[name]}
+		if b.Weight == 0 {
+			continue
+		}
+		if spec.BackendKind != fleetv1alpha1.BackendServiceImport {
+			// ServiceImport backends are found by name; only Service backends need the address.
+			var err error
+			if b.Host, b.Port, err = traffic.ParseAddress(serveAddress(g.members[name])); err != nil {
+				td.err = fmt.Errorf("cluster %s: serve address: %w", name, err)
+				return td
+			}
+		}
+		in.Backends = append(in.Backends, b)
+	}
+	td.objs, td.err = traffic.Desired(in)
+	td.offTimes = offTimes(g, d, td)
+	return td
+}
+
+// weights splits the traffic over the placed clusters: by colour with green getting
+// greenPercent, each colour by serve endpoints, none to a cluster that cannot take traffic.
+func (r *Reconciler) weights(g *group, d *decision, colors map[string]fleetv1alpha1.Color, greenPercent int32) map[string]int32 {
+	backends := make([]rollout.Backend, 0, len(d.placed))
+	for _, name := range d.placed {
+		b := rollout.Backend{Name: name, Color: colors[name], Serving: unservedWhy(g, name) == ""}
+		if m := g.members[name]; m != nil && m.copy != nil {
+			b.Endpoints = m.copy.Status.NumServeEndpoints
+		}
+		backends = append(backends, b)
+	}
+	return rollout.Weights(backends, greenPercent)
+}
+
+// unservedWhy is why a placed cluster cannot take traffic now; "" when it can: its member is
+// Ready and reachable, its copy is ours and reports a serve address and serve endpoints.
+func unservedWhy(g *group, name string) string {
+	m := g.members[name]
+	switch {
+	case m == nil || m.mc == nil:
+		return "not a member"
+	case m.readErr != nil:
+		return "not reachable"
+	case !memberOf(m.mc).Ready:
+		return "not Ready"
+	case m.copy == nil:
+		return "no copy yet"
+	case m.copy.Annotations[labels.ServeAddress] == "" && !exportsServe(g):
+		if why := m.copy.Annotations[labels.NoServeAddress]; why != "" {
+			return "no serve address: " + why
+		}
+		return "no serve address reported yet"
+	case m.copy.Status.NumServeEndpoints == 0:
+		return "no serve endpoints"
+	}
+	return ""
+}
+
+// exportsServe reports whether the policy routes to ServiceImports: the members then export
+// their serve Services (labels.ServeExport) and report no address the hub needs.
+func exportsServe(g *group) bool {
+	spec := trafficSpec(g)
+	return spec != nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport
+}
+
+// serveAddress is the serve address the member's spoke reported on its copy.
+func serveAddress(m *memberRecord) string {
+	if m == nil || m.copy == nil {
+		return ""
+	}
+	return m.copy.Annotations[labels.ServeAddress]
+}
+
+// offTimes are, for the clusters the binding lists, since when the accepted route sends them
+// nothing: kept from the binding while that holds, now when it starts to, dropped when the
+// route gives them weight again or the gateway has not accepted the route.
+func offTimes(g *group, d *decision, td *trafficDecision) map[string]metav1.Time {
+	out := map[string]metav1.Time{}
+	if g.route.err != nil || !g.route.state.Accepted || g.binding == nil {
+		return out
+	}
+	now := metav1.NewTime(g.now.Truncate(time.Second))
+	for i := range g.binding.Status.Clusters {
+		cs := &g.binding.Status.Clusters[i]
+		if g.route.state.Weights[cs.Name] != 0 {
+			continue
+		}
+		if cs.TrafficOffTime != nil {
+			out[cs.Name] = *cs.TrafficOffTime
+			continue
+		}
+		out[cs.Name] = now
+	}
+	for _, name := range d.placed {
+		if _, listed := out[name]; !listed && g.route.state.Weights[name] == 0 && td.weights[name] == 0 {
+			out[name] = now
+		}
+	}
+	return out
+}
+
+// draining reports whether cluster name may still get traffic: the policy manages traffic
+// and the gateway has not accepted a route without it a drain delay ago.
+func (td *trafficDecision) draining(g *group, name string) bool {
+	if td == nil {
+		return false
+	}
+	off, ok := td.offTimes[name]
+	return !ok || g.now.Before(off.Add(drainDelay))
+}
+
+// colorsOf are the placed clusters' colours: the rollout's, or before it decided, the colours
+// placement kept.
+func (d *decision) colorsOf() map[string]fleetv1alpha1.Color {
+	if d.rollout != nil && d.rollout.plan != nil {
+		return d.rollout.plan.Colors
+	}
+	if d.colors == nil {
+		return nil
+	}
+	out := map[string]fleetv1alpha1.Color{}
+	for _, name := range d.colors.blue {
+		out[name] = fleetv1alpha1.ColorBlue
+	}
+	for _, name := range d.colors.green {
+		out[name] = fleetv1alpha1.ColorGreen
+	}
+	return out
+}
+
+// applyTraffic writes the route and its backends to the traffic cluster.
+func (r *Reconciler) applyTraffic(ctx context.Context, g *group, td *trafficDecision) error {
+	if td == nil {
+		return nil
+	}
+	if td.err != nil {
+		return td.err
+	}
+	reader, w, err := r.trafficClients(ctx, &td.spec)
+	if err != nil {
+		return err
+	}
+	return traffic.Apply(ctx, w, reader, td.objs)
+}
+
+// trafficCondition is the hub RayService's TrafficShifting condition: the BlueGreen rollout's,
+// or the steady split; RouteNotApplied when the route cannot be written or read. nil when the
+// policy manages no traffic and rolls out no BlueGreen.
+func trafficCondition(o *outcome) *metav1.Condition {
+	d := o.d
+	var c *metav1.Condition
+	if d.rollout != nil && d.rollout.plan.TrafficShifting != nil {
+		c = d.rollout.plan.TrafficShifting.DeepCopy()
+	}
+	td := d.traffic
+	if td == nil {
+		return c
+	}
+	err := td.err
+	if o.res != nil && o.res.trafficErr != nil {
+		err = o.res.trafficErr
+	}
+	if err == nil {
+		err = o.g.route.err
+	}
+	switch {
+	case err != nil:
+		return &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
+			Reason: fleetv1alpha1.ReasonRouteNotApplied, Message: err.Error()}
+	case c != nil:
+		c.Message = withUnserved(c.Message, td.unserved)
+		return c
+	}
+	return &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
+		Reason: fleetv1alpha1.ReasonTrafficSteady, Message: withUnserved(splitText(td.weights), td.unserved)}
+}
+
+// splitText is the weights as percentages: "eu 50%, us 50%".
+func splitText(weights map[string]int32) string {
+	parts := make([]string, 0, len(weights))
+	for _, name := range slices.Sorted(maps.Keys(weights)) {
+		parts = append(parts, fmt.Sprintf("%s %s%%", name, percentText(weights[name])))
+	}
+	if len(parts) == 0 {
+		return "no cluster takes traffic"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// percentText is a weight of rollout.TotalWeight as a percentage, "33.34".
+func percentText(w int32) string {
+	if w%100 == 0 {
+		return fmt.Sprint(w / 100)
+	}
+	return fmt.Sprintf("%d.%02d", w/100, w%100)
+}
+
+// withUnserved appends why clusters cannot take traffic to msg.
+func withUnserved(msg string, unserved map[string]string) string {
+	for _, name := range slices.Sorted(maps.Keys(unserved)) {
+		msg += fmt.Sprintf("; %s takes no traffic: %s", name, unserved[name])
+	}
+	return msg
+}
+
+// setTrafficStatus fills one cluster's colour, weight, serve address (from its copy, when it
+// was read) and traffic-off time.
+func setTrafficStatus(o *outcome, cs *fleetv1alpha1.ClusterStatus, member *rayv1.RayService, read bool) {
+	d := o.d
+	cs.Color = ""
+	if d.rollout != nil && d.rollout.plan != nil {
+		cs.Color = d.rollout.plan.Colors[cs.Name]
+	}
+	if read {
+		cs.ServeAddress = ""
+		if member != nil {
+			cs.ServeAddress = member.Annotations[labels.ServeAddress]
+		}
+	}
+	if d.traffic == nil {
+		cs.Weight, cs.TrafficOffTime = nil, nil
+		return
+	}
+	w := d.traffic.weights[cs.Name]
+	cs.Weight = &w
+	cs.TrafficOffTime = nil
+	if off, ok := d.traffic.offTimes[cs.Name]; ok {
+		cs.TrafficOffTime = &off
+	}
+}
