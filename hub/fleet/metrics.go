@@ -22,8 +22,10 @@ type metrics struct {
 	refusals  *prometheus.CounterVec
 	failovers *prometheus.CounterVec
 	// phase, updated and duration describe the fleet rollouts.
-	phase    *prometheus.GaugeVec
-	updated  *prometheus.GaugeVec
+	phase   *prometheus.GaugeVec
+	updated *prometheus.GaugeVec
+	// green is rayfleet_bluegreen_green_percent.
+	green    *prometheus.GaugeVec
 	duration prometheus.Histogram
 
 	mu sync.Mutex
@@ -65,6 +67,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rayfleet_rollout_clusters_updated",
 			Help: "Placed clusters done on a hub RayService's target revision.",
 		}, []string{"namespace", "name"}),
+		green: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rayfleet_bluegreen_green_percent",
+			Help: "Share of a hub RayService's traffic its BlueGreen rollout gives green (0-100); absent when none is in flight.",
+		}, []string{"namespace", "name"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rayfleet_rollout_duration_seconds",
 			Help:    "Time from a fleet rollout's start to its completion (rolled back ones included).",
@@ -95,6 +101,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.green, err = register(reg, m.green); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -164,6 +173,11 @@ func (m *metrics) rollout(key types.NamespacedName, binding *fleetv1alpha1.RaySe
 		}
 	}
 	m.updated.WithLabelValues(key.Namespace, key.Name).Set(float64(done))
+	if bg := plan.Status.BlueGreen; bg != nil {
+		m.green.WithLabelValues(key.Namespace, key.Name).Set(float64(bg.GreenPercent))
+	} else {
+		m.green.DeleteLabelValues(key.Namespace, key.Name)
+	}
 	var before fleetv1alpha1.RolloutPhase
 	if binding != nil && binding.Status.Rollout != nil {
 		before = binding.Status.Rollout.Phase
@@ -216,6 +230,7 @@ func (m *metrics) forget(key types.NamespacedName) {
 	}
 	m.clusters.DeleteLabelValues(key.Namespace, key.Name)
 	m.updated.DeleteLabelValues(key.Namespace, key.Name)
+	m.green.DeleteLabelValues(key.Namespace, key.Name)
 	for _, p := range rolloutPhases {
 		m.phase.DeleteLabelValues(key.Namespace, key.Name, string(p))
 	}
