@@ -22,7 +22,9 @@ PlacementPolicy demo/two-regions (clusters: 2). It needs a clone of the reposito
 
 Commands:
   up       Start the fleet, wait until the hub reports demo/fruit Ready, print the fleet status
-           and the kubeconfigs; run until Ctrl-C, or in the background with --detach.
+           and the kubeconfigs; run until Ctrl-C, or in the background with --detach. With
+           --traffic, also a Gateway on the hub (Traefik) and demo/berry, a RayService with a
+           BlueGreen rollout whose traffic goes through it.
   down     Stop the fleet (every process it started, by pid) and remove its state.
   status   Show the fleet's processes, its status and its kubeconfigs. Exit code 0 when it runs
            with every process alive, 1 otherwise (no fleet is a one-line note, not an error).
@@ -37,6 +39,15 @@ on the next two), so the kubeconfigs in <state-dir>/kubeconfigs stay valid from 
 next; logs go to <state-dir>/logs/<cluster>-<component>.log. In the foreground, Ctrl-C stops
 the fleet and removes the state directory (--keep keeps it). With --detach a supervisor runs
 the fleet in the background and 'rayfleet dev up' exits once the sample is Ready.
+
+With --traffic the hub also gets Gateway API's CRDs and the Gateway gateway/fleet, which Traefik
+(bin/k8s/traefik) serves on 127.0.0.1 at the port after the members' API servers; each member
+gets a load balancer stand-in giving LoadBalancer Services the address 10.99.0.<n> (us .1, eu
+.2) and answering there for Ray Serve; and the sample demo/berry (PlacementPolicy
+demo/blue-green: one cluster, BlueGreen rollout, traffic through gateway/fleet) is applied too.
+The stand-ins can only listen where 10.99.0.1 and 10.99.0.2 are assigned (a network namespace
+with them on its loopback interface); elsewhere requests routed to them fail, and the rest of
+the fleet works the same.
 
 Flags:
 `
@@ -81,6 +92,8 @@ func (a *devArgs) registerUp(fs *flag.FlagSet) {
 	fs.StringVar(&a.config.Bin, "bin", "",
 		"directory of bin/hub and bin/spoke (default this binary's directory when they are there, else $RAYFLEET_BIN)")
 	fs.BoolVar(&a.config.Keep, "keep", false, "keep the state directory when the foreground fleet stops")
+	fs.BoolVar(&a.config.Traffic, "traffic", false,
+		"add a traffic path: Traefik serving a Gateway on the hub, a load balancer per member, and the sample demo/berry (BlueGreen)")
 }
 
 // devSupervise is the hidden command `dev up --detach` runs in the background.
@@ -134,9 +147,13 @@ func devUp(ctx context.Context, args []string, s streams) error {
 // supervisorArgs is the command line of the detached supervisor: every path resolved already,
 // so that it does not depend on the working directory or the environment.
 func supervisorArgs(c devfleet.Config) []string {
-	return []string{"dev", devSupervise,
+	args := []string{"dev", devSupervise,
 		"--state-dir", c.StateDir, "--base-port", strconv.Itoa(c.BasePort),
 		"--k8s-bin", c.K8sBin, "--bin", c.Bin, "--root", c.Root}
+	if c.Traffic {
+		args = append(args, "--traffic")
+	}
+	return args
 }
 
 func devRunSupervisor(ctx context.Context, args []string, s streams) error {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/devfleet"
 )
 
 // TestDev runs the dev commands that start nothing: help, usage errors, a preflight that fails,
@@ -21,6 +23,7 @@ func TestDev(t *testing.T) {
 		{name: "help", args: []string{"dev", "--help"}, wantCode: 0, wantStdout: "Commands:"},
 		{name: "unknown command", args: []string{"dev", "frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
 		{name: "up help", args: []string{"dev", "up", "-h"}, wantCode: 0, wantStderr: "-base-port"},
+		{name: "up help on traffic", args: []string{"dev", "up", "-h"}, wantCode: 0, wantStderr: "-traffic"},
 		{name: "up positional argument", args: []string{"dev", "up", "now"}, wantCode: 2, wantStderr: "unexpected arguments: now"},
 		{
 			name:       "up without tools",
@@ -33,6 +36,12 @@ func TestDev(t *testing.T) {
 			args:       []string{"dev", "up", "--state-dir", empty, "--k8s-bin", "/nonexistent/k8s", "--bin", "/nonexistent/bin"},
 			wantCode:   1,
 			wantStderr: "hub not found in /nonexistent/bin: run `make build`",
+		},
+		{
+			name:       "up with traffic without traefik",
+			args:       []string{"dev", "up", "--traffic", "--state-dir", empty, "--k8s-bin", "/nonexistent/k8s", "--bin", "/nonexistent/bin"},
+			wantCode:   1,
+			wantStderr: "traefik not found in /nonexistent/k8s: run `make tools`",
 		},
 		{name: "down with nothing running", args: []string{"dev", "down", "--state-dir", empty}, wantCode: 0, wantStdout: "No dev fleet is running"},
 		{name: "status with nothing running", args: []string{"dev", "status", "--state-dir", empty}, wantCode: 1, wantStdout: "No dev fleet is running"},
@@ -50,6 +59,27 @@ func TestDev(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestSupervisorArgs(t *testing.T) {
+	base := devfleet.Config{StateDir: "/state", BasePort: 16443, K8sBin: "/k8s", Bin: "/bin", Root: "/clone"}
+	withTraffic := base
+	withTraffic.Traffic = true
+	tests := []struct {
+		name string
+		c    devfleet.Config
+		want string
+	}{
+		{name: "plain", c: base, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone"},
+		{name: "traffic passed on", c: withTraffic, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone --traffic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := strings.Join(supervisorArgs(tt.c), " "); got != tt.want {
+				t.Errorf("supervisorArgs = %q, want %q", got, tt.want)
 			}
 		})
 	}

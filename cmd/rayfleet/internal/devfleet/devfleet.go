@@ -3,6 +3,8 @@
 // etcd and kube-apiserver pairs on loopback, kwok playing the Nodes, a Ray dashboard stand-in
 // per member, bin/hub and a bin/spoke per member, joined with `rayfleet join` — applies a
 // sample PlacementPolicy and RayService, and waits until the hub reports the RayService Ready.
+// With Config.Traffic the hub also runs Traefik serving a Gateway, each member a load balancer
+// stand-in, and a second sample (a BlueGreen rollout with traffic) is applied.
 //
 // Everything the fleet needs lives in one state directory (see Layout): the logs, a pid file per
 // process, admin kubeconfigs and fleet.json, so that `dev status` and `dev down` find a fleet
@@ -80,6 +82,10 @@ type Config struct {
 	Root string
 	// Keep leaves the state directory behind when a foreground fleet stops.
 	Keep bool
+	// Traffic gives the fleet a traffic path (Traefik serving the hub's Gateway gateway/fleet
+	// on GatewayPort, a load balancer stand-in per member on its serve IP) and applies the
+	// traffic sample too.
+	Traffic bool
 }
 
 // DefaultStateDir is ${XDG_STATE_HOME:-$HOME/.local/state}/rayfleet/dev.
@@ -176,6 +182,27 @@ func findRoot(exeDir string) string {
 // port is the API server port of the i-th cluster of ClusterNames.
 func (c Config) port(i int) int { return c.BasePort + i }
 
+// GatewayPort is the port of the hub's Gateway with Traffic: the one after the members' API
+// servers, fixed like theirs so that the gateway URL stays the same from one run to the next.
+func (c Config) GatewayPort() int { return c.BasePort + len(ClusterNames()) }
+
+// gatewayURL is where the hub's Gateway serves with Traffic.
+func (c Config) gatewayURL() string { return "http://127.0.0.1:" + strconv.Itoa(c.GatewayPort()) }
+
+// serveIP is the address the load balancer stand-in of the i-th member gives LoadBalancer
+// Services: 10.99.0.<i+1>, which a network namespace can put on its loopback interface (the API
+// server refuses loopback addresses in the EndpointSlices the hub writes for them).
+func serveIP(i int) string { return "10.99.0." + strconv.Itoa(i+1) }
+
+// serveIPs are every member's serve IP by name.
+func serveIPs() map[string]string {
+	ips := map[string]string{}
+	for i, m := range members {
+		ips[m.name] = serveIP(i)
+	}
+	return ips
+}
+
 // server is the API server URL of the i-th cluster of ClusterNames.
 func (c Config) server(i int) string { return "https://127.0.0.1:" + strconv.Itoa(c.port(i)) }
 
@@ -197,6 +224,11 @@ func (c Config) fleetOptions(l Layout, onStart func(string, *localcluster.Proces
 		opts.Members = append(opts.Members, localfleet.MemberSpec{
 			Name: m.name, Labels: m.labels, Nodes: m.nodes, APIServerPort: c.port(i + 1),
 		})
+	}
+	if c.Traffic {
+		// The hub writes HTTPRoutes there and Traefik serves its Gateway.
+		opts.HubCRDDirs = append(opts.HubCRDDirs, filepath.Join(c.Root, gatewayCRDDir))
+		opts.Traffic = &localfleet.TrafficOptions{ServeIPs: serveIPs(), GatewayPort: c.GatewayPort()}
 	}
 	return opts
 }

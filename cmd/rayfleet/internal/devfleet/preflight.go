@@ -6,12 +6,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
 // tools are what the control planes run from Config.K8sBin (kwok-stages.yaml is kwok's stage
 // definitions, rendered by `make tools`).
 var tools = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"}
+
+// trafficTools are what --traffic runs from Config.K8sBin besides tools.
+var trafficTools = []string{"traefik"}
 
 // agents are RayFleet's binaries the fleet runs from Config.Bin.
 var agents = []string{"hub", "spoke"}
@@ -70,7 +74,11 @@ func checkTools(c Config) []error {
 			"and run rayfleet dev there, or pass --k8s-bin")}
 	}
 	var errs []error
-	for _, t := range tools {
+	need := tools
+	if c.Traffic {
+		need = append(slices.Clone(tools), trafficTools...)
+	}
+	for _, t := range need {
 		if !isFile(filepath.Join(c.K8sBin, t)) {
 			errs = append(errs, fmt.Errorf("%s not found in %s: run `make tools` (or pass --k8s-bin)", t, c.K8sBin))
 		}
@@ -108,18 +116,26 @@ func checkCRDs(c Config) []error {
 	return errs
 }
 
-// checkPorts fails for every API server port something listens on.
+// checkPorts fails for every API server port (and with Traffic the gateway's) something
+// listens on.
 func checkPorts(c Config) []error {
 	names := ClusterNames()
-	if c.BasePort < 1 || c.BasePort+len(names)-1 > 65535 {
-		return []error{fmt.Errorf("--base-port %d: the ports %d to %d must lie in 1-65535", c.BasePort, c.BasePort, c.BasePort+len(names)-1)}
+	what := make([]string, len(names))
+	for i, name := range names {
+		what[i] = apiServerOf(name)
+	}
+	if c.Traffic {
+		what = append(what, "the hub's Gateway") // at GatewayPort, right after the API servers
+	}
+	if last := c.BasePort + len(what) - 1; c.BasePort < 1 || last > 65535 {
+		return []error{fmt.Errorf("--base-port %d: the ports %d to %d must lie in 1-65535", c.BasePort, c.BasePort, last)}
 	}
 	var errs []error
-	for i, name := range names {
+	for i, w := range what {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port(i)))
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s) is in use; stop what listens there or pass --base-port", addr, apiServerOf(name)))
+			errs = append(errs, fmt.Errorf("%s (%s) is in use; stop what listens there or pass --base-port", addr, w))
 			continue
 		}
 		_ = l.Close()

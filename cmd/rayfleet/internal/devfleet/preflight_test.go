@@ -59,11 +59,12 @@ func freeBasePort(t *testing.T) int {
 		if base+len(ClusterNames()) > 65535 {
 			continue
 		}
-		if len(checkPorts(Config{BasePort: base})) == 0 {
+		// With the gateway's: the traffic cases need the port after the members' free too.
+		if len(checkPorts(Config{BasePort: base, Traffic: true})) == 0 {
 			return base
 		}
 	}
-	t.Fatal("no three consecutive free ports")
+	t.Fatal("no four consecutive free ports")
 	return 0
 }
 
@@ -124,6 +125,31 @@ func TestPreflight(t *testing.T) {
 			want:  []string{"127.0.0.1:%PORT0% (kube-apiserver of the hub) is in use"},
 		},
 		{
+			name:  "the gateway's port taken without traffic",
+			setup: func(t *testing.T, c *Config) { listen(t, c.GatewayPort()) },
+		},
+		{
+			name: "traffic with everything in place",
+			setup: func(t *testing.T, c *Config) {
+				c.Traffic = true
+				touch(t, filepath.Join(c.K8sBin, "traefik"))
+			},
+		},
+		{
+			name:  "traffic without traefik",
+			setup: func(_ *testing.T, c *Config) { c.Traffic = true },
+			want:  []string{"traefik not found in %K8S%: run `make tools`"},
+		},
+		{
+			name: "traffic with the gateway's port taken",
+			setup: func(t *testing.T, c *Config) {
+				c.Traffic = true
+				touch(t, filepath.Join(c.K8sBin, "traefik"))
+				listen(t, c.GatewayPort())
+			},
+			want: []string{"127.0.0.1:%PORT3% (the hub's Gateway) is in use; stop what listens there or pass --base-port"},
+		},
+		{
 			name: "a fleet already running",
 			setup: func(t *testing.T, c *Config) {
 				l := Layout{Dir: c.StateDir}
@@ -160,7 +186,7 @@ func TestPreflight(t *testing.T) {
 				t.Fatal("Preflight passed, want an error")
 			}
 			r := strings.NewReplacer("%K8S%", c.K8sBin, "%BIN%", c.Bin, "%STATE%", c.StateDir,
-				"%PORT0%", strconv.Itoa(c.BasePort), "%PORT1%", strconv.Itoa(c.BasePort+1))
+				"%PORT0%", strconv.Itoa(c.BasePort), "%PORT1%", strconv.Itoa(c.BasePort+1), "%PORT3%", strconv.Itoa(c.BasePort+3))
 			for _, w := range tt.want {
 				if w = r.Replace(w); !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
@@ -189,6 +215,13 @@ func TestResolveFindsTheCloneAndDefaults(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("Resolve = %+v, want %+v", got, want)
+	}
+}
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
 

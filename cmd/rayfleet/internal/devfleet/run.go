@@ -43,7 +43,7 @@ const tailLines = 20
 // error.
 func Run(ctx context.Context, c Config, out io.Writer, detached bool) error {
 	l := Layout{Dir: c.StateDir}
-	sample, err := LoadSample()
+	samples, err := c.samples(l)
 	if err != nil {
 		return err
 	}
@@ -57,6 +57,10 @@ func Run(ctx context.Context, c Config, out io.Writer, detached bool) error {
 	begin := time.Now()
 	fmt.Fprintf(out, "Starting a hub and two members (%s) on 127.0.0.1:%d-%d; logs in %s\n",
 		strings.Join(ClusterNames()[1:], ", "), c.port(0), c.port(len(members)), l.LogDir())
+	if c.Traffic {
+		fmt.Fprintf(out, "With traffic: Traefik serving the hub's Gateway %s/%s on %s, load balancers on %s\n",
+			localfleet.GatewayNamespace, localfleet.GatewayName, c.gatewayURL(), ipList(serveIPs()))
+	}
 	f, err := c.start(ctx, l, out)
 	if err == nil {
 		fmt.Fprintf(out, "Control planes, bin/hub and the spokes up, members joined (%s).\n", since(begin))
@@ -64,12 +68,11 @@ func Run(ctx context.Context, c Config, out io.Writer, detached bool) error {
 	}
 	if err == nil {
 		fmt.Fprintf(out, "The hub sees every member Ready (%s).\n", since(begin))
-		err = placeSample(ctx, f, l, sample, out)
+		err = placeSamples(ctx, f, samples, out, begin)
 	}
 	if err != nil {
 		return c.fail(ctx, f, l, st, err, out, detached)
 	}
-	fmt.Fprintf(out, "RayService %s/%s is Ready on the hub (%s after start).\n", sample.Namespace(), sample.Service.Name, since(begin))
 	now := time.Now()
 	st.Phase, st.ReadyAt = PhaseReady, &now
 	if err := WriteState(l.StateFile(), st); err != nil {
@@ -104,13 +107,49 @@ func claim(l Layout, cli string) error {
 }
 
 // initialState is fleet.json while the fleet starts: the clusters' URLs and kubeconfig paths
-// are known from the start, since the ports are fixed.
+// (and the gateway's URL) are known from the start, since the ports are fixed.
 func (c Config) initialState(l Layout) *State {
 	st := &State{Phase: PhaseStarting, SupervisorPID: os.Getpid(), LogDir: l.LogDir(), StartedAt: time.Now()}
 	for i, name := range ClusterNames() {
 		st.Clusters = append(st.Clusters, ClusterInfo{Name: name, Server: c.server(i), Kubeconfig: l.Kubeconfig(name)})
 	}
+	if c.Traffic {
+		st.Traffic = &TrafficInfo{GatewayURL: c.gatewayURL(), ServeIPs: serveIPs()}
+	}
 	return st
+}
+
+// sampleFile is a sample and where its copy goes in the state directory.
+type sampleFile struct {
+	*Sample
+	path string
+}
+
+// samples are the samples the fleet applies: the traffic sample too with Traffic.
+func (c Config) samples(l Layout) ([]sampleFile, error) {
+	s, err := LoadSample()
+	if err != nil {
+		return nil, err
+	}
+	all := []sampleFile{{s, l.SampleFile()}}
+	if c.Traffic {
+		if s, err = LoadTrafficSample(); err != nil {
+			return nil, err
+		}
+		all = append(all, sampleFile{s, l.TrafficSampleFile()})
+	}
+	return all, nil
+}
+
+// ipList shows serve IPs as "us 10.99.0.1, eu 10.99.0.2", in the members' order.
+func ipList(ips map[string]string) string {
+	var parts []string
+	for _, m := range members {
+		if ip, ok := ips[m.name]; ok {
+			parts = append(parts, m.name+" "+ip)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // start starts the local fleet, writing a pid file for every process it starts, and copies
@@ -144,21 +183,38 @@ func (c Config) start(ctx context.Context, l Layout, out io.Writer) (*localfleet
 	return f, nil
 }
 
-// placeSample applies the sample to the hub and waits until the hub reports the RayService
-// Ready.
-func placeSample(ctx context.Context, f *localfleet.Fleet, l Layout, s *Sample, out io.Writer) error {
+// placeSamples applies the samples to the hub, then waits until the hub reports each
+// RayService Ready.
+func placeSamples(ctx context.Context, f *localfleet.Fleet, samples []sampleFile, out io.Writer, begin time.Time) error {
+	for _, s := range samples {
+		if err := applySample(ctx, f, s); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Applied PlacementPolicy %s/%s (clusters: %d) and RayService %s/%s (%s); waiting for Ready...\n",
+			s.Namespace(), s.Policy.Name, ptrValue(s.Policy.Spec.Clusters), s.Namespace(), s.Service.Name, s.path)
+	}
+	for _, s := range samples {
+		if err := waitReady(ctx, f, client.ObjectKeyFromObject(s.Service)); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "RayService %s/%s is Ready on the hub (%s after start).\n", s.Namespace(), s.Service.Name, since(begin))
+	}
+	return nil
+}
+
+// applySample creates the sample's namespace and objects on the hub and copies it into the
+// state directory.
+func applySample(ctx context.Context, f *localfleet.Fleet, s sampleFile) error {
 	if err := f.Hub.CreateNamespace(ctx, s.Namespace()); err != nil {
 		return fmt.Errorf("on the hub: %w", err)
 	}
 	if err := s.apply(ctx, f.Hub.Client); err != nil {
 		return err
 	}
-	if err := os.WriteFile(l.SampleFile(), sampleYAML, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", l.SampleFile(), err)
+	if err := os.WriteFile(s.path, s.source, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", s.path, err)
 	}
-	fmt.Fprintf(out, "Applied PlacementPolicy %s/%s (clusters: %d) and RayService %s/%s (%s); waiting for Ready...\n",
-		s.Namespace(), s.Policy.Name, ptrValue(s.Policy.Spec.Clusters), s.Namespace(), s.Service.Name, l.SampleFile())
-	return waitReady(ctx, f, client.ObjectKeyFromObject(s.Service))
+	return nil
 }
 
 // waitMembersReady waits until the hub reports every member Ready: a RayService applied

@@ -26,16 +26,38 @@ import (
 //go:embed sample.yaml
 var sampleYAML []byte
 
+// trafficSampleYAML is what `dev up --traffic` applies besides: a BlueGreen rollout with
+// traffic through the hub's Gateway.
+//
+//go:embed traffic-sample.yaml
+var trafficSampleYAML []byte
+
 // Sample is what `dev up` applies to the hub.
 type Sample struct {
 	// Policy places the RayService on two clusters in different regions.
 	Policy *fleetv1alpha1.PlacementPolicy
 	// Service is a small RayService naming Policy in its placement-policy annotation.
 	Service *rayv1.RayService
+
+	// source is the YAML the sample was decoded from, copied into the state directory.
+	source []byte
 }
 
 // LoadSample decodes and checks the embedded sample.
-func LoadSample() (*Sample, error) { return decodeSample(sampleYAML) }
+func LoadSample() (*Sample, error) { return loadSample(sampleYAML) }
+
+// LoadTrafficSample decodes and checks the embedded sample of `dev up --traffic`.
+func LoadTrafficSample() (*Sample, error) { return loadSample(trafficSampleYAML) }
+
+// loadSample decodes one embedded sample and keeps its source.
+func loadSample(data []byte) (*Sample, error) {
+	s, err := decodeSample(data)
+	if err != nil {
+		return nil, err
+	}
+	s.source = data
+	return s, nil
+}
 
 // decodeSample decodes a PlacementPolicy and a RayService, strictly (an unknown field is an
 // error), and checks that they fit together and that the RayService is one KubeRay accepts.

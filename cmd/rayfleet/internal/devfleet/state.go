@@ -52,9 +52,12 @@ func (l Layout) ClustersDir() string { return filepath.Join(l.Dir, "clusters") }
 // SampleFile is a copy of the sample the fleet applied, to edit and re-apply.
 func (l Layout) SampleFile() string { return filepath.Join(l.Dir, "sample.yaml") }
 
+// TrafficSampleFile is a copy of the traffic sample a fleet with --traffic applied.
+func (l Layout) TrafficSampleFile() string { return filepath.Join(l.Dir, "traffic-sample.yaml") }
+
 // entries are everything Remove may delete.
 func (l Layout) entries() []string {
-	return []string{l.StateFile(), l.PIDDir(), l.LogDir(), l.KubeconfigDir(), l.ClustersDir(), l.SampleFile(), l.StateFile() + ".tmp"}
+	return []string{l.StateFile(), l.PIDDir(), l.LogDir(), l.KubeconfigDir(), l.ClustersDir(), l.SampleFile(), l.TrafficSampleFile(), l.StateFile() + ".tmp"}
 }
 
 // Exists reports whether the state directory holds anything of a dev fleet.
@@ -123,6 +126,16 @@ type State struct {
 	StartedAt time.Time `json:"startedAt"`
 	// ReadyAt is when the sample RayService became Ready.
 	ReadyAt *time.Time `json:"readyAt,omitempty"`
+	// Traffic is the traffic path of a fleet started with --traffic.
+	Traffic *TrafficInfo `json:"traffic,omitempty"`
+}
+
+// TrafficInfo is how traffic reaches a fleet started with --traffic.
+type TrafficInfo struct {
+	// GatewayURL is where the hub's Gateway gateway/fleet serves.
+	GatewayURL string `json:"gatewayURL"`
+	// ServeIPs are the members' load balancer addresses by member name.
+	ServeIPs map[string]string `json:"serveIPs"`
 }
 
 // Cluster returns the named cluster's info.

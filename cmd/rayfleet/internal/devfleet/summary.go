@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/fleetstatus"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
 	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
 )
 
@@ -36,7 +37,25 @@ func PrintSummary(ctx context.Context, out io.Writer, st *State, kubectl string)
 		}
 		fmt.Fprintf(out, "  %-4s %s --kubeconfig %s get %s\n", c.Name+":", kubectl, c.Kubeconfig, what)
 	}
+	if st.Traffic != nil {
+		printTraffic(out, st, kubectl)
+	}
 	fmt.Fprintf(out, "Logs: %s\n", st.LogDir)
+}
+
+// blueGreenPatch changes the traffic sample's spec, which makes a new revision: a blue/green
+// rollout to the other member.
+const blueGreenPatch = `{"spec":{"rayClusterConfig":{"headGroupSpec":{"template":{"metadata":{"annotations":{"demo/version":"2"}}}}}}}`
+
+// printTraffic says where the Gateway serves, where the load balancers are and how to start a
+// blue/green rollout of the traffic sample.
+func printTraffic(out io.Writer, st *State, kubectl string) {
+	hub, _ := st.Cluster(HubName)
+	fmt.Fprintf(out, "Gateway %s/%s (Traefik on the hub): %s\n", localfleet.GatewayNamespace, localfleet.GatewayName, st.Traffic.GatewayURL)
+	fmt.Fprintf(out, "Load balancers: %s (they answer only where these addresses are assigned, as in the e2e tests' network namespace)\n",
+		ipList(st.Traffic.ServeIPs))
+	fmt.Fprintf(out, "Blue/green of demo/berry: %s --kubeconfig %s -n demo patch rayservice berry --type merge -p '%s'\n",
+		kubectl, hub.Kubeconfig, blueGreenPatch)
 }
 
 // printFleetStatus prints the fleet status tables of every namespace.
