@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,20 +149,40 @@ func newG(t *testing.T) *gomega.WithT {
 }
 
 func TestServesTheOwnersRevisionUntilTheServiceIsNoLongerALoadBalancer(t *testing.T) {
+	servesTheOwnersRevision(t, "127.0.0.1")
+}
+
+// TestServesOnAnE2EServeIP runs where the e2e tests run the fleet: in a network namespace with
+// 10.99.0.1 on its loopback interface (see the localfleet package's TrafficOptions). Elsewhere
+// the address cannot be bound and the test is skipped.
+func TestServesOnAnE2EServeIP(t *testing.T) {
+	const ip = "10.99.0.1"
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Skipf("%s is not assigned here; run inside a network namespace that has it", ip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	servesTheOwnersRevision(t, ip)
+}
+
+func servesTheOwnersRevision(t *testing.T, ip string) {
 	g := newG(t)
 	ctx := context.Background()
-	e := startFake(t, "127.0.0.1", rayServiceMeta("rs", "rs-1"))
+	e := startFake(t, ip, rayServiceMeta("rs", "rs-1"))
 	port := freePort(t)
 	svc, err := e.kube.CoreV1().Services("ns").Create(ctx, serveService("rs-serve-svc", "rs", port), metav1.CreateOptions{})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 
-	g.Eventually(e.ingress("rs-serve-svc")).Should(gomega.Equal([]string{"127.0.0.1"}))
-	g.Eventually(func() (Response, error) { return ask("127.0.0.1", port) }).
+	g.Eventually(e.ingress("rs-serve-svc")).Should(gomega.Equal([]string{ip}))
+	g.Eventually(func() (Response, error) { return ask(ip, port) }).
 		Should(gomega.Equal(Response{Cluster: "us", Revision: "rs-1", RayService: "ns/rs"}))
 
 	// The revision is read at request time: a new one shows without touching the Service.
 	g.Expect(e.meta.Tracker().Update(rayServices, rayServiceMeta("rs", "rs-2"), "ns")).To(gomega.Succeed())
-	g.Eventually(func() (Response, error) { return ask("127.0.0.1", port) }).
+	g.Eventually(func() (Response, error) { return ask(ip, port) }).
 		Should(gomega.HaveField("Revision", "rs-2"))
 
 	svc, err = e.kube.CoreV1().Services("ns").Get(ctx, svc.Name, metav1.GetOptions{})
@@ -169,7 +191,7 @@ func TestServesTheOwnersRevisionUntilTheServiceIsNoLongerALoadBalancer(t *testin
 	_, err = e.kube.CoreV1().Services("ns").Update(ctx, svc, metav1.UpdateOptions{})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Eventually(e.ingress("rs-serve-svc")).Should(gomega.BeEmpty())
-	g.Eventually(func() error { _, err := ask("127.0.0.1", port); return err }).Should(gomega.HaveOccurred())
+	g.Eventually(func() error { _, err := ask(ip, port); return err }).Should(gomega.HaveOccurred())
 }
 
 func TestASecondServiceOnATakenPortWaitsForTheFirstToGo(t *testing.T) {
