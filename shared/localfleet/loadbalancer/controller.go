@@ -155,10 +155,10 @@ func start(ctx context.Context, opts Options, kube kubernetes.Interface, meta me
 
 	go rayInformer.Informer().Run(c.stop)
 	kubeInformers.Start(c.stop)
-	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-	defer cancel()
+	syncCtx, syncCancel := context.WithTimeout(ctx, syncTimeout)
+	defer syncCancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), svcInformer.Informer().HasSynced, rayInformer.Informer().HasSynced) {
-		cancel()
+		c.cancel()
 		close(c.stop)
 		c.queue.ShutDown()
 		return nil, fmt.Errorf("load balancer of %s: Services and RayServices not listed within %s", opts.Cluster, syncTimeout)
