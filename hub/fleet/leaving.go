@@ -168,7 +168,8 @@ func (r *Reconciler) announceLeaving(g *group, d *decision) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.departures)) {
 		dep := d.departures[name]
-		if !dep.fresh {
+		if !dep.fresh || d.leaveAs[name] != "" {
+			// A BlueGreen rollout announced its own departures (BlueRetired, TrafficReverted).
 			continue
 		}
 		why := ""
