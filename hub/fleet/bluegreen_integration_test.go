@@ -22,136 +22,190 @@ import (
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
-// A BlueGreen rollout with traffic on the hub, on real API servers: the test plays the spokes
-// (copies run what they carry and report a serve address) and the gateway (it accepts each
-// generation of the route), and moves the reconciler's clock past intervals, the hold and the
-// drain delay.
-func TestFleetBlueGreen(t *testing.T) {
+// bgIntervalSeconds and bgRetireSeconds are the blue/green tests' interval and hold.
+const bgIntervalSeconds, bgRetireSeconds = 10, 30
+
+// bgTest is a fleet harness with what the blue/green tests play: the spokes' serve addresses
+// and the gateway's acceptance of the route on the hub.
+type bgTest struct {
+	*fleetHarness
+	clk *clocktesting.FakeClock
+	key traffic.RouteKey
+}
+
+// startBlueGreen starts a fleet of members with a Gateway namespace "gw" on the hub.
+func startBlueGreen(t *testing.T, members ...string) *bgTest {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
-	members := []string{"a", "b", "c"}
-	h := startFleetOf(t, clk, members...)
-	g := NewWithT(t)
-	ctx := context.Background()
-	const interval, retire = 10 * time.Second, 30 * time.Second
-	g.Expect(h.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw"}})).To(Succeed())
-	h.createPolicy(g, "bg", fleetv1alpha1.PlacementPolicySpec{
-		Clusters: ptr.To[int32](1),
+	h := &bgTest{fleetHarness: startFleetOf(t, clk, members...), clk: clk}
+	if err := h.hub.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.key = traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"}, trafficOnHub())
+	return h
+}
+
+func trafficOnHub() *fleetv1alpha1.TrafficSpec {
+	return &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"}, PathPrefix: "/"}
+}
+
+// blueGreenPolicy is a BlueGreen policy: one cluster, steps of 50%, with traffic when asked.
+func blueGreenPolicy(withTraffic bool, names ...string) fleetv1alpha1.PlacementPolicySpec {
+	spec := fleetv1alpha1.PlacementPolicySpec{
+		Clusters:     ptr.To[int32](1),
+		ClusterNames: names,
 		Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen, BlueGreen: &fleetv1alpha1.BlueGreenStrategy{
-			StepPercent: ptr.To[int32](50), IntervalSeconds: ptr.To(int32(interval / time.Second)),
-			RetireAfterSeconds: ptr.To(int32(retire / time.Second)),
+			StepPercent: ptr.To[int32](50), IntervalSeconds: ptr.To[int32](bgIntervalSeconds), RetireAfterSeconds: ptr.To[int32](bgRetireSeconds),
 		}},
-		Traffic: &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"}, PathPrefix: "/"},
-	})
-	h.createRayService(g, "svc", "bg")
+	}
+	if withTraffic {
+		spec.Traffic = trafficOnHub()
+	}
+	return spec
+}
 
-	// serveAt plays a member's spoke: the copy runs what it carries and serves at 10.0.0.<n>.
-	serveAt := func(cluster string) {
-		h.serve(g, cluster, "svc")
-		g.Eventually(func(g Gomega) {
-			rs := h.memberCopy(g, cluster, "svc")
-			g.Expect(rs).NotTo(BeNil())
-			if rs.Annotations[labels.ServeAddress] == "" {
-				rs.Annotations[labels.ServeAddress] = "10.0.0." + map[string]string{"a": "1", "b": "2", "c": "3"}[cluster] + ":8000"
-				g.Expect(h.members[cluster].Update(ctx, rs)).To(Succeed())
-			}
-		}, timeout, interval).Should(Succeed())
-	}
-	key := traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"}, &fleetv1alpha1.TrafficSpec{
-		ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"}})
-	route := func(g Gomega) *gwv1.HTTPRoute {
-		var r gwv1.HTTPRoute
-		g.Expect(h.hub.Get(ctx, key.Route, &r)).To(Succeed())
-		return &r
-	}
-	// weights are the route's backends' weights by the member their Service stands for.
-	weights := func(g Gomega) map[string]int32 {
-		out := map[string]int32{}
-		for _, ref := range route(g).Spec.Rules[0].BackendRefs {
-			var svc corev1.Service
-			g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: string(ref.Name)}, &svc)).To(Succeed())
-			out[svc.Labels[labels.TrafficCluster]] = *ref.Weight
+// serveAt plays a member's spoke: the copy runs what it carries and serves at 10.0.0.<n>.
+func (h *bgTest) serveAt(g Gomega, cluster, name string) {
+	h.serve(g, cluster, name)
+	g.Eventually(func(g Gomega) {
+		rs := h.memberCopy(g, cluster, name)
+		g.Expect(rs).NotTo(BeNil())
+		if rs.Annotations[labels.ServeAddress] == "" {
+			rs.Annotations[labels.ServeAddress] = "10.0.0." + map[string]string{"a": "1", "b": "2", "c": "3"}[cluster] + ":8000"
+			g.Expect(h.members[cluster].Update(context.Background(), rs)).To(Succeed())
 		}
-		return out
-	}
-	// accept plays the gateway: the route's current generation is accepted.
-	accept := func(g Gomega) {
-		r := route(g)
-		r.Status.Parents = []gwv1.RouteParentStatus{{
-			ParentRef:      gwv1.ParentReference{Namespace: ptr.To(gwv1.Namespace("gw")), Name: "gw"},
-			ControllerName: "example.com/gateway",
-			Conditions: []metav1.Condition{{Type: string(gwv1.RouteConditionAccepted), Status: metav1.ConditionTrue,
-				Reason: "Accepted", ObservedGeneration: r.Generation, LastTransitionTime: metav1.Now()}},
-		}}
-		g.Expect(h.hub.Status().Update(ctx, r)).To(Succeed())
-	}
-	bgStatus := func(g Gomega) *fleetv1alpha1.BlueGreenStatus {
-		r := h.binding(g, "svc").Status.Rollout
-		g.Expect(r).NotTo(BeNil())
-		return r.BlueGreen
-	}
+	}, timeout, interval).Should(Succeed())
+}
 
-	t.Log("the first revision goes to one member, which gets all of the traffic")
+func (h *bgTest) route(g Gomega) *gwv1.HTTPRoute {
+	var r gwv1.HTTPRoute
+	g.Expect(h.hub.Get(context.Background(), h.key.Route, &r)).To(Succeed())
+	return &r
+}
+
+// weights are the route's backends' weights by the member their Service stands for.
+func (h *bgTest) weights(g Gomega) map[string]int32 {
+	out := map[string]int32{}
+	for _, ref := range h.route(g).Spec.Rules[0].BackendRefs {
+		var svc corev1.Service
+		g.Expect(h.hub.Get(context.Background(), types.NamespacedName{Namespace: "gw", Name: string(ref.Name)}, &svc)).To(Succeed())
+		out[svc.Labels[labels.TrafficCluster]] = *ref.Weight
+	}
+	return out
+}
+
+// accept plays the gateway: the route's current generation is accepted.
+func (h *bgTest) accept(g Gomega) {
+	r := h.route(g)
+	r.Status.Parents = []gwv1.RouteParentStatus{{
+		ParentRef:      gwv1.ParentReference{Namespace: ptr.To(gwv1.Namespace("gw")), Name: "gw"},
+		ControllerName: "example.com/gateway",
+		Conditions: []metav1.Condition{{Type: string(gwv1.RouteConditionAccepted), Status: metav1.ConditionTrue,
+			Reason: "Accepted", ObservedGeneration: r.Generation, LastTransitionTime: metav1.Now()}},
+	}}
+	g.Expect(h.hub.Status().Update(context.Background(), r)).To(Succeed())
+}
+
+func (h *bgTest) blueGreen(g Gomega, name string) *fleetv1alpha1.BlueGreenStatus {
+	r := h.binding(g, name).Status.Rollout
+	g.Expect(r).NotTo(BeNil())
+	return r.BlueGreen
+}
+
+// setImage changes the hub RayService's image, a new revision.
+func (h *bgTest) setImage(g Gomega, name, image string) {
+	g.Eventually(func(g Gomega) {
+		rs := h.hubRayService(g, name)
+		raybuilder.SetImage(&rs.Spec.RayClusterSpec, image)
+		g.Expect(h.hub.Update(context.Background(), rs)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+// firstRevision waits for name's first revision on one member, served and complete, and
+// returns the member.
+func (h *bgTest) firstRevision(g Gomega, name string, withTraffic bool) string {
 	var blue string
 	g.Eventually(func(g Gomega) {
-		placed := h.binding(g, "svc").Spec.Clusters
+		placed := h.binding(g, name).Spec.Clusters
 		g.Expect(placed).To(HaveLen(1))
 		blue = placed[0]
 	}, timeout, interval).Should(Succeed())
-	serveAt(blue)
+	h.serveAt(g, blue, name)
 	g.Eventually(func(g Gomega) {
 		// The first revision goes everywhere at once and soaks, as under any rollout type.
-		clk.Step(time.Duration(fleetv1alpha1.DefaultSoakSeconds+1) * time.Second)
-		g.Expect(weights(g)).To(Equal(map[string]int32{blue: 10000}))
-		accept(g)
-		rs := h.hubRayService(g, "svc")
-		c := meta.FindStatusCondition(rs.Status.Conditions, fleetv1alpha1.ConditionTrafficShifting)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonTrafficSteady))
-		g.Expect(h.binding(g, "svc").Status.Rollout.Phase).To(Equal(fleetv1alpha1.RolloutComplete))
+		h.clk.Step(time.Duration(fleetv1alpha1.DefaultSoakSeconds+1) * time.Second)
+		if withTraffic {
+			g.Expect(h.weights(g)).To(Equal(map[string]int32{blue: 10000}))
+			h.accept(g)
+		}
+		g.Expect(h.binding(g, name).Status.Rollout.Phase).To(Equal(fleetv1alpha1.RolloutComplete))
 	}, timeout, interval).Should(Succeed())
-	var ep discoveryv1.EndpointSlice
-	g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: traffic.BackendName(key, blue)}, &ep)).To(Succeed())
-	g.Expect(ep.Endpoints[0].Addresses).To(HaveLen(1))
+	return blue
+}
 
-	t.Log("a new spec goes green on another member while blue keeps all of the traffic")
-	g.Eventually(func(g Gomega) {
-		rs := h.hubRayService(g, "svc")
-		raybuilder.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:2.99.0")
-		g.Expect(h.hub.Update(ctx, rs)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
+// green waits for a BlueGreen rollout of name to place green and returns its one member.
+func (h *bgTest) green(g Gomega, name, blue string) string {
 	var green string
 	g.Eventually(func(g Gomega) {
-		bg := bgStatus(g)
+		bg := h.blueGreen(g, name)
 		g.Expect(bg).NotTo(BeNil())
-		g.Expect(bg.Step).To(Equal(fleetv1alpha1.BlueGreenDeploying))
 		g.Expect(bg.Blue).To(Equal([]string{blue}))
 		g.Expect(bg.Green).To(HaveLen(1))
 		green = bg.Green[0]
 	}, timeout, interval).Should(Succeed())
 	g.Expect(green).NotTo(Equal(blue))
-	g.Expect(weights(g)).To(Equal(map[string]int32{blue: 10000}))
+	return green
+}
+
+// A BlueGreen rollout with traffic on the hub, on real API servers: the test plays the spokes
+// (copies run what they carry and report a serve address) and the gateway (it accepts each
+// generation of the route), and moves the reconciler's clock past intervals, the hold and the
+// drain delay.
+func TestFleetBlueGreen(t *testing.T) {
+	h := startBlueGreen(t, "a", "b", "c")
+	g := NewWithT(t)
+	ctx := context.Background()
+	h.createPolicy(g, "bg", blueGreenPolicy(true))
+	h.createRayService(g, "svc", "bg")
+
+	t.Log("the first revision goes to one member, which gets all of the traffic")
+	blue := h.firstRevision(g, "svc", true)
+	g.Eventually(func(g Gomega) {
+		c := trafficShiftingOf(h.hubRayService(g, "svc").Status.Conditions)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonTrafficSteady))
+	}, timeout, interval).Should(Succeed())
+	var ep discoveryv1.EndpointSlice
+	g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: traffic.BackendName(h.key, blue)}, &ep)).To(Succeed())
+	g.Expect(ep.Endpoints[0].Addresses).To(HaveLen(1))
+
+	t.Log("a new spec goes green on another member while blue keeps all of the traffic")
+	h.setImage(g, "svc", "rayproject/ray:2.99.0")
+	green := h.green(g, "svc", blue)
+	g.Expect(h.blueGreen(g, "svc").Step).To(Equal(fleetv1alpha1.BlueGreenDeploying))
+	g.Expect(h.weights(g)).To(Equal(map[string]int32{blue: 10000}))
 
 	t.Log("green done: half of the traffic, then, an interval after the gateway accepted it, all of it")
-	serveAt(green)
+	h.serveAt(g, green, "svc")
 	g.Eventually(func(g Gomega) {
-		g.Expect(weights(g)).To(Equal(map[string]int32{blue: 5000, green: 5000}))
+		g.Expect(h.weights(g)).To(Equal(map[string]int32{blue: 5000, green: 5000}))
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		accept(g)
-		g.Expect(bgStatus(g).Accepted).To(BeTrue())
+		h.accept(g)
+		g.Expect(h.blueGreen(g, "svc").Accepted).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
-	clk.Step(interval)
+	h.clk.Step(bgIntervalSeconds * time.Second)
 	g.Eventually(func(g Gomega) {
-		g.Expect(weights(g)).To(Equal(map[string]int32{green: 10000}))
-		accept(g)
-		bg := bgStatus(g)
+		g.Expect(h.weights(g)).To(Equal(map[string]int32{green: 10000}))
+		h.accept(g)
+		bg := h.blueGreen(g, "svc")
 		g.Expect(bg.Step).To(Equal(fleetv1alpha1.BlueGreenHolding))
 		g.Expect(bg.Accepted).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
 	g.Expect(h.memberCopy(g, blue, "svc")).NotTo(BeNil(), "blue stays through the hold")
 
 	t.Log("after the hold blue leaves, and its copy goes a drain delay after the gateway dropped it")
-	clk.Step(retire)
+	h.clk.Step(bgRetireSeconds * time.Second)
 	g.Eventually(func(g Gomega) {
 		b := h.binding(g, "svc")
 		g.Expect(b.Spec.Clusters).To(Equal([]string{green}))
@@ -159,13 +213,84 @@ func TestFleetBlueGreen(t *testing.T) {
 		g.Expect(b.Status.Rollout.Phase).To(Equal(fleetv1alpha1.RolloutComplete))
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		accept(g)
-		clk.Step(drainDelay)
+		h.accept(g)
+		h.clk.Step(drainDelay)
 		g.Expect(h.memberCopy(g, blue, "svc")).To(BeNil())
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		var svc corev1.Service
-		err := h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: traffic.BackendName(key, blue)}, &svc)
+		err := h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: traffic.BackendName(h.key, blue)}, &svc)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "blue's backend Service is pruned: %v", err)
 	}, timeout, interval).Should(Succeed())
+}
+
+// An undo mid-shift sends all of the traffic back to blue at once and green leaves; a policy
+// without traffic brings green up and retires blue after the hold; with no member left to be
+// green the rollout waits and says why.
+func TestFleetBlueGreenUndoNoTrafficNoGreen(t *testing.T) {
+	h := startBlueGreen(t, "a", "b")
+	g := NewWithT(t)
+	h.createPolicy(g, "bg", blueGreenPolicy(true))
+	h.createRayService(g, "svc", "bg")
+	blue := h.firstRevision(g, "svc", true)
+	image := h.hubRayService(g, "svc").Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image
+
+	t.Log("undo at 50%: all of the traffic back on blue at once, green leaves once drained")
+	h.setImage(g, "svc", "rayproject/ray:2.99.0")
+	green := h.green(g, "svc", blue)
+	h.serveAt(g, green, "svc")
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.weights(g)).To(Equal(map[string]int32{blue: 5000, green: 5000}))
+	}, timeout, interval).Should(Succeed())
+	h.setImage(g, "svc", image)
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.weights(g)).To(Equal(map[string]int32{blue: 10000}))
+		b := h.binding(g, "svc")
+		g.Expect(b.Status.Rollout.BlueGreen).To(BeNil())
+		g.Expect(b.Spec.Clusters).To(Equal([]string{blue}))
+		c := trafficShiftingOf(h.hubRayService(g, "svc").Status.Conditions)
+		g.Expect(c).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(h.memberCopy(g, green, "svc")).NotTo(BeNil(), "green stays until the gateway has dropped it for a drain delay")
+	g.Eventually(func(g Gomega) {
+		h.accept(g)
+		h.clk.Step(drainDelay)
+		g.Expect(h.memberCopy(g, green, "svc")).To(BeNil())
+	}, timeout, interval).Should(Succeed())
+
+	t.Log("without traffic: green up, hold, blue down")
+	h.createPolicy(g, "plain", blueGreenPolicy(false))
+	h.createRayService(g, "plain", "plain")
+	plainBlue := h.firstRevision(g, "plain", false)
+	h.setImage(g, "plain", "rayproject/ray:2.99.0")
+	plainGreen := h.green(g, "plain", plainBlue)
+	h.serveAt(g, plainGreen, "plain")
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.blueGreen(g, "plain").Step).To(Equal(fleetv1alpha1.BlueGreenHolding))
+		c := trafficShiftingOf(h.hubRayService(g, "plain").Status.Conditions)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonNoTrafficManaged))
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		h.clk.Step(bgRetireSeconds * time.Second)
+		g.Expect(h.memberCopy(g, plainBlue, "plain")).To(BeNil())
+		g.Expect(h.binding(g, "plain").Spec.Clusters).To(Equal([]string{plainGreen}))
+	}, timeout, interval).Should(Succeed())
+
+	t.Log("no member left for green: the rollout waits and says why")
+	h.createPolicy(g, "pinned", blueGreenPolicy(false, "a"))
+	h.createRayService(g, "pinned", "pinned")
+	pinned := h.firstRevision(g, "pinned", false)
+	h.setImage(g, "pinned", "rayproject/ray:2.99.0")
+	g.Eventually(func(g Gomega) {
+		c := trafficShiftingOf(h.hubRayService(g, "pinned").Status.Conditions)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonNoGreenClusters))
+		g.Expect(c.Message).To(ContainSubstring("blue: runs the revision green replaces"))
+		g.Expect(h.binding(g, "pinned").Spec.Clusters).To(Equal([]string{pinned}))
+	}, timeout, interval).Should(Succeed())
+}
+
+func trafficShiftingOf(conds []metav1.Condition) *metav1.Condition {
+	return meta.FindStatusCondition(conds, fleetv1alpha1.ConditionTrafficShifting)
 }
