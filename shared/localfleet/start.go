@@ -213,6 +213,11 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 	if err := f.join(ctx, spec.Name, member); err != nil {
 		return err
 	}
+	if f.opts.Traffic != nil {
+		if err := allowLoadBalancers(ctx, member); err != nil {
+			return err
+		}
+	}
 	return f.labelMember(ctx, spec.Name, spec.Labels)
 }
 

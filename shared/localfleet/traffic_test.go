@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 )
 
 // e2eServeIP is a serve IP the e2e tests' network namespace puts on its loopback interface.
@@ -26,7 +29,8 @@ const e2eServeIP = "10.99.0.1"
 
 // TestTrafficFleet starts a one-member fleet with a traffic path: Traefik has the hub's Gateway
 // Accepted and Programmed at 127.0.0.1 and answers on GatewayURL (404: no route yet), and the
-// member's load balancer stand-in gives a LoadBalancer Service its serve IP. Inside a network
+// member's load balancer stand-in gives a LoadBalancer Service its serve IP, which the member's
+// hub guard lets the hub ask for. Inside a network
 // namespace with e2eServeIP (see TrafficOptions), the member's stand-in uses it and a request
 // to the Gateway goes through an HTTPRoute, a selectorless Service and its EndpointSlice on
 // the hub to the stand-in, as the hub's routes will.
@@ -73,6 +77,10 @@ func TestTrafficFleet(t *testing.T) {
 	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusNotFound))
 
 	member := f.Members["us"].Client
+	guard := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	g.Expect(member.Get(ctx, client.ObjectKey{Name: hubpolicy.DefaultName + hubpolicy.RayServicesSuffix}, guard)).To(gomega.Succeed())
+	g.Expect(guard.Spec.Variables).To(gomega.ContainElement(admissionregistrationv1.Variable{Name: hubpolicy.VarAllowNodePorts, Expression: "true"}),
+		"the hub may place RayServices with a LoadBalancer serve Service")
 	g.Expect(member.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})).To(gomega.Succeed())
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lb"},
