@@ -224,7 +224,7 @@ func waitMembersReady(ctx context.Context, f *localfleet.Fleet) error {
 	err := poll(ctx, f, func(ctx context.Context) (bool, error) {
 		var list fleetv1alpha1.MemberClusterList
 		if err := f.Hub.Client.List(ctx, &list); err != nil {
-			last = err.Error()
+			last = lastUnlessDone(ctx, last, err)
 			return false, nil
 		}
 		var notReady []string
@@ -250,11 +250,11 @@ func waitReady(ctx context.Context, f *localfleet.Fleet, key client.ObjectKey) e
 		var rs rayv1.RayService
 		var binding fleetv1alpha1.RayServiceBinding
 		if err := f.Hub.Client.Get(ctx, key, &rs); err != nil {
-			last = err.Error()
+			last = lastUnlessDone(ctx, last, err)
 			return false, nil
 		}
 		if err := f.Hub.Client.Get(ctx, key, &binding); client.IgnoreNotFound(err) != nil {
-			last = err.Error()
+			last = lastUnlessDone(ctx, last, err)
 			return false, nil
 		}
 		last = fmt.Sprintf("RayService %s; RayServiceBinding %s",
@@ -278,6 +278,15 @@ func poll(ctx context.Context, f *localfleet.Fleet, cond wait.ConditionWithConte
 		}
 		return cond(ctx)
 	})
+}
+
+// lastUnlessDone is what a poll last saw after a read failed with err: err, unless the poll's
+// time ran out, which fails the read and says nothing about the fleet.
+func lastUnlessDone(ctx context.Context, last string, err error) string {
+	if ctx.Err() != nil {
+		return last
+	}
+	return err.Error()
 }
 
 // conditionText shows one condition as "Type=Status Reason: message".
