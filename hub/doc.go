@@ -4,9 +4,11 @@
 // revision (a RayService's revisions as ControllerRevisions), sweep (deleting this hub's member
 // copies nothing on the hub accounts for) and fleet (the hub RayService reconciler, moves,
 // failover, rollouts and deletion included), which executes the pure decisions of placement
-// (which members), rollout (which revision each member gets now), propagation (the member copy,
-// drift, what happens to a copy the RayService left) and aggregate (member status into the RayServiceBinding and the hub
-// RayService).
+// (which members), rollout (which revision each member gets now, blue/green steps and traffic
+// weights), propagation (the member copy, drift, what happens to a copy the RayService left)
+// and aggregate (member status into the RayServiceBinding and the hub RayService), and writes
+// the route of traffic (an HTTPRoute and its backends in the traffic cluster, built purely,
+// its acceptance read back).
 // They import one another and shared/, never spoke/, cmd/, shared/localfleet or (outside tests)
 // shared/testing; placement, rollout, propagation and aggregate make no API calls.
 package hub
