@@ -277,6 +277,34 @@ func TestFleetBlueGreenUndoNoTrafficNoGreen(t *testing.T) {
 		g.Expect(h.binding(g, "plain").Spec.Clusters).To(Equal([]string{plainGreen}))
 	}, timeout, interval).Should(Succeed())
 
+	t.Log("with approval, green waits for the promote approval, which is consumed once used")
+	approved := blueGreenPolicy(false)
+	approved.Rollout.BlueGreen.Approval = true
+	h.createPolicy(g, "approved", approved)
+	h.createRayService(g, "appr", "approved")
+	apprBlue := h.firstRevision(g, "appr", false)
+	h.setImage(g, "appr", "rayproject/ray:2.99.0")
+	apprGreen := h.green(g, "appr", apprBlue)
+	h.serveAt(g, apprGreen, "appr")
+	var target string
+	g.Eventually(func(g Gomega) {
+		r := h.binding(g, "appr").Status.Rollout
+		g.Expect(r.Phase).To(Equal(fleetv1alpha1.RolloutAwaitingApproval))
+		g.Expect(r.Stage).To(Equal(fleetv1alpha1.BlueGreenPromoteStage))
+		target = r.TargetRevision
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := h.binding(g, "appr")
+		b.Annotations = map[string]string{labels.ApprovedStage: target + "/" + fleetv1alpha1.BlueGreenPromoteStage}
+		g.Expect(h.hub.Update(context.Background(), b)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		b := h.binding(g, "appr")
+		g.Expect(b.Status.Rollout.BlueGreen).NotTo(BeNil())
+		g.Expect(b.Status.Rollout.BlueGreen.Step).To(Equal(fleetv1alpha1.BlueGreenHolding))
+		g.Expect(b.Annotations).NotTo(HaveKey(labels.ApprovedStage))
+	}, timeout, interval).Should(Succeed())
+
 	t.Log("no member left for green: the rollout waits and says why")
 	h.createPolicy(g, "pinned", blueGreenPolicy(false, "a"))
 	h.createRayService(g, "pinned", "pinned")

@@ -164,6 +164,12 @@ func (r *Reconciler) consumeApproval(ctx context.Context, g *group) error {
 	for _, stage := range st.Stages {
 		used = used || (stage.Approved && approval == st.TargetRevision+"/"+stage.Name)
 	}
+	if bg := st.BlueGreen; bg != nil {
+		// A BlueGreen approval is used once the rollout went past it: a first step taken, or
+		// green given all of the traffic.
+		used = used || (approval == st.TargetRevision+"/"+fleetv1alpha1.BlueGreenShiftStage && bg.GreenPercent > 0) ||
+			(approval == st.TargetRevision+"/"+fleetv1alpha1.BlueGreenPromoteStage && bg.Step == fleetv1alpha1.BlueGreenHolding)
+	}
 	if !used {
 		return nil
 	}
