@@ -132,17 +132,17 @@ type PlacementPolicySpec struct {
 type BackendKind string
 
 const (
-	// BackendService: a Service in the traffic cluster per member, made by the hub from the
+	// BackendService is a Service in the traffic cluster per member, made by the hub from the
 	// address the member reports (selectorless with an EndpointSlice for an IP, ExternalName
 	// for a hostname).
 	BackendService BackendKind = "Service"
-	// BackendServiceImport: the Multi-Cluster Services API's ServiceImport of a Service each
+	// BackendServiceImport is the Multi-Cluster Services API's ServiceImport of a Service each
 	// member exports under a name that carries the member (<rayservice>-serve-<member>).
 	BackendServiceImport BackendKind = "ServiceImport"
 )
 
 // TrafficSpec is where the hub routes a RayService's traffic.
-// +kubebuilder:validation:XValidation:rule="!has(self.cluster) || self.cluster == '' || self.cluster.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster must be a MemberCluster name, or empty for the hub"
+// +kubebuilder:validation:XValidation:rule="!has(self.cluster) || size(self.cluster) == 0 || self.cluster.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster must be a MemberCluster name, or empty for the hub"
 type TrafficSpec struct {
 	// Cluster is the MemberCluster that runs the Gateway; empty means the hub's own cluster.
 	// A member needs the hub's traffic Role in ParentRef's namespace (rayfleet join

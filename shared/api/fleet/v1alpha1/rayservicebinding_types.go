@@ -372,9 +372,9 @@ type ClusterStatus struct {
 type Color string
 
 const (
-	// ColorBlue: the cluster runs the revision traffic moves away from.
+	// ColorBlue is a cluster that runs the revision traffic moves away from.
 	ColorBlue Color = "Blue"
-	// ColorGreen: the cluster runs the target revision traffic moves to.
+	// ColorGreen is a cluster that runs the target revision traffic moves to.
 	ColorGreen Color = "Green"
 )
 
