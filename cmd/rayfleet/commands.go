@@ -92,16 +92,12 @@ func join(ctx context.Context, args []string, s streams) error {
 	res, err := membership.Join(ctx, hub.Cluster, member.Cluster, membership.JoinOptions{
 		Name: a.name, HubNamespace: a.hubNamespace, MemberNamespace: a.memberNamespace,
 		MemberServer: a.memberServer, TokenTimeout: a.tokenTimeout, TrafficNamespace: a.trafficNamespace,
+		AllowNodePorts: a.allowNodePorts,
 	})
 	if err != nil {
 		return err
 	}
-	if res.Existing != nil {
-		fmt.Fprintf(s.stdout, "using the hub identity installed by the spoke chart: %s\n", res.Existing)
-	} else {
-		fmt.Fprintln(s.stdout, "applied the hub identity and its guard: the hub may create on this member only RayServices "+
-			"within the Pod Security baseline (no privileged, host namespaces or hostPath; ServiceAccount default)")
-	}
+	printGuard(s.stdout, res, a.allowNodePorts)
 	switch {
 	case res.TrafficRole == nil:
 	case res.TrafficRole.ManagedBy == membership.ManagedByValue:
@@ -111,6 +107,26 @@ func join(ctx context.Context, args []string, s streams) error {
 	}
 	fmt.Fprintf(s.stdout, "member %s joined: the hub reaches %s with the kubeconfig in Secret %s\n", a.name, res.Server, res.Secret)
 	return nil
+}
+
+// printGuard says which guard the hub's identity on the member has: join's (with or without
+// node ports) or the spoke chart's, which --allow-node-ports does not change.
+func printGuard(w io.Writer, res *membership.JoinResult, allowNodePorts bool) {
+	switch {
+	case res.Existing != nil:
+		fmt.Fprintf(w, "using the hub identity installed by the spoke chart: %s\n", res.Existing)
+		if allowNodePorts {
+			fmt.Fprintln(w, "--allow-node-ports changed nothing: the spoke chart's guard applies; set its hubPolicy.allowNodePorts instead")
+		}
+	case allowNodePorts:
+		fmt.Fprintln(w, "applied the hub identity and its guard: the hub may create on this member only RayServices "+
+			"within the Pod Security baseline (no privileged, host namespaces or hostPath; ServiceAccount default); "+
+			"their Services may be of type NodePort or LoadBalancer")
+	default:
+		fmt.Fprintln(w, "applied the hub identity and its guard: the hub may create on this member only RayServices "+
+			"within the Pod Security baseline (no privileged, host namespaces or hostPath; ServiceAccount default; "+
+			"no NodePort or LoadBalancer Services)")
+	}
 }
 
 func unjoin(ctx context.Context, args []string, s streams) error {

@@ -43,6 +43,9 @@ type joinArgs struct {
 	tokenTimeout    time.Duration
 	// trafficNamespace is where the hub gets its traffic Role; empty for none.
 	trafficNamespace string
+	// allowNodePorts loosens join's guard to let the hub's RayServices have NodePort and
+	// LoadBalancer Services.
+	allowNodePorts bool
 }
 
 // unjoinArgs are the flags of `rayfleet unjoin`.
@@ -79,6 +82,12 @@ With --traffic-namespace NS (the namespace of a Gateway on the member, which mus
 also gives the hub the Role and RoleBinding %[9]s in NS: HTTPRoutes, Services and
 EndpointSlices there and nothing else, which a PlacementPolicy's spec.traffic naming this
 member needs. A Role of that name the spoke chart made (hubTraffic.namespace) is used as is.
+
+The guard join applies refuses RayServices whose Services are of type NodePort or LoadBalancer.
+With --allow-node-ports it allows them, as the spoke chart's hubPolicy.allowNodePorts does: a
+PlacementPolicy's spec.traffic routes to a member at the address of its serve Service's load
+balancer (or node port), so a member that takes traffic needs it. Re-running join with or
+without the flag updates the guard; it does not change a guard the spoke chart installed.
 
 Flags:
 `
@@ -131,6 +140,8 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	fs.StringVar(&a.memberServer, "member-server", "", "member API server URL as the hub reaches it (default the member context's)")
 	fs.DurationVar(&a.tokenTimeout, "token-timeout", membership.DefaultTokenTimeout, "how long to wait for the member's token controller")
 	fs.StringVar(&a.trafficNamespace, "traffic-namespace", "", "a Gateway's namespace on the member where the hub may manage HTTPRoutes, Services and EndpointSlices (default none)")
+	fs.BoolVar(&a.allowNodePorts, "allow-node-ports", false, "let the hub create RayServices whose Services are of type NodePort or LoadBalancer: "+
+		"routing traffic to this member goes through its serve Service's load balancer or node port")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}

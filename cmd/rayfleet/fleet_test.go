@@ -13,6 +13,7 @@ import (
 
 	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +27,7 @@ import (
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 )
 
@@ -68,15 +70,26 @@ func TestFleet(t *testing.T) {
 	}
 	checkMember(ctx, t, member.Client, membership.DefaultMemberNamespace)
 	checkHub(ctx, t, hub.Client, "m1", memberRest.Host, memberRest.CAData, fakeToken)
+	if got := allowNodePortsOf(ctx, t, member.Client); got != "false" {
+		t.Errorf("join's guard: %s = %s, want false", hubpolicy.VarAllowNodePorts, got)
+	}
 
-	// An admin taints the member; re-joining with another server URL keeps the taint.
+	// An admin taints the member; re-joining with another server URL keeps the taint, and
+	// --allow-node-ports loosens the guard join applied the first time.
 	taint := []byte(`{"spec":{"taints":[{"key":"gpu","value":"reserved","effect":"NoSchedule"}]}}`)
 	mc := &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}
 	if err := hub.Client.Patch(ctx, mc, client.RawPatch("application/merge-patch+json", taint), client.FieldOwner("admin")); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code = runCLI(t, append(joinArgs, "--member-server", "https://m1.example:6443")...); code != 0 {
+	stdout, stderr, code = runCLI(t, append(joinArgs, "--member-server", "https://m1.example:6443", "--allow-node-ports")...)
+	if code != 0 {
 		t.Fatalf("re-join: code %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "their Services may be of type NodePort or LoadBalancer") {
+		t.Errorf("re-join with --allow-node-ports does not say the guard allows them: %q", stdout)
+	}
+	if got := allowNodePortsOf(ctx, t, member.Client); got != "true" {
+		t.Errorf("after re-join with --allow-node-ports: %s = %s, want true", hubpolicy.VarAllowNodePorts, got)
 	}
 	checkHub(ctx, t, hub.Client, "m1", "https://m1.example:6443", memberRest.CAData, fakeToken)
 	if err := hub.Client.Get(ctx, client.ObjectKey{Name: "m1"}, mc); err != nil || len(mc.Spec.Taints) != 1 {
@@ -126,10 +139,12 @@ func TestJoinIdentityOwners(t *testing.T) {
 		chartNamespace string
 		// memberNamespace is --member-namespace; "" means the flag's default.
 		memberNamespace string
-		wantJoinErr     string
+		// allowNodePorts passes --allow-node-ports, which a chart's guard does not heed.
+		allowNodePorts bool
+		wantJoinErr    string
 	}{
 		{name: "chart identity", chartNamespace: "rayfleet-system"},
-		{name: "chart identity in another namespace", chartNamespace: "ray-spoke", memberNamespace: "ray-spoke"},
+		{name: "chart identity in another namespace", chartNamespace: "ray-spoke", memberNamespace: "ray-spoke", allowNodePorts: true},
 		{name: "chart identity in another namespace, not named", chartNamespace: "ray-spoke",
 			wantJoinErr: "ClusterRoleBinding rayfleet-hub-access (managed by Helm) exists but Secret rayfleet-system/rayfleet-hub-access-token does not, " +
 				"and join does not take over objects it did not create; it binds ServiceAccount ray-spoke/rayfleet-hub-access: pass --member-namespace ray-spoke"},
@@ -149,6 +164,9 @@ func TestJoinIdentityOwners(t *testing.T) {
 				nsArgs = append(nsArgs, "--member-namespace", tt.memberNamespace)
 			}
 			joinArgs := append([]string{"join", "--hub-kubeconfig", hubFile, "--member-kubeconfig", memberFile}, nsArgs...)
+			if tt.allowNodePorts {
+				joinArgs = append(joinArgs, "--allow-node-ports")
+			}
 
 			if tt.wantJoinErr != "" {
 				stdout, stderr, code := runCLI(t, joinArgs...)
@@ -172,6 +190,10 @@ func TestJoinIdentityOwners(t *testing.T) {
 				}
 				if created := createdByJoin(ctx, t, member.Client); len(created) > 0 {
 					t.Errorf("join created %v on a member whose chart installed the hub identity", created)
+				}
+				const unheeded = "--allow-node-ports changed nothing: the spoke chart's guard applies; set its hubPolicy.allowNodePorts instead\n"
+				if strings.Contains(stdout, unheeded) != tt.allowNodePorts {
+					t.Errorf("join stdout %q: says %q %v, want %v", stdout, unheeded, !tt.allowNodePorts, tt.allowNodePorts)
 				}
 				checkHub(ctx, t, hub.Client, name, memberRest.Host, memberRest.CAData, chartToken)
 			} else {
@@ -370,6 +392,23 @@ func checkMember(ctx context.Context, t *testing.T, c client.Client, namespace s
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: membership.ServiceAccountName}, &corev1.ServiceAccount{}); err != nil {
 		t.Error(err)
 	}
+}
+
+// allowNodePortsOf is the expression of hubpolicy.VarAllowNodePorts in the guard's RayService
+// policy on the member.
+func allowNodePortsOf(ctx context.Context, t *testing.T, c client.Client) string {
+	t.Helper()
+	var vap admissionregistrationv1.ValidatingAdmissionPolicy
+	if err := c.Get(ctx, client.ObjectKey{Name: hubpolicy.DefaultName + hubpolicy.RayServicesSuffix}, &vap); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vap.Spec.Variables {
+		if v.Name == hubpolicy.VarAllowNodePorts {
+			return v.Expression
+		}
+	}
+	t.Fatalf("guard %s has no variable %s: %+v", vap.Name, hubpolicy.VarAllowNodePorts, vap.Spec.Variables)
+	return ""
 }
 
 // checkHub checks member name's registration on the hub: the kubeconfig Secret (server, CA,

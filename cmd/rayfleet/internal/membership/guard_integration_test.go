@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +36,7 @@ func TestJoinGuardsTheHubIdentity(t *testing.T) {
 	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, PollInterval: 10 * time.Millisecond}
 
 	joinFillingToken(ctx, t, hub, member, opts)
-	objs, err := guardObjects(namespace)
+	objs, err := guardObjects(namespace, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +79,59 @@ func TestJoinGuardsTheHubIdentity(t *testing.T) {
 	for _, obj := range objs {
 		if err := member.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
 			t.Errorf("after unjoin, %s: %v, want NotFound", obj.GetName(), err)
+		}
+	}
+}
+
+// JoinOptions.AllowNodePorts loosens join's guard to let the hub's RayServices have a
+// LoadBalancer serve Service, and each join applies the guard anew: with the option the
+// hub's token may create one, after a join without it no longer, and with it again once more.
+func TestJoinAllowNodePorts(t *testing.T) {
+	envs := envtest.StartN(t, 2, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
+	hub, member := Cluster{Client: envs[0].Client, Config: envs[0].Config}, Cluster{Client: envs[1].Client, Config: envs[1].Config}
+	ctx := t.Context()
+	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: DefaultMemberNamespace,
+		PollInterval: 10 * time.Millisecond, AllowNodePorts: true}
+	joinFillingToken(ctx, t, hub, member, opts)
+	if err := member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
+		t.Fatal(err)
+	}
+	hubOnMember := impersonate(t, envs[1], DefaultMemberNamespace)
+	rs := raybuilder.MakeRayService("demo", "apps").Obj()
+	rs.UID = ""
+	privileged := rs.DeepCopy()
+	privileged.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	rs.Spec.ServeService = &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	// refusal is the rule the guard refuses the hub's RayService with; "" when it admits it.
+	refusal := func(rs *rayv1.RayService) func() string {
+		return func() string {
+			rule, _, _ := hubpolicy.ParseDenial(hubOnMember.Create(ctx, rs.DeepCopy(), client.DryRunAll))
+			return rule
+		}
+	}
+	// Admitted before the API server has loaded the guard at all proves nothing.
+	gomega.NewWithT(t).Eventually(refusal(privileged)).WithTimeout(waitTimeout).Should(gomega.Equal(hubpolicy.RulePrivileged))
+
+	for i, allow := range []bool{true, false, true} {
+		if i > 0 {
+			opts.AllowNodePorts = allow
+			if _, err := Join(ctx, hub, member, opts); err != nil {
+				t.Fatalf("join %d (AllowNodePorts %v): %v", i+1, allow, err)
+			}
+		}
+		want := hubpolicy.RuleNodePorts
+		if allow {
+			want = ""
+		}
+		// The API server's admission reads its policies through an informer: wait for it.
+		gomega.NewWithT(t).Eventually(refusal(rs)).WithTimeout(waitTimeout).Should(gomega.Equal(want),
+			"join %d (AllowNodePorts %v): the hub's LoadBalancer RayService", i+1, allow)
+		vap := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		if err := member.Client.Get(ctx, client.ObjectKey{Name: hubpolicy.DefaultName + hubpolicy.RayServicesSuffix}, vap); err != nil {
+			t.Fatal(err)
+		}
+		if len(vap.ManagedFields) != 1 || vap.ManagedFields[0].Manager != FieldManager {
+			t.Errorf("join %d: guard managed fields %+v, want join's alone", i+1, vap.ManagedFields)
 		}
 	}
 }

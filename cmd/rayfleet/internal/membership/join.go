@@ -63,6 +63,11 @@ type JoinOptions struct {
 	// where the hub gets the Role and RoleBinding TrafficRoleName: hubaccess.TrafficRules for
 	// the hub's ServiceAccount, so that a PlacementPolicy may route traffic through it.
 	TrafficNamespace string
+	// AllowNodePorts lets the hub create RayServices whose Services are of type NodePort or
+	// LoadBalancer (hubpolicy.Config.AllowNodePorts in the guard join applies), which routing
+	// traffic to the member through its serve Service needs. It changes nothing when join uses
+	// a hub identity it found (the spoke chart's hubPolicy.allowNodePorts decides there).
+	AllowNodePorts bool
 }
 
 // JoinResult is what join set up, without the token.
@@ -98,7 +103,7 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
 	if existing == nil {
-		objs, objsErr := memberObjects(namespace)
+		objs, objsErr := memberObjects(namespace, o.AllowNodePorts)
 		if objsErr != nil {
 			return nil, fmt.Errorf("member %s: %w", o.Name, objsErr)
 		}

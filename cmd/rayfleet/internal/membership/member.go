@@ -71,9 +71,9 @@ func (r ObjectRef) String() string {
 
 // memberObjects are the hub's guard and identity on a member, in creation order: the guard
 // first, so that no token of the hub exists unguarded, and a Secret's ServiceAccount before the
-// Secret, which the token controller fills.
-func memberObjects(namespace string) ([]client.Object, error) {
-	guard, err := guardObjects(namespace)
+// Secret, which the token controller fills. allowNodePorts is JoinOptions.AllowNodePorts.
+func memberObjects(namespace string, allowNodePorts bool) ([]client.Object, error) {
+	guard, err := guardObjects(namespace, allowNodePorts)
 	if err != nil {
 		return nil, err
 	}
@@ -94,11 +94,14 @@ func memberObjects(namespace string) ([]client.Object, error) {
 }
 
 // guardObjects are the guard join applies with the hub's identity: shared/hubpolicy's defaults
-// (the Pod Security baseline level) for the hub's ServiceAccount in namespace. A member that
-// wants other settings installs the spoke chart, whose hubPolicy values set them.
-func guardObjects(namespace string) ([]client.Object, error) {
+// (the Pod Security baseline level) for the hub's ServiceAccount in namespace, with
+// allowNodePorts as Config.AllowNodePorts (the one setting traffic routing needs: a member's
+// serve address comes from a LoadBalancer or NodePort serve Service). A member that wants
+// other settings installs the spoke chart, whose hubPolicy values set them.
+func guardObjects(namespace string, allowNodePorts bool) ([]client.Object, error) {
 	cfg := hubpolicy.Default()
 	cfg.HubUsernames = []string{hubpolicy.HubUsername(namespace, ServiceAccountName)}
+	cfg.AllowNodePorts = allowNodePorts
 	guard, err := hubpolicy.Build(hubpolicy.DefaultName, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the hub's guard: %w", err)
