@@ -213,11 +213,6 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 	if err := f.join(ctx, spec.Name, member); err != nil {
 		return err
 	}
-	if f.opts.Traffic != nil {
-		if err := allowLoadBalancers(ctx, member); err != nil {
-			return err
-		}
-	}
 	return f.labelMember(ctx, spec.Name, spec.Labels)
 }
 
@@ -232,12 +227,17 @@ func (f *Fleet) logArgs() []string {
 }
 
 // join runs the real `rayfleet join` with both admin kubeconfigs; the member kubeconfig's
-// server is the loopback URL, which the hub (on the same machine) reaches as is. The output
-// goes to <Dir>/join-<name>.log (or <LogDir>/join-<name>.log).
+// server is the loopback URL, which the hub (on the same machine) reaches as is. With
+// Options.Traffic the guard allows node ports: a serve Service needs to be of type
+// LoadBalancer for its member to report an address the hub can route to. The output goes to
+// <Dir>/join-<name>.log (or <LogDir>/join-<name>.log).
 func (f *Fleet) join(ctx context.Context, name string, member *localcluster.Cluster) error {
-	cmd := exec.CommandContext(ctx, f.opts.CLI, "join",
-		"--hub-kubeconfig", f.Hub.Kubeconfig, "--member-kubeconfig", member.Kubeconfig,
-		"--hub-namespace", f.HubNamespace, "--name", name)
+	args := []string{"join", "--hub-kubeconfig", f.Hub.Kubeconfig, "--member-kubeconfig", member.Kubeconfig,
+		"--hub-namespace", f.HubNamespace, "--name", name}
+	if f.opts.Traffic != nil {
+		args = append(args, "--allow-node-ports")
+	}
+	cmd := exec.CommandContext(ctx, f.opts.CLI, args...)
 	out, err := cmd.CombinedOutput()
 	logDir := f.Dir
 	if f.opts.LogDir != "" {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 	"github.com/rayfleet/rayfleet/shared/localfleet/loadbalancer"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
@@ -57,7 +55,8 @@ const traefikEntryPoint = "web"
 const gatewayTimeout = 2 * time.Minute
 
 // TrafficOptions turn on a real traffic path through the fleet: Gateway API and Traefik on the
-// hub, and a load balancer stand-in per member (see package loadbalancer).
+// hub, and a load balancer stand-in per member (see package loadbalancer), whose hub guard
+// `rayfleet join --allow-node-ports` lets the hub ask for LoadBalancer Services.
 type TrafficOptions struct {
 	// ServeIPs is the address each member's load balancer stand-in gives LoadBalancer Services
 	// and listens on, by member name; every member needs its own. Addresses other than
@@ -254,30 +253,5 @@ func (f *Fleet) startLoadBalancer(ctx context.Context, name string, member *loca
 	f.LoadBalancers[name] = lb
 	f.closers = append(f.closers, logFile)
 	f.mu.Unlock()
-	return nil
-}
-
-// allowLoadBalancers lets the hub create RayServices whose Services are of type LoadBalancer on
-// the member, as the spoke chart's hubPolicy.allowNodePorts does: `rayfleet join` applies the
-// guard with its defaults, which refuse them, and a serve Service needs one for its member to
-// report an address the hub can route to.
-func allowLoadBalancers(ctx context.Context, member *localcluster.Cluster) error {
-	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{}
-	key := client.ObjectKey{Name: hubpolicy.DefaultName + hubpolicy.RayServicesSuffix}
-	if err := member.Client.Get(ctx, key, vap); err != nil {
-		return fmt.Errorf("reading the hub guard %s on %s: %w", key.Name, member.Name, err)
-	}
-	found := false
-	for i, v := range vap.Spec.Variables {
-		if v.Name == hubpolicy.VarAllowNodePorts {
-			vap.Spec.Variables[i].Expression, found = "true", true
-		}
-	}
-	if !found {
-		return fmt.Errorf("the hub guard %s on %s has no variable %s", key.Name, member.Name, hubpolicy.VarAllowNodePorts)
-	}
-	if err := member.Client.Update(ctx, vap); err != nil {
-		return fmt.Errorf("allowing LoadBalancer Services in the hub guard %s on %s: %w", key.Name, member.Name, err)
-	}
 	return nil
 }
