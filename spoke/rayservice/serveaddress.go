@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/spoke/builder"
@@ -98,6 +100,20 @@ func serveAddress(name string, svc *corev1.Service, endpoints int32, nodes func(
 		return "", fmt.Sprintf("no Ready Node has an address for node port %d of serve Service %s", port.NodePort, name), nil
 	}
 	return net.JoinHostPort(host, strconv.Itoa(int(port.NodePort))), "", nil
+}
+
+// gatewayAddress is where gw (nil when it does not exist) takes requests from outside the
+// member: its first status address at its first HTTP listener's port; "" when it has neither.
+func gatewayAddress(gw *gwv1.Gateway) string {
+	if gw == nil || len(gw.Status.Addresses) == 0 {
+		return ""
+	}
+	for _, l := range gw.Spec.Listeners {
+		if l.Protocol == gwv1.HTTPProtocolType {
+			return net.JoinHostPort(gw.Status.Addresses[0].Value, strconv.Itoa(int(l.Port)))
+		}
+	}
+	return ""
 }
 
 // servePort returns svc's port named "serve", else its first port.
@@ -233,6 +249,20 @@ func (r *Reconciler) serveAddressPatch(ctx context.Context, s *scope, endpoints 
 	address, why, err := serveAddress(name, svc, endpoints, func() ([]corev1.Node, error) { return r.nodes.list(ctx) })
 	if err != nil {
 		return nil, fmt.Errorf("serve address of RayService %s: %w", s.key, err)
+	}
+	if address == "" && s.incremental && endpoints > 0 {
+		// Without a LoadBalancer ingress, the Gateway an incremental upgrade routes through is
+		// the member's own entry point for the RayService, ahead of a node port.
+		gw, err := getOptional(ctx, r.client, s.rs.Namespace, builder.GatewayName(s.rs), &gwv1.Gateway{})
+		switch {
+		case meta.IsNoMatchError(err):
+			gw = nil // Gateway API is not installed: there is no Gateway to report.
+		case err != nil:
+			return nil, fmt.Errorf("read Gateway of RayService %s: %w", s.key, err)
+		}
+		if gwAddress := gatewayAddress(gw); gwAddress != "" {
+			address, why = gwAddress, ""
+		}
 	}
 	want := map[string]string{labels.ServeAddress: address, labels.NoServeAddress: why}
 	var patch map[string]*string

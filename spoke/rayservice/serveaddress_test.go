@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 func serveSvc(typ corev1.ServiceType, mutate ...func(*corev1.Service)) *corev1.Service {
@@ -183,5 +184,40 @@ func TestNodeAddressSkipsNodesBeingDeleted(t *testing.T) {
 	got, ok := nodeAddress([]corev1.Node{deleting, node("b", true, addr(corev1.NodeInternalIP, "10.0.0.2"))})
 	if !ok || got != "10.0.0.2" {
 		t.Errorf("nodeAddress = %q, %v; want 10.0.0.2", got, ok)
+	}
+}
+
+func TestGatewayAddress(t *testing.T) {
+	listener := func(p gwv1.ProtocolType, port gwv1.PortNumber) gwv1.Listener {
+		return gwv1.Listener{Name: "l", Protocol: p, Port: port}
+	}
+	gateway := func(addresses []string, listeners ...gwv1.Listener) *gwv1.Gateway {
+		gw := &gwv1.Gateway{Spec: gwv1.GatewaySpec{Listeners: listeners}}
+		for _, a := range addresses {
+			gw.Status.Addresses = append(gw.Status.Addresses, gwv1.GatewayStatusAddress{Value: a})
+		}
+		return gw
+	}
+	tests := []struct {
+		name string
+		gw   *gwv1.Gateway
+		want string
+	}{
+		{name: "no Gateway", gw: nil, want: ""},
+		{name: "no address yet", gw: gateway(nil, listener(gwv1.HTTPProtocolType, 80)), want: ""},
+		{name: "an IP at the HTTP listener's port", gw: gateway([]string{"198.51.100.9", "198.51.100.10"}, listener(gwv1.HTTPProtocolType, 80)),
+			want: "198.51.100.9:80"},
+		{name: "a hostname", gw: gateway([]string{"gw.example.com"}, listener(gwv1.HTTPProtocolType, 8080)), want: "gw.example.com:8080"},
+		{name: "IPv6", gw: gateway([]string{"2001:db8::9"}, listener(gwv1.HTTPProtocolType, 80)), want: "[2001:db8::9]:80"},
+		{name: "the first HTTP listener", gw: gateway([]string{"198.51.100.9"}, listener(gwv1.HTTPSProtocolType, 443), listener(gwv1.HTTPProtocolType, 80)),
+			want: "198.51.100.9:80"},
+		{name: "no HTTP listener", gw: gateway([]string{"198.51.100.9"}, listener(gwv1.TLSProtocolType, 443)), want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := gatewayAddress(tt.gw); got != tt.want {
+				t.Errorf("gatewayAddress = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
