@@ -1,0 +1,178 @@
+//go:build e2e
+
+// Package bluegreen runs BlueGreen rollouts end to end on a local fleet with a real traffic
+// path (see shared/localfleet): a hub running bin/hub, with Traefik serving the hub's Gateway
+// gateway/fleet, and three members (regions us, eu and ap) each running bin/spoke and a load
+// balancer stand-in that answers on the member's serve IP with the member's name and the
+// revision it serves. Requests go through the Gateway for the whole of a rollout, so that the
+// tests see which cluster and revision answered each one while the hub shifts the weights.
+//
+// The serve IPs (10.99.0.1-3) are not loopback addresses: the API server refuses loopback
+// addresses in EndpointSlices, and Traefik refuses ExternalName backends, so the hub's
+// backends must point at addresses the stand-ins listen on. Nothing binds outside 127.0.0.1 on
+// the host, so TestMain runs the package in a network namespace of its own (`unshare -n`,
+// which needs root) with those addresses on its loopback interface.
+//
+// It imports only shared/ (the local fleet and test helpers), never hub/, spoke/ or cmd/.
+//
+//	make build && go test -tags e2e ./e2e/bluegreen/   # binaries from bin/ and bin/k8s
+//	RAYFLEET_E2E_KEEP=1 go test -tags e2e …            # keep the state dir (logs) afterwards
+//	RAYFLEET_E2E_BG_FIGURES=1 go test -tags e2e …      # also TestBlueGreenFigures
+package bluegreen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+)
+
+// netnsEnv is set to "1" in the re-executed test binary that runs inside the network
+// namespace.
+const netnsEnv = "RAYFLEET_E2E_NETNS"
+
+// The members, one region each.
+const (
+	memberUS  = "us"
+	memberEU  = "eu"
+	memberAP  = "ap"
+	regionKey = "region"
+)
+
+// members are the three members, in the order their serve IPs are numbered.
+var members = []string{memberUS, memberEU, memberAP}
+
+// serveIPs are the members' serve IPs, which the network namespace puts on its loopback
+// interface and each member's load balancer stand-in listens on.
+var serveIPs = map[string]string{memberUS: "10.99.0.1", memberEU: "10.99.0.2", memberAP: "10.99.0.3"}
+
+// Shared Eventually settings: generous for a small shared machine.
+const (
+	timeout = 90 * time.Second
+	poll    = 250 * time.Millisecond
+)
+
+// fleet is what TestMain starts for all tests.
+var fleet *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	if os.Getenv(netnsEnv) != "1" {
+		os.Exit(inNetworkNamespace())
+	}
+	os.Exit(run(m))
+}
+
+// netnsSetup is the shell script that prepares the network namespace: loopback up, the serve
+// IPs on it, and a default route through it (Traefik and the stand-ins only ever talk to
+// addresses on lo, but some clients look for a default route before dialing).
+func netnsSetup() string {
+	steps := []string{"ip link set lo up"}
+	for _, ip := range slices.Sorted(maps.Values(serveIPs)) {
+		steps = append(steps, "ip addr add "+ip+"/32 dev lo")
+	}
+	return strings.Join(append(steps, "ip route add default dev lo"), " && ")
+}
+
+// inNetworkNamespace runs this test binary again, with the same arguments, inside a new
+// network namespace prepared by netnsSetup, and returns its exit code. When the namespace
+// cannot be made (not root, no unshare or ip), the package fails saying so: skipping would
+// hide that blue/green traffic was never tested.
+func inNetworkNamespace() int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "FAIL e2e/bluegreen: "+format+"\n", args...)
+		return 1
+	}
+	if os.Geteuid() != 0 {
+		return fail("the tests run in a network namespace of their own (unshare -n) with the members' serve IPs on its loopback interface, which needs root; running as uid %d", os.Geteuid())
+	}
+	for _, tool := range []string{"unshare", "ip", "sh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fail("%s is needed to make the tests' network namespace: %v", tool, err)
+		}
+	}
+	// A probe first, so that a namespace that cannot be made is told apart from failing tests.
+	if out, err := exec.Command("unshare", "-n", "--", "sh", "-c", netnsSetup()).CombinedOutput(); err != nil {
+		return fail("cannot make the tests' network namespace (unshare -n -- sh -c %q): %v\n%s", netnsSetup(), err, out)
+	}
+	args := append([]string{"-n", "--", "sh", "-c", netnsSetup() + ` && exec "$0" "$@"`}, os.Args...)
+	cmd := exec.Command("unshare", args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), netnsEnv+"=1")
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		return exitErr.ExitCode()
+	case err != nil:
+		return fail("running the tests in their network namespace: %v", err)
+	}
+	return 0
+}
+
+// run starts the fleet, runs the tests and stops the fleet; inside the network namespace.
+func run(m *testing.M) int {
+	start := time.Now()
+	specs := make([]localfleet.MemberSpec, 0, len(members))
+	for _, name := range members {
+		specs = append(specs, localfleet.MemberSpec{
+			Name:   name,
+			Labels: map[string]string{regionKey: name},
+			Nodes:  localcluster.FakeNodes(2, localcluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
+		})
+	}
+	f, err := localfleet.Start(context.Background(), localfleet.Options{
+		Members:   specs,
+		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
+		Traffic:   &localfleet.TrafficOptions{ServeIPs: serveIPs},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e/bluegreen: starting the local fleet:", err)
+		return 1
+	}
+	fleet = f
+	defer func() {
+		begin := time.Now()
+		f.Stop()
+		fmt.Fprintf(os.Stderr, "e2e/bluegreen: stopped in %v\n", time.Since(begin).Round(time.Millisecond))
+	}()
+	fmt.Fprintf(os.Stderr, "e2e/bluegreen: hub, Traefik and %d members up and joined in %v (gateway %s, state in %s)\n",
+		len(f.Members), time.Since(start).Round(time.Millisecond), f.GatewayURL, f.Dir)
+
+	code := m.Run()
+	if err := f.Exited(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e/bluegreen: an agent exited during the tests:", err)
+		code = 1
+	}
+	if code != 0 {
+		f.DumpLogs(os.Stderr, 150)
+	}
+	return code
+}
+
+// eventuallyFor polls check until it passes, timeout expires or an agent dies.
+func eventuallyFor(t *testing.T, timeout time.Duration, check func(g gomega.Gomega)) {
+	t.Helper()
+	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
+		if err := fleet.Exited(); err != nil {
+			gomega.StopTrying(err.Error()).Now()
+		}
+		check(g)
+	}).WithTimeout(timeout).WithPolling(poll).Should(gomega.Succeed())
+}
+
+// eventually is eventuallyFor with the shared timeout.
+func eventually(t *testing.T, check func(g gomega.Gomega)) {
+	t.Helper()
+	eventuallyFor(t, timeout, check)
+}

@@ -1,0 +1,260 @@
+//go:build e2e
+
+package bluegreen
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// trafficTuning is TestBlueGreenTraffic's rollout: quarter steps, quick intervals and hold.
+var trafficTuning = blueGreen{stepPercent: 25, intervalSeconds: 10, retireAfterSeconds: 20}
+
+// drainDelay is how long the hub keeps a copy that leaves after the gateway accepted a route
+// without it (hub/fleet's drain).
+const drainDelay = 15 * time.Second
+
+// Slack of the times the hub keeps in whole seconds (a traffic-off time is truncated).
+const wholeSecondSlack = time.Second
+
+// undoWithin bounds how long after `rayfleet rollout undo` the gateway may accept a route
+// giving blue everything: one reconcile of the spec change and the gateway's pickup.
+const undoWithin = 10 * time.Second
+
+// memberTransitionTimeout bounds how long the hub takes to see a member's API server go away
+// (three failed probes, 10 s apart) or come back, on a loaded machine.
+const memberTransitionTimeout = 2 * time.Minute
+
+// trafficRun is TestBlueGreenTraffic's state: the RayService, its route and the requests.
+type trafficRun struct {
+	t        *testing.T
+	ns, name string
+	routes   *routeRecorder
+	req      *requester
+	blue     string
+	// revs are the revisions in the order they appeared: the first, the one undone, the one
+	// rolled out.
+	revs []string
+}
+
+// TestBlueGreenTraffic rolls a RayService out blue/green through the fleet's Gateway while a
+// client sends requests through it: blue keeps everything while green deploys, green's share
+// follows the route's weights step by step, green down pauses the shift with all of the
+// traffic on blue, an undo sends everything back to blue at once and green is removed after
+// the drain, and a second change goes all the way to green, blue retired. Not one request may
+// fail.
+func TestBlueGreenTraffic(t *testing.T) {
+	const ns, name = "bg-traffic", "berry"
+	waitMembersReady(t)
+	setUp(t, ns, name, policySpec(trafficTuning, true))
+	x := &trafficRun{t: t, ns: ns, name: name, routes: recordRoute(t, ns, name)}
+
+	t.Log("the first revision goes to one member (blue), which the route gives everything")
+	blue, rev1 := firstRevision(t, ns, name)
+	x.blue, x.revs = blue, []string{rev1}
+	firstServed(t, x.routes, blue, rev1)
+	x.req = startRequests(t, gatewayURL())
+	started := time.Now()
+	expectOnly(t, "before any change", waitAnswers(t, x.req, started, 50), blue, rev1)
+
+	change1 := newVersion(t, ns, name, "2")
+	green1 := x.deploysGreen(change1)
+	t.Logf("green %s deploys revision %s; blue %s keeps revision %s", green1, x.revs[1], blue, rev1)
+
+	x.steps(green1, change1, 25, 50)
+	x.greenDown(green1, 50)
+	at75 := waitAccepted(t, x.routes, weightsFor(blue, green1, 75), change1, stepTimeout)
+	// Some answers at 75% before the undo, well within the interval that would take green to 100%.
+	waitAnswers(t, x.req, at75.Add(gatewayLag), 100)
+	x.undo(green1)
+
+	change2 := newVersion(t, ns, name, "3")
+	green2 := x.deploysGreen(change2)
+	t.Logf("green %s deploys revision %s; blue %s keeps revision %s", green2, x.revs[2], blue, rev1)
+	x.steps(green2, change2, 25, 50, 75)
+	full := waitAccepted(t, x.routes, weightsFor(blue, green2, 100), change2, stepTimeout)
+	toFull := full.Sub(change2)
+	t.Logf("green %s took all of the traffic %v after the change", green2, toFull.Round(time.Millisecond))
+	retireBy := time.Duration(trafficTuning.retireAfterSeconds)*time.Second + timeout
+	if rev := waitRetired(t, ns, name, green2, rev1, retireBy); rev != x.revs[2] {
+		t.Errorf("good revision %s after the rollout, want %s", rev, x.revs[2])
+	}
+	expectOnly(t, "after green took everything", waitAnswers(t, x.req, full.Add(gatewayLag), 100), green2, x.revs[2])
+	retired := time.Now()
+	x.req.close()
+
+	all := x.req.all()
+	x.revisionsBy(change1, change2, green1, green2)
+	steps := checkSteps(t, x.routes, x.req, change1, change2)
+	logSteps(t, "bluegreen-rollout1", green1, steps)
+	steps = checkSteps(t, x.routes, x.req, change2, retired)
+	logSteps(t, "bluegreen-rollout2", green2, steps)
+	failed := count(all).failed
+	t.Log(figureLine("bluegreen", "step", trafficTuning.stepPercent, "interval", time.Duration(trafficTuning.intervalSeconds)*time.Second,
+		"change_to_100pct", toFull, "requests", len(all), "failed", failed))
+	t.Logf("answers: %s", count(all))
+	expectNoFailures(t, x.routes, all)
+}
+
+// deploysGreen waits for the rollout that change started to name its green member, and checks
+// that while green deploys every answer comes from blue; it returns the green member and
+// records the target revision.
+func (x *trafficRun) deploysGreen(change time.Time) string {
+	t := x.t
+	t.Helper()
+	green := waitGreen(t, x.ns, x.name, x.blue)
+	var target string
+	eventually(t, func(g gomega.Gomega) {
+		ro := binding(g, x.ns, x.name).Status.Rollout
+		g.Expect(ro.TargetRevision).NotTo(gomega.BeElementOf(x.revs), "target revision")
+		target = ro.TargetRevision
+	})
+	x.revs = append(x.revs, target)
+	blueOnly := weightsFor(x.blue, green, 0)
+	var shifted time.Time
+	eventuallyFor(t, firstRevisionTimeout, func(g gomega.Gomega) {
+		var ok bool
+		shifted, ok = x.routes.changedAt(blueOnly, change)
+		g.Expect(ok).To(gomega.BeTrue(), "the route giving green anything; rollout: %s", binding(g, x.ns, x.name).Status.Rollout.Message)
+	})
+	t.Logf("green %s deployed; the first step was written %v after the change", green, shifted.Sub(change).Round(time.Millisecond))
+	expectOnly(t, "while green deploys", x.req.between(change, shifted), x.blue, x.revs[0])
+	return green
+}
+
+// steps waits for the gateway to accept each of the green shares given, in turn, from since on.
+func (x *trafficRun) steps(green string, since time.Time, percents ...int32) {
+	x.t.Helper()
+	for _, p := range percents {
+		since = waitAccepted(x.t, x.routes, weightsFor(x.blue, green, p), since, stepTimeout)
+		x.t.Logf("%s: green %s at %d%% accepted", since.Format("15:04:05.000"), green, p)
+	}
+}
+
+// greenDown stops green's API server with green at percent: the route gives green nothing
+// (all answers from blue), the shift holds at percent while green is down, and resumes once it
+// is back.
+func (x *trafficRun) greenDown(green string, percent int32) {
+	t := x.t
+	t.Helper()
+	down := true
+	t.Cleanup(func() {
+		if down {
+			if err := fleet.StartMemberAPIServer(context.Background(), green); err != nil {
+				t.Errorf("starting the API server of %s again: %v", green, err)
+			}
+		}
+	})
+	stopped := time.Now()
+	if err := fleet.StopMemberAPIServer(green); err != nil {
+		t.Fatalf("stopping the API server of %s: %v", green, err)
+	}
+	off := waitAccepted(t, x.routes, weightsFor(x.blue, green, 0), stopped, memberTransitionTimeout)
+	t.Logf("green %s down: the gateway accepted a route without it %v after its API server stopped", green, off.Sub(stopped).Round(time.Millisecond))
+	eventually(t, func(g gomega.Gomega) {
+		c := trafficShifting(g, x.ns, x.name)
+		g.Expect(c).NotTo(gomega.BeNil(), "TrafficShifting")
+		g.Expect(c.Reason).To(gomega.Equal(fleetv1alpha1.ReasonShiftPaused), "TrafficShifting: %s", c.Message)
+	})
+	// Longer than an interval: a shift that did not pause would have taken its next step.
+	gomega.NewWithT(t).Consistently(func(g gomega.Gomega) {
+		bg := blueGreenOf(binding(g, x.ns, x.name))
+		g.Expect(bg).NotTo(gomega.BeNil(), "status.rollout.blueGreen")
+		g.Expect(bg.GreenPercent).To(gomega.Equal(percent), "greenPercent while green is down")
+		s, err := readRoute(context.Background(), x.ns, x.name)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(s.weights).To(gomega.Equal(weightsFor(x.blue, green, 0)), "route while green is down")
+	}).WithTimeout(time.Duration(trafficTuning.intervalSeconds)*time.Second + 5*time.Second).WithPolling(poll).Should(gomega.Succeed())
+	expectOnly(t, "green down", x.req.between(off.Add(gatewayLag), time.Now()), x.blue, x.revs[0])
+
+	if err := fleet.StartMemberAPIServer(t.Context(), green); err != nil {
+		t.Fatalf("starting the API server of %s again: %v", green, err)
+	}
+	down = false
+	back := time.Now()
+	eventuallyFor(t, memberTransitionTimeout, func(g gomega.Gomega) {
+		bg := blueGreenOf(binding(g, x.ns, x.name))
+		g.Expect(bg).NotTo(gomega.BeNil(), "status.rollout.blueGreen")
+		g.Expect(bg.GreenPercent).To(gomega.BeNumerically(">", percent), "greenPercent after green is back; route:%s", x.routes.history())
+	})
+	t.Logf("green %s back: the shift went on past %d%% %v after its API server started", green, percent, time.Since(back).Round(time.Millisecond))
+}
+
+// undo runs `rayfleet rollout undo` mid-shift: the gateway accepts a route giving blue
+// everything within undoWithin, answers come from blue only from then on, green leaves
+// (RolledBack) and its copy is removed no sooner than the drain after that acceptance.
+func (x *trafficRun) undo(green string) {
+	t := x.t
+	t.Helper()
+	undone := rolloutUndo(t, x.ns, x.name)
+	off := waitAccepted(t, x.routes, weightsFor(x.blue, green, 0), undone, timeout)
+	t.Log(figureLine("bluegreen-undo", "undo_to_blue_accepted", off.Sub(undone)))
+	if off.Sub(undone) > undoWithin {
+		t.Errorf("the gateway accepted a route giving blue everything %v after the undo, want within %v; route:%s",
+			off.Sub(undone).Round(time.Millisecond), undoWithin, x.routes.history())
+	}
+	// The binding shows green leaving for the whole drain, so a poll sees it.
+	eventually(t, func(g gomega.Gomega) {
+		b := binding(g, x.ns, x.name)
+		g.Expect(blueGreenOf(b)).To(gomega.BeNil(), "blue/green still in flight after the undo")
+		g.Expect(b.Spec.Clusters).To(gomega.Equal([]string{x.blue}), "placed clusters after the undo")
+		cs := clusterStatus(b, green)
+		g.Expect(cs).NotTo(gomega.BeNil(), "binding status of %s", green)
+		g.Expect(cs.Leaving).NotTo(gomega.BeNil(), "binding status of %s: leaving", green)
+		g.Expect(cs.Leaving.Reason).To(gomega.Equal(fleetv1alpha1.LeaveRolledBack), "leaving reason of %s", green)
+	})
+	lastPresent, gone := waitCopyGone(t, green, x.ns, x.name, drainDelay+timeout)
+	t.Log(figureLine("bluegreen-undo", "green_removed_after_off", gone.Sub(off)))
+	if earliest := off.Add(drainDelay - wholeSecondSlack - 2*poll); lastPresent.Before(earliest) {
+		t.Errorf("green %s's copy was gone by %s, %v after the gateway accepted a route without it, within the %v drain",
+			green, lastPresent.Format("15:04:05.000"), lastPresent.Sub(off).Round(time.Millisecond), drainDelay)
+	}
+	expectOnly(t, "after the undo", waitAnswers(t, x.req, off.Add(gatewayLag), 100), x.blue, x.revs[0])
+	x.lastGreen(green, off)
+}
+
+// lastGreen logs when green last answered before off (the gateway accepting a route without
+// it): how long the gateway took to apply what it accepted.
+func (x *trafficRun) lastGreen(green string, off time.Time) {
+	var last time.Time
+	for _, a := range x.req.between(off.Add(-time.Minute), off.Add(time.Minute)) {
+		if !a.failed() && a.from.Cluster == green {
+			last = a.sent
+		}
+	}
+	if !last.IsZero() {
+		x.t.Log(figureLine("bluegreen-undo", "last_green_answer_after_accepted", last.Sub(off)))
+	}
+}
+
+// revisionsBy checks that every answer came with the revision its cluster served at the time:
+// blue the first throughout, green1 the second before change2, green2 the third after it.
+func (x *trafficRun) revisionsBy(change1, change2 time.Time, green1, green2 string) {
+	t := x.t
+	t.Helper()
+	phases := []struct {
+		from, to time.Time
+		want     map[string]string
+	}{
+		{time.Time{}, change1, map[string]string{x.blue: x.revs[0]}},
+		{change1, change2, map[string]string{x.blue: x.revs[0], green1: x.revs[1]}},
+		{change2, time.Now().Add(time.Hour), map[string]string{x.blue: x.revs[0], green2: x.revs[2]}},
+	}
+	for _, p := range phases {
+		var wrong []string
+		for _, a := range x.req.between(p.from, p.to) {
+			if !a.failed() && p.want[a.from.Cluster] != a.from.Revision {
+				wrong = append(wrong, a.String())
+			}
+		}
+		if len(wrong) > 0 {
+			t.Errorf("from %s: %d answers with a cluster or revision other than %v, e.g. %v",
+				p.from.Format(time.TimeOnly), len(wrong), p.want, wrong[:min(len(wrong), 10)])
+		}
+	}
+}
