@@ -63,6 +63,13 @@ const (
 	poll    = 250 * time.Millisecond
 )
 
+// heartbeatTimeout is the hub's --heartbeat-timeout: five of the spokes' 2 s reports, so that
+// the hub sees a member whose API server stopped not Ready within 10–20 s (the next membership
+// resync after the timeout). At the default (40 s, or three failed probes 10 s apart) a green
+// member stopped at the first step of a 10 s interval is noticed only once green holds
+// everything, and a paused shift could not be seen between 0 and 100 %.
+const heartbeatTimeout = 10 * time.Second
+
 // fleet is what TestMain starts for all tests.
 var fleet *localfleet.Fleet
 
@@ -132,9 +139,10 @@ func run(m *testing.M) int {
 		})
 	}
 	f, err := localfleet.Start(context.Background(), localfleet.Options{
-		Members:   specs,
-		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
-		Traffic:   &localfleet.TrafficOptions{ServeIPs: serveIPs},
+		Members:          specs,
+		KeepState:        os.Getenv("RAYFLEET_E2E_KEEP") != "",
+		HeartbeatTimeout: heartbeatTimeout,
+		Traffic:          &localfleet.TrafficOptions{ServeIPs: serveIPs},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e/bluegreen: starting the local fleet:", err)

@@ -20,6 +20,11 @@ import (
 // default) allows. Answers within it are not held against the new weights.
 const gatewayLag = 2 * time.Second
 
+// routeSeenLate is how much later than the route's spec changed the recorder may see it: one
+// read interval, and the read itself. The gateway, which watches the route, may act on the
+// change that much before the recorder's time for it.
+const routeSeenLate = 2 * routePoll
+
 // shareTolerance is how far a cluster's share of the answers during a step may be from its
 // weight, in percentage points. Traefik's weighted round robin is a deterministic earliest-
 // deadline-first schedule, so over n requests each backend's count is within about one request
@@ -100,18 +105,19 @@ type stepFigure struct {
 
 // checkSteps checks, for each stretch between since and until during which the gateway had
 // accepted the route with the same weights, that each cluster's share of the answers to
-// requests sent within it (gatewayLag after the acceptance on) matches its weight within
-// shareTolerance, and exactly for a cluster the route gives nothing. It returns the stretches
-// with their tallies.
+// requests sent within it (from gatewayLag after the acceptance to routeSeenLate before the
+// recorder saw the route change again) matches its weight within shareTolerance, and exactly
+// for a cluster the route gives nothing. It returns the stretches with their tallies.
 func checkSteps(t *testing.T, routes *routeRecorder, req *requester, since, until time.Time) []stepFigure {
 	t.Helper()
 	var out []stepFigure
 	for _, p := range routes.acceptedPeriods(since, until) {
-		from := p.from.Add(gatewayLag)
-		if !from.Before(p.to) {
+		from, to := p.from.Add(gatewayLag), p.to.Add(-routeSeenLate)
+		if !from.Before(to) {
 			continue
 		}
-		f := stepFigure{from: from, to: p.to, weights: p.weights, tally: count(req.between(from, p.to))}
+		answers := req.between(from, to)
+		f := stepFigure{from: from, to: to, weights: p.weights, tally: count(answers)}
 		out = append(out, f)
 		var total int32
 		for _, w := range p.weights {
@@ -126,9 +132,9 @@ func checkSteps(t *testing.T, routes *routeRecorder, req *requester, since, unti
 			got := 100 * f.tally.share(m)
 			switch {
 			case want == 0 && f.tally.byCluster[m] > 0:
-				t.Errorf("route %s accepted %s–%s: %s answered %d of %d requests from %s on, and the route gives it nothing",
+				t.Errorf("route %s accepted %s–%s: %s answered %d of %d requests sent %s–%s, and the route gives it nothing: %s",
 					weightsText(p.weights), p.from.Format("15:04:05.000"), p.to.Format("15:04:05.000"), m,
-					f.tally.byCluster[m], answered, from.Format("15:04:05.000"))
+					f.tally.byCluster[m], answered, from.Format("15:04:05.000"), to.Format("15:04:05.000"), answersFrom(answers, m))
 			case answered >= minStepAnswers && math.Abs(got-want) > shareTolerance:
 				t.Errorf("route %s accepted %s–%s: %s answered %.1f%% of %d requests, want %.1f%% ± %.0f",
 					weightsText(p.weights), p.from.Format("15:04:05.000"), p.to.Format("15:04:05.000"), m, got, answered, want, shareTolerance)
@@ -136,6 +142,17 @@ func checkSteps(t *testing.T, routes *routeRecorder, req *requester, since, unti
 		}
 	}
 	return out
+}
+
+// answersFrom lists (up to 10 of) the answers cluster gave.
+func answersFrom(answers []answer, cluster string) string {
+	var out []string
+	for _, a := range answers {
+		if !a.failed() && a.from.Cluster == cluster && len(out) < 10 {
+			out = append(out, a.String())
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // logSteps prints one FIGURE line per step: its weights, the requests sent within it and the

@@ -66,11 +66,12 @@ func TestBlueGreenTraffic(t *testing.T) {
 	green1 := x.deploysGreen(change1)
 	t.Logf("green %s deploys revision %s; blue %s keeps revision %s", green1, x.revs[1], blue, rev1)
 
-	x.steps(green1, change1, 25, 50)
-	x.greenDown(green1, 50)
-	at75 := waitAccepted(t, x.routes, weightsFor(blue, green1, 75), change1, stepTimeout)
-	// Some answers at 75% before the undo, well within the interval that would take green to 100%.
-	waitAnswers(t, x.req, at75.Add(gatewayLag), 100)
+	at25 := waitAccepted(t, x.routes, weightsFor(blue, green1, 25), change1, stepTimeout)
+	t.Logf("%s: green %s at 25%% accepted", at25.Format("15:04:05.000"), green1)
+	resumed, back := x.greenDown(green1)
+	atResumed := waitAccepted(t, x.routes, weightsFor(blue, green1, resumed), back, stepTimeout)
+	// Some answers at that share before the undo, well within the interval to the next step.
+	waitAnswers(t, x.req, atResumed.Add(gatewayLag), 100)
 	x.undo(green1)
 
 	change2 := newVersion(t, ns, name, "3")
@@ -123,7 +124,7 @@ func (x *trafficRun) deploysGreen(change time.Time) string {
 		g.Expect(ok).To(gomega.BeTrue(), "the route giving green anything; rollout: %s", binding(g, x.ns, x.name).Status.Rollout.Message)
 	})
 	t.Logf("green %s deployed; the first step was written %v after the change", green, shifted.Sub(change).Round(time.Millisecond))
-	expectOnly(t, "while green deploys", x.req.between(change, shifted), x.blue, x.revs[0])
+	expectOnly(t, "while green deploys", x.req.between(change, shifted.Add(-routeSeenLate)), x.blue, x.revs[0])
 	return green
 }
 
@@ -136,10 +137,12 @@ func (x *trafficRun) steps(green string, since time.Time, percents ...int32) {
 	}
 }
 
-// greenDown stops green's API server with green at percent: the route gives green nothing
-// (all answers from blue), the shift holds at percent while green is down, and resumes once it
-// is back.
-func (x *trafficRun) greenDown(green string, percent int32) {
+// greenDown stops green's API server at the first step: once the hub sees it not Ready the
+// route gives green nothing (all answers from blue), and the shift holds at the share it had
+// reached (between 0 and 100 %) while green is down. Once green is back the shift goes on; it
+// returns the share green then has, which must still be short of 100 %, and when green's API
+// server was started again.
+func (x *trafficRun) greenDown(green string) (int32, time.Time) {
 	t := x.t
 	t.Helper()
 	down := true
@@ -155,12 +158,20 @@ func (x *trafficRun) greenDown(green string, percent int32) {
 		t.Fatalf("stopping the API server of %s: %v", green, err)
 	}
 	off := waitAccepted(t, x.routes, weightsFor(x.blue, green, 0), stopped, memberTransitionTimeout)
-	t.Logf("green %s down: the gateway accepted a route without it %v after its API server stopped", green, off.Sub(stopped).Round(time.Millisecond))
+	var percent int32
 	eventually(t, func(g gomega.Gomega) {
 		c := trafficShifting(g, x.ns, x.name)
 		g.Expect(c).NotTo(gomega.BeNil(), "TrafficShifting")
 		g.Expect(c.Reason).To(gomega.Equal(fleetv1alpha1.ReasonShiftPaused), "TrafficShifting: %s", c.Message)
+		bg := blueGreenOf(binding(g, x.ns, x.name))
+		g.Expect(bg).NotTo(gomega.BeNil(), "status.rollout.blueGreen")
+		percent = bg.GreenPercent
 	})
+	t.Logf("green %s down: the gateway accepted a route without it %v after its API server stopped; the shift paused at %d%%",
+		green, off.Sub(stopped).Round(time.Millisecond), percent)
+	if percent <= 0 || percent >= 100 {
+		t.Fatalf("the shift paused at %d%%, not between 0 and 100%%; route:%s", percent, x.routes.history())
+	}
 	// Longer than an interval: a shift that did not pause would have taken its next step.
 	gomega.NewWithT(t).Consistently(func(g gomega.Gomega) {
 		bg := blueGreenOf(binding(g, x.ns, x.name))
@@ -177,12 +188,18 @@ func (x *trafficRun) greenDown(green string, percent int32) {
 	}
 	down = false
 	back := time.Now()
+	var resumed int32
 	eventuallyFor(t, memberTransitionTimeout, func(g gomega.Gomega) {
 		bg := blueGreenOf(binding(g, x.ns, x.name))
 		g.Expect(bg).NotTo(gomega.BeNil(), "status.rollout.blueGreen")
 		g.Expect(bg.GreenPercent).To(gomega.BeNumerically(">", percent), "greenPercent after green is back; route:%s", x.routes.history())
+		resumed = bg.GreenPercent
 	})
-	t.Logf("green %s back: the shift went on past %d%% %v after its API server started", green, percent, time.Since(back).Round(time.Millisecond))
+	t.Logf("green %s back: the shift went on to %d%% %v after its API server started", green, resumed, time.Since(back).Round(time.Millisecond))
+	if resumed >= 100 {
+		t.Fatalf("green took everything at once after it was back; nothing left to undo mid-shift")
+	}
+	return resumed, back
 }
 
 // undo runs `rayfleet rollout undo` mid-shift: the gateway accepts a route giving blue
