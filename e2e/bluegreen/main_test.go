@@ -63,11 +63,12 @@ const (
 	poll    = 250 * time.Millisecond
 )
 
-// heartbeatTimeout is the hub's --heartbeat-timeout: five of the spokes' 2 s reports, so that
-// the hub sees a member whose API server stopped not Ready within 10–20 s (the next membership
-// resync after the timeout). At the default (40 s, or three failed probes 10 s apart) a green
-// member stopped at the first step of a 10 s interval is noticed only once green holds
-// everything, and a paused shift could not be seen between 0 and 100 %.
+// heartbeatTimeout is the hub's --heartbeat-timeout: its membership probe (every 10 s) reads
+// the heartbeat the spoke writes every 2 s, so a member whose API server stopped is found not
+// Ready at the first probe that fails, within 10 s. At the default (40 s, or three failed
+// probes 10 s apart) the hub took about 30 s, by which time a shift of 25 % every 10 s that
+// green went down at had already given green everything: a paused shift could not be seen
+// between 0 and 100 %.
 const heartbeatTimeout = 10 * time.Second
 
 // fleet is what TestMain starts for all tests.
