@@ -30,14 +30,15 @@ func TestBlueGreenFigures(t *testing.T) {
 		{name: "defaults", bg: blueGreen{retireAfterSeconds: 10}},
 		{name: "step50-interval5", bg: blueGreen{stepPercent: 50, intervalSeconds: 5, retireAfterSeconds: 10}},
 	} {
-		t.Run(c.name, func(t *testing.T) { measureToGreen(t, "bg-figures-"+c.name, c.bg) })
+		t.Run(c.name, func(t *testing.T) { measureToGreen(t, c.name, c.bg) })
 	}
 }
 
-// measureToGreen rolls a second revision of a fresh RayService out under bg and prints the time
-// from the change to the gateway accepting a route that gives green everything.
-func measureToGreen(t *testing.T, ns string, bg blueGreen) {
-	const name = "fig"
+// measureToGreen rolls a second revision of a fresh RayService out under bg, in namespace
+// bg-figures-<figure>, and prints the time from the change to the gateway accepting a route
+// that gives green everything.
+func measureToGreen(t *testing.T, figure string, bg blueGreen) {
+	ns, name := "bg-figures-"+figure, "fig"
 	setUp(t, ns, name, policySpec(bg, true))
 	routes := recordRoute(t, ns, name)
 	blue, rev1 := firstRevision(t, ns, name)
@@ -52,7 +53,7 @@ func measureToGreen(t *testing.T, ns string, bg blueGreen) {
 	waitRetired(t, ns, name, green, rev1, time.Duration(bg.retireAfterSeconds)*time.Second+timeout)
 	req.close()
 	all := req.all()
-	logSteps(t, "bluegreen-figures-"+ns, green, checkSteps(t, routes, req, change, time.Now()))
+	logSteps(t, "bluegreen-figures-"+figure, green, checkSteps(t, routes, req, change, time.Now()))
 	t.Log(figureLine("bluegreen", "step", step, "interval", time.Duration(interval)*time.Second,
 		"change_to_100pct", full.Sub(change), "requests", len(all), "failed", count(all).failed))
 	expectNoFailures(t, routes, all)

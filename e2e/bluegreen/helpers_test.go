@@ -306,10 +306,12 @@ func others(but ...string) []string {
 }
 
 // waitCopyGone waits until member no longer holds a copy of ns/name (none, or one being
-// deleted). It returns lastPresent, when the last read that found the copy started (the copy
-// went after it), and gone, when a read first found it gone (the copy went before it).
-func waitCopyGone(t *testing.T, member, ns, name string, within time.Duration) (lastPresent, gone time.Time) {
+// deleted); seen is when the caller last knew the copy was there. It returns lastPresent, when
+// the last read that found the copy started (or seen, if none did: the copy went after it),
+// and gone, when a read first found it gone (the copy went before it).
+func waitCopyGone(t *testing.T, member, ns, name string, seen time.Time, within time.Duration) (lastPresent, gone time.Time) {
 	t.Helper()
+	lastPresent = seen
 	eventuallyFor(t, within, func(g gomega.Gomega) {
 		start := time.Now()
 		present := memberCopy(g, member, ns, name) != nil

@@ -28,7 +28,7 @@ func TestBlueGreenNoTraffic(t *testing.T) {
 	newVersion(t, ns, name, "2")
 	green := waitGreen(t, ns, name, blue)
 	t.Logf("green %s comes up while blue %s keeps revision %s", green, blue, rev1)
-	var hold time.Time
+	var hold, blueSeen time.Time
 	eventuallyFor(t, firstRevisionTimeout, func(g gomega.Gomega) {
 		c := trafficShifting(g, ns, name)
 		g.Expect(c).NotTo(gomega.BeNil(), "TrafficShifting")
@@ -43,6 +43,7 @@ func TestBlueGreenNoTraffic(t *testing.T) {
 		g.Expect(c2).NotTo(gomega.BeNil(), "copy on %s", green)
 		g.Expect(ready(c2)).To(gomega.BeTrue(), "copy on %s Ready", green)
 		g.Expect(c2.Annotations).To(gomega.HaveKeyWithValue(labels.Revision, b.Status.Rollout.TargetRevision), "revision on %s", green)
+		blueSeen = time.Now()
 		g.Expect(memberCopy(g, blue, ns, name)).NotTo(gomega.BeNil(), "copy on blue %s while green holds", blue)
 	})
 	s, err := readRoute(t.Context(), ns, name)
@@ -51,7 +52,7 @@ func TestBlueGreenNoTraffic(t *testing.T) {
 	}
 
 	retire := time.Duration(noTrafficTuning.retireAfterSeconds) * time.Second
-	lastBlue, _ := waitCopyGone(t, blue, ns, name, retire+timeout)
+	lastBlue, _ := waitCopyGone(t, blue, ns, name, blueSeen, retire+timeout)
 	if earliest := hold.Add(retire - wholeSecondSlack - 2*poll); lastBlue.Before(earliest) {
 		t.Errorf("blue %s's copy was gone by %s, less than %v after green started holding (%s)",
 			blue, lastBlue.Format(time.TimeOnly), retire, hold.Format(time.TimeOnly))

@@ -160,7 +160,7 @@ func answersFrom(answers []answer, cluster string) string {
 func logSteps(t *testing.T, test, green string, steps []stepFigure) {
 	t.Helper()
 	for _, s := range steps {
-		t.Logf("FIGURE %s-step window=%s–%s weights=%s green=%s green_weight=%d requests=%d failed=%d green_share=%.3f",
+		t.Logf("FIGURE %s-step from=%s to=%s weights=%s green=%s green_weight=%d requests=%d failed=%d green_share=%.3f",
 			test, s.from.Format("15:04:05.000"), s.to.Format("15:04:05.000"), weightsText(s.weights), green,
 			s.weights[green], s.tally.total, s.tally.failed, s.tally.share(green))
 	}
@@ -214,16 +214,15 @@ func gatewayURL() string {
 	return fleet.GatewayURL + "/"
 }
 
-// firstServed waits until the route gives blue everything and a request through the gateway
-// is answered by blue with rev, and returns when the gateway accepted that route.
-func firstServed(t *testing.T, routes *routeRecorder, blue, rev string) time.Time {
+// firstServed waits until the gateway accepted a route giving blue everything and a request
+// through the gateway is answered by blue with rev.
+func firstServed(t *testing.T, routes *routeRecorder, blue, rev string) {
 	t.Helper()
-	at := waitAccepted(t, routes, map[string]int32{blue: 10000}, time.Time{}, timeout)
+	waitAccepted(t, routes, map[string]int32{blue: 10000}, time.Time{}, timeout)
 	probe := &requester{url: gatewayURL(), client: &http.Client{Timeout: requestTimeout}}
 	eventually(t, func(g gomega.Gomega) {
 		a := probe.get(t.Context())
 		g.Expect(a.err).NotTo(gomega.HaveOccurred())
 		g.Expect(a.from.Cluster + " " + a.from.Revision).To(gomega.Equal(blue + " " + rev))
 	})
-	return at
 }

@@ -208,6 +208,7 @@ func (x *trafficRun) greenDown(green string) (int32, time.Time) {
 func (x *trafficRun) undo(green string) {
 	t := x.t
 	t.Helper()
+	// The copy is there: green was serving a moment ago.
 	undone := rolloutUndo(t, x.ns, x.name)
 	off := waitAccepted(t, x.routes, weightsFor(x.blue, green, 0), undone, timeout)
 	t.Log(figureLine("bluegreen-undo", "undo_to_blue_accepted", off.Sub(undone)))
@@ -225,7 +226,7 @@ func (x *trafficRun) undo(green string) {
 		g.Expect(cs.Leaving).NotTo(gomega.BeNil(), "binding status of %s: leaving", green)
 		g.Expect(cs.Leaving.Reason).To(gomega.Equal(fleetv1alpha1.LeaveRolledBack), "leaving reason of %s", green)
 	})
-	lastPresent, gone := waitCopyGone(t, green, x.ns, x.name, drainDelay+timeout)
+	lastPresent, gone := waitCopyGone(t, green, x.ns, x.name, undone, drainDelay+timeout)
 	t.Log(figureLine("bluegreen-undo", "green_removed_after_off", gone.Sub(off)))
 	if earliest := off.Add(drainDelay - wholeSecondSlack - 2*poll); lastPresent.Before(earliest) {
 		t.Errorf("green %s's copy was gone by %s, %v after the gateway accepted a route without it, within the %v drain",
