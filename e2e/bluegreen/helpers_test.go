@@ -6,7 +6,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,11 +297,6 @@ func waitRetired(t *testing.T, ns, name, green, previous string, within time.Dur
 // trafficShifting is the hub RayService's TrafficShifting condition, nil without one.
 func trafficShifting(g gomega.Gomega, ns, name string) *metav1.Condition {
 	return meta.FindStatusCondition(hubRayService(g, ns, name).Status.Conditions, fleetv1alpha1.ConditionTrafficShifting)
-}
-
-// others are the members but the ones given.
-func others(but ...string) []string {
-	return slices.DeleteFunc(slices.Clone(members), func(m string) bool { return slices.Contains(but, m) })
 }
 
 // waitCopyGone waits until member no longer holds a copy of ns/name (none, or one being

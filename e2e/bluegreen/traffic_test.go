@@ -27,7 +27,8 @@ const wholeSecondSlack = time.Second
 const undoWithin = 10 * time.Second
 
 // memberTransitionTimeout bounds how long the hub takes to see a member's API server go away
-// (three failed probes, 10 s apart) or come back, on a loaded machine.
+// (a failed probe once the heartbeat it read is heartbeatTimeout old) or come back, on a
+// loaded machine.
 const memberTransitionTimeout = 2 * time.Minute
 
 // trafficRun is TestBlueGreenTraffic's state: the RayService, its route and the requests.
