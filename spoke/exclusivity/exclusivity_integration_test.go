@@ -170,7 +170,10 @@ func finalized(g Gomega, c client.Client, ns, name string) bool {
 func clusterReport(g Gomega, c client.Client) *metav1.Condition {
 	var report fleetv1alpha1.ClusterReport
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Name: fleetv1alpha1.ClusterReportName}, &report)).To(Succeed())
-	return meta.FindStatusCondition(report.Status.Conditions, fleetv1alpha1.ConditionAgentReady)
+	cond := meta.FindStatusCondition(report.Status.Conditions, fleetv1alpha1.ConditionAgentReady)
+	// A spoke that just took the report over may not have written its condition yet.
+	g.Expect(cond).NotTo(BeNil(), "the ClusterReport has no AgentReady condition yet")
+	return cond
 }
 
 // TestKubeRayOperatorActive plays a member where KubeRay's operator still runs: the spoke
