@@ -322,3 +322,46 @@ func TestFleetBlueGreenUndoNoTrafficNoGreen(t *testing.T) {
 func trafficShiftingOf(conds []metav1.Condition) *metav1.Condition {
 	return meta.FindStatusCondition(conds, fleetv1alpha1.ConditionTrafficShifting)
 }
+
+// A policy whose traffic cluster is a member routes there, through the member's clients; with
+// ServiceImport backends the copies ask their spokes to export the serve Service and the route
+// references the imports.
+func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
+	h := startBlueGreen(t, "a", "b", "c")
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(h.members["c"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw"}})).To(Succeed())
+	spec := fleetv1alpha1.PlacementPolicySpec{
+		ClusterNames: []string{"a", "b"}, Clusters: ptr.To[int32](2),
+		Traffic: &fleetv1alpha1.TrafficSpec{Cluster: "c", BackendKind: fleetv1alpha1.BackendServiceImport,
+			ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw", SectionName: "http"},
+			Hostnames: []string{"svc.example.com"}, PathPrefix: "/svc"},
+	}
+	h.createPolicy(g, "imports", spec)
+	h.createRayService(g, "svc", "imports")
+	for _, m := range []string{"a", "b"} {
+		g.Eventually(func(g Gomega) {
+			rs := h.memberCopy(g, m, "svc")
+			g.Expect(rs).NotTo(BeNil())
+			g.Expect(rs.Annotations).To(HaveKeyWithValue(labels.ServeExport, m))
+		}, timeout, interval).Should(Succeed())
+		h.serve(g, m, "svc")
+	}
+	key := traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"}, spec.Traffic)
+	g.Eventually(func(g Gomega) {
+		var r gwv1.HTTPRoute
+		g.Expect(h.members["c"].Get(ctx, key.Route, &r)).To(Succeed())
+		g.Expect(string(*r.Spec.ParentRefs[0].SectionName)).To(Equal("http"))
+		g.Expect(r.Spec.Hostnames).To(ConsistOf(gwv1.Hostname("svc.example.com")))
+		g.Expect(*r.Spec.Rules[0].Matches[0].Path.Value).To(Equal("/svc"))
+		refs := map[string]int32{}
+		for _, ref := range r.Spec.Rules[0].BackendRefs {
+			g.Expect(string(*ref.Kind)).To(Equal("ServiceImport"))
+			refs[string(ref.Name)] = *ref.Weight
+		}
+		g.Expect(refs).To(Equal(map[string]int32{"svc-serve-a": 5000, "svc-serve-b": 5000}))
+	}, timeout, interval).Should(Succeed())
+	var hubRoute gwv1.HTTPRoute
+	err := h.hub.Get(ctx, key.Route, &hubRoute)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no route on the hub: %v", err)
+}
