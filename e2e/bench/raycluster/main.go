@@ -7,6 +7,11 @@
 // or cmd/: it measures bin/spoke as a process.
 //
 //	go run ./e2e/bench/raycluster -clusters 200 -workers 3 -nodes 4 -spoke-args "--max-concurrent-reconciles=8"
+//
+// KubeRay's own operator, built by the user, is measured the same way for comparison:
+//
+//	go run ./e2e/bench/raycluster -operator kuberay -operator-bin /tmp/kuberay-operator \
+//	    -operator-args "--reconcile-concurrency=10"
 package main
 
 import (
@@ -15,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +30,8 @@ import (
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
-// spokeUser is the identity of the spoke's client certificate; the audit policy records its
-// writes only.
+// spokeUser is the identity of the operator's client certificate (the spoke's, or KubeRay's
+// when it is measured instead); the audit policy records its writes only.
 const spokeUser = "rayfleet-spoke"
 
 // benchNamespace holds the benchmark's RayClusters.
@@ -35,11 +39,12 @@ const benchNamespace = "bench"
 
 // config is the command line.
 type config struct {
-	clusters, workers, nodes, parallel int
-	spokeBin, spokeArgs                string
-	timeout, settle                    time.Duration
-	keep                               bool
-	auditLevel                         string
+	clusters, workers, nodes, parallel  int
+	spokeBin, spokeArgs                 string
+	operator, operatorBin, operatorArgs string
+	timeout, settle                     time.Duration
+	keep                                bool
+	auditLevel                          string
 }
 
 func main() {
@@ -55,6 +60,9 @@ func parseFlags() config {
 	flag.IntVar(&c.parallel, "parallel", 0, "concurrent creates (default: all clusters at once)")
 	flag.StringVar(&c.spokeBin, "spoke", benchutil.DefaultSpokeBinary(), "spoke binary")
 	flag.StringVar(&c.spokeArgs, "spoke-args", "", "extra spoke flags, space separated (e.g. --max-concurrent-reconciles=8)")
+	flag.StringVar(&c.operator, "operator", operatorSpoke, "operator to measure: spoke, or kuberay (KubeRay's operator, for comparison)")
+	flag.StringVar(&c.operatorBin, "operator-bin", "", "the operator's binary (default for the spoke: -spoke; required for kuberay)")
+	flag.StringVar(&c.operatorArgs, "operator-args", "", "extra operator flags, space separated (default for the spoke: -spoke-args)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up when not all clusters are ready by then")
 	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after all are ready, count writes until the spoke is quiet this long")
 	flag.BoolVar(&c.keep, "keep", false, "keep the control plane's state dir (logs, audit log)")
@@ -67,7 +75,15 @@ func parseFlags() config {
 }
 
 func run(ctx context.Context, cfg config) error {
+	op, err := newOperator(cfg)
+	if err != nil {
+		return err
+	}
 	crdDir, err := localcluster.SpokeCRDDir("")
+	if err != nil {
+		return err
+	}
+	extraCRDs, err := op.crdDirs(ctx)
 	if err != nil {
 		return err
 	}
@@ -77,7 +93,7 @@ func run(ctx context.Context, cfg config) error {
 		Nodes: localcluster.FakeNodes(cfg.nodes, localcluster.NodeSpec{
 			CPU: "100000", Memory: "100Ti", Pods: max(250, 2*podsPerNode),
 		}),
-		CRDDirs:     []string{crdDir},
+		CRDDirs:     append([]string{crdDir}, extraCRDs...),
 		AuditPolicy: benchutil.AuditPolicy(spokeUser, cfg.auditLevel),
 		KeepState:   cfg.keep,
 	})
@@ -92,7 +108,7 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	spoke, err := cluster.StartManager(ctx, "spoke", cfg.spokeBin, kubeconfig, strings.Fields(cfg.spokeArgs), nil)
+	spoke, err := op.start(ctx, cluster, kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -104,11 +120,11 @@ func run(ctx context.Context, cfg config) error {
 		cluster.DumpLogs(os.Stderr, 60)
 		return err
 	}
-	printReport(os.Stdout, cfg, res)
+	printReport(os.Stdout, cfg, op, res)
 	if n := res.writes.ByKey[benchutil.WriteKey{Resource: "pods", Verb: "delete"}]; n > 0 {
-		// Nothing in this benchmark asks for a Pod to go: a deletion means the spoke created
+		// Nothing in this benchmark asks for a Pod to go: a deletion means the operator created
 		// that many Pods too many and then scaled the group back down.
-		fmt.Fprintf(os.Stderr, "bench: WARNING: the spoke deleted %d Pods nobody asked it to delete "+
+		fmt.Fprintf(os.Stderr, "bench: WARNING: the operator deleted %d Pods nobody asked it to delete "+
 			"(rerun with -keep -audit-level Request to see which clusters)\n", n)
 	}
 	return nil
@@ -148,7 +164,7 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 	select {
 	case <-tracker.AllDone():
 	case <-spoke.Done():
-		return res, errors.New("the spoke exited before all clusters were ready")
+		return res, errors.New("the operator exited before all clusters were ready")
 	case <-time.After(cfg.timeout - time.Since(start)):
 		return res, fmt.Errorf("only %d of %d RayClusters ready after %v", tracker.ReadyCount(), cfg.clusters, cfg.timeout)
 	case <-ctx.Done():
@@ -174,7 +190,7 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
 	if res.reconcile, err = benchutil.ReconcileTotals(ctx, spoke.MetricsURL, "raycluster"); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: reading the spoke's metrics:", err)
+		fmt.Fprintln(os.Stderr, "bench: reading the operator's metrics:", err)
 	}
 	res.writes, err = benchutil.CountWrites(cluster.AuditLogPath(), spokeUser, benchutil.Window{}, readyAt)
 	return res, err

@@ -11,14 +11,14 @@ import (
 )
 
 // printReport writes the figures as an aligned table.
-func printReport(out io.Writer, cfg config, r result) {
+func printReport(out io.Writer, cfg config, op operator, r result) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	n := float64(cfg.clusters)
 	per := func(v int) string { return fmt.Sprintf("%d\t%.2f", v, float64(v)/n) }
 	pct := benchutil.Percentile
 	round := benchutil.Round
-	fmt.Fprintf(w, "RayCluster benchmark: %d clusters x (1 head + %d workers) on %d kwok Nodes, spoke args %q\n",
-		cfg.clusters, cfg.workers, cfg.nodes, cfg.spokeArgs)
+	fmt.Fprintf(w, "RayCluster benchmark: %d clusters x (1 head + %d workers) on %d kwok Nodes, %s %s args %q\n",
+		cfg.clusters, cfg.workers, cfg.nodes, op.kind, op.bin, strings.Join(op.args, " "))
 	fmt.Fprintf(w, "time to all ready\t%v\n", r.total.Round(time.Millisecond))
 	fmt.Fprintf(w, "per-cluster create->ready p50 / p90 / p99 / max\t%v / %v / %v / %v\n",
 		round(pct(r.latencies, 0.50)), round(pct(r.latencies, 0.90)),
@@ -26,8 +26,8 @@ func printReport(out io.Writer, cfg config, r result) {
 	for st, d := range r.stages {
 		fmt.Fprintf(w, "  create->%s p50 / p99\t%v / %v\n", stageNames[st], round(pct(d, 0.50)), round(pct(d, 0.99)))
 	}
-	fmt.Fprintf(w, "spoke peak RSS (VmHWM)\t%.1f MiB\n", float64(r.usage.PeakRSSBytes)/(1<<20))
-	fmt.Fprintf(w, "spoke CPU (user+system)\t%.2f s\n", r.usage.CPU.Seconds())
+	fmt.Fprintf(w, "%s peak RSS (VmHWM)\t%.1f MiB\n", op.kind, float64(r.usage.PeakRSSBytes)/(1<<20))
+	fmt.Fprintf(w, "%s CPU (user+system)\t%.2f s\n", op.kind, r.usage.CPU.Seconds())
 	cp := make([]string, 0, len(r.controlPlane))
 	for _, c := range r.controlPlane {
 		cp = append(cp, fmt.Sprintf("%s %.1f s", c.name, c.cpu.Seconds()))
@@ -44,7 +44,7 @@ func printReport(out io.Writer, cfg config, r result) {
 		fmt.Fprintf(w, "raycluster reconciles by result\t%s\n", benchutil.FormatTotals(r.reconcile, n, "cluster"))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "spoke API writes (audit log)\ttotal\tper cluster")
+	fmt.Fprintf(w, "%s API writes (audit log)\ttotal\tper cluster\n", op.kind)
 	for _, k := range r.writes.SortedKeys() {
 		fmt.Fprintf(w, "  %s %s\t%s\n", k.Resource, k.Verb, per(r.writes.ByKey[k]))
 	}
