@@ -1,210 +1,30 @@
 // Command hub is RayFleet's control plane: a multicluster-runtime manager on the hub cluster whose
-// kubeconfig provider engages member clusters from labelled Secrets in the hub namespace (see
-// hub/membership for what `rayfleet join` must create), running the MemberCluster controller,
-// the PlacementPolicy controller (hub/policy), the hub RayService reconciler (hub/fleet), which
-// places, propagates and aggregates (woken by a watch of the members' RayServices too), and the
-// orphan sweep (hub/sweep), which deletes this hub's member copies that nothing on the hub
-// accounts for any more. It imports hub/ and shared/, never spoke/ or shared/localfleet.
+// kubeconfig provider engages member clusters from labelled Secrets in the hub namespace, running
+// the MemberCluster, PlacementPolicy and hub RayService controllers and the orphan sweep. The
+// wiring and the flags are hub/server's (importable, so that a benchmark can run the same hub
+// with simulated members); this is its main.
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
+	"context"
 	"os"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
-	"github.com/rayfleet/rayfleet/hub/fleet"
-	"github.com/rayfleet/rayfleet/hub/membership"
-	"github.com/rayfleet/rayfleet/hub/policy"
-	"github.com/rayfleet/rayfleet/hub/sweep"
-	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/labels"
-	"github.com/rayfleet/rayfleet/shared/manageropts"
-	"github.com/rayfleet/rayfleet/shared/scheme"
+	"github.com/rayfleet/rayfleet/hub/server"
 )
-
-// The hub's own cluster, beyond what hub/fleet declares: the membership controller, the
-// kubeconfig provider (Secrets in the hub namespace), leader election and events.
-//
-// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=memberclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=memberclusters/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=core,namespace=rayfleet-system,resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=rayfleet-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Client-side rate limits of the hub's member clients (see bindFlags).
-const (
-	defaultMemberQPS   = 200
-	defaultMemberBurst = 400
-)
-
-// flags holds the command line of the hub: the manager flags it shares with the spoke and its
-// own.
-type flags struct {
-	manager          manageropts.Options
-	memberQPS        float64
-	memberBurst      int
-	hubNamespace     string
-	hubName          string
-	heartbeatTimeout time.Duration
-	resync           time.Duration
-}
-
-func bindFlags(fs *flag.FlagSet, f *flags) {
-	f.manager.Bind(fs, manageropts.Defaults{Binary: "hub", LeaderElectionID: "rayfleet-hub.rayfleet.io"})
-	// Placing a RayService costs the hub one write on a member; at client-go's defaults (5 QPS
-	// per member client) the client-side limiter, not the member's API server, would set the
-	// pace of a 1,000-RayService fleet. The API servers' own priority and fairness protects them.
-	fs.Float64Var(&f.memberQPS, "member-api-qps", defaultMemberQPS,
-		"Queries per second the hub may send to each member's Kubernetes API server; negative turns client-side throttling off.")
-	fs.IntVar(&f.memberBurst, "member-api-burst", defaultMemberBurst,
-		"Burst of queries the hub may send to each member's Kubernetes API server.")
-	fs.StringVar(&f.hubNamespace, "hub-namespace", labels.DefaultHubNamespace,
-		"Namespace holding the members' kubeconfig Secrets (and the leader-election Lease unless --leader-election-namespace says otherwise).")
-	fs.StringVar(&f.hubName, "hub-name", labels.DefaultHubName,
-		"This hub's name, written in the fleet.rayfleet.io/origin-hub label of every copy it makes; hubs sharing a member need different names, so that neither touches the other's copies.")
-	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", membership.DefaultHeartbeatTimeout,
-		"How old a member's ClusterReport heartbeat may be before its AgentReady condition turns False.")
-	fs.DurationVar(&f.resync, "resync", fleet.DefaultResync,
-		"How often every hub RayService is reconciled without an event; member status changes also arrive by watch.")
-}
-
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "hub failed")
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
-	var f flags
-	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
-	bindFlags(fs, &f)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("parsing flags: %w", err)
-	}
-	f.manager.SetupLogging()
-
-	restCfg, err := f.manager.RESTConfig("rayfleet-hub/" + version)
-	if err != nil {
-		return err
-	}
-	sch, err := scheme.New()
-	if err != nil {
-		return err
-	}
-	namespaces, err := f.manager.Namespaces()
-	if err != nil {
-		return err
-	}
-	provider := kubeconfig.New(kubeconfig.Options{
-		Namespace:             f.hubNamespace,
-		KubeconfigSecretLabel: fleetv1alpha1.KubeconfigSecretLabel,
-		KubeconfigSecretKey:   fleetv1alpha1.DefaultKubeconfigKey,
-		ClusterOptions:        []cluster.Option{func(o *cluster.Options) { o.Scheme = sch }},
-		RESTOptions: []func(*rest.Config) error{func(c *rest.Config) error {
-			c.UserAgent = "rayfleet-hub/" + version
-			c.QPS, c.Burst = float32(f.memberQPS), f.memberBurst
-			return nil
-		}},
-	})
-	mgr, err := mcmanager.New(restCfg, provider, managerOptions(f, sch, namespaces))
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-	if err = manageropts.AddProbes(mgr); err != nil {
-		return err
-	}
-	ctx := ctrl.SetupSignalHandler()
-	if err = provider.SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the kubeconfig provider: %w", err)
-	}
-	local := mgr.GetLocalManager()
-	members, err := membership.New(local.GetClient(), mgr, local.GetEventRecorder("membercluster-controller"),
-		membership.Options{
-			HubNamespace:     f.hubNamespace,
-			HeartbeatTimeout: f.heartbeatTimeout,
-			Registerer:       metrics.Registry,
-		})
-	if err != nil {
-		return err
-	}
-	if err = members.SetupWithManager(local); err != nil {
-		return err
-	}
-	rayServices := fleet.NewReconciler(local, membership.NewClients(mgr), fleet.Options{
-		Resync:                  f.resync,
-		MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles,
-		HubName:                 f.hubName,
-	})
-	if err = rayServices.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	// The sweep knows this hub's copies by the same name the reconciler writes on them.
-	if err = sweep.New(mgr, sweep.Options{HubName: f.hubName}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err = policy.New(local.GetClient(), local.GetEventRecorder("placementpolicy-controller")).SetupWithManager(local); err != nil {
-		return err
-	}
-
-	ctrl.Log.WithName("setup").Info("starting hub", "version", version, "hubNamespace", f.hubNamespace)
-	if err = mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running manager: %w", err)
-	}
-	return nil
-}
-
-// managerOptions are the shared manager flags' options plus the hub's: its scheme and cache,
-// the worker count, and the leader-election Lease in the hub namespace unless
-// --leader-election-namespace says otherwise.
-func managerOptions(f flags, sch *runtime.Scheme, namespaces []string) ctrl.Options {
-	opts := f.manager.Manager()
-	opts.Scheme = sch
-	opts.Cache = cacheOptions(namespaces, f.hubNamespace)
-	opts.Controller = ctrlconfig.Controller{MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles}
-	if opts.LeaderElectionNamespace == "" {
-		opts.LeaderElectionNamespace = f.hubNamespace
-	}
-	return opts
-}
-
-// cacheOptions restricts the cache to the watched namespaces (nil: all) and drops
-// managedFields, which nothing in the hub reads. Secrets are cached in the hub namespace only,
-// whatever --watch-namespace says: the hub reads the members' kubeconfigs there and has no
-// business with other Secrets.
-func cacheOptions(namespaces []string, hubNamespace string) cache.Options {
-	opts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{hubNamespace: {}}},
-		},
-	}
-	if len(namespaces) == 0 {
-		return opts
-	}
-	opts.DefaultNamespaces = make(map[string]cache.Config, len(namespaces))
-	for _, ns := range namespaces {
-		opts.DefaultNamespaces[ns] = cache.Config{}
-	}
-	return opts
+// run runs the hub with this build's version until ctx ends (SIGINT or SIGTERM).
+func run(ctx context.Context, args []string) error {
+	return server.Run(ctx, args, server.Options{Version: version})
 }
