@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayfleet/rayfleet/hub/rollout"
 	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
@@ -37,9 +38,9 @@ func doneFor(member, desired *rayv1.RayService, rev string) doneState {
 	case member == nil:
 		return doneState{why: "no copy yet"}
 	case member.Annotations[labels.Revision] != rev || member.Annotations[labels.SpecHash] != desired.Annotations[labels.SpecHash]:
-		return doneState{why: "revision " + rev + " not applied yet"}
+		return doneState{why: rollout.Applying(rev)}
 	case member.Status.ObservedGeneration < member.Generation:
-		return doneState{why: fmt.Sprintf("the member has not observed generation %d yet", member.Generation)}
+		return doneState{why: rollout.Applying(rev)}
 	}
 	if why, blocked := runningDiffers(member, desired); why != "" {
 		return doneState{why: why, blocked: blocked}

@@ -53,9 +53,9 @@ func TestDoneFor(t *testing.T) {
 		{name: "runs the revision in every respect", member: running(), wantDone: true},
 		{name: "no copy", member: nil, wantWhy: "no copy yet"},
 		{name: "another revision", member: with(func(m *rayv1.RayService) { m.Annotations[labels.Revision] = "svc-old" }),
-			wantWhy: "revision svc-abc not applied yet"},
+			wantWhy: "revision svc-abc is being applied"},
 		{name: "generation not observed", member: with(func(m *rayv1.RayService) { m.Generation = 4 }),
-			wantWhy: "has not observed generation 4"},
+			wantWhy: "is being applied"},
 		{name: "active cluster built from another spec", member: with(func(m *rayv1.RayService) { m.Annotations[labels.RunningClusterHash] = "old" }),
 			wantWhy: "the active RayCluster does not run this spec yet"},
 		{name: "new cluster failing, in the member's words", member: with(func(m *rayv1.RayService) {

@@ -2,11 +2,16 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/rayfleet/rayfleet/hub/rollout"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
 func TestRequeueAfter(t *testing.T) {
@@ -26,6 +31,60 @@ func TestRequeueAfter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := r.requeueAfter(&group{now: t0}, &outcome{d: &decision{wake: tt.wake}}); got != tt.want {
 				t.Errorf("requeueAfter() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRequeueAfterSettled(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	r := &Reconciler{clock: clocktesting.NewFakeClock(t0), opts: Options{Resync: 10 * time.Second, SettledResync: 10 * time.Minute}}
+	settledDecision := func() *decision {
+		return &decision{
+			placedCond: metav1.Condition{Status: metav1.ConditionTrue},
+			rollout:    &rolloutDecision{plan: &rollout.Decision{Status: fleetv1alpha1.RolloutStatus{Phase: fleetv1alpha1.RolloutComplete}}},
+		}
+	}
+	okRes := func() *results { return &results{applyErrs: map[string]error{}} }
+	tests := []struct {
+		name    string
+		mutate  func(g *group, o *outcome)
+		settled bool
+	}{
+		{name: "placed, rollout complete, members read", settled: true},
+		{name: "not executed (an error before)", mutate: func(_ *group, o *outcome) { o.res = nil }},
+		{name: "invalid", mutate: func(_ *group, o *outcome) { o.d.invalid = errors.New("bad") }},
+		{name: "fewer clusters than asked", mutate: func(_ *group, o *outcome) { o.d.placedCond.Status = metav1.ConditionFalse }},
+		{name: "a toleration running", mutate: func(_ *group, o *outcome) { o.d.wake = t0.Add(time.Hour) }},
+		{name: "a cluster leaving", mutate: func(_ *group, o *outcome) { o.d.departures = map[string]*departure{"eu": {}} }},
+		{name: "a copy kept", mutate: func(_ *group, o *outcome) { o.res.kept = []string{"eu"} }},
+		{name: "a write failed", mutate: func(_ *group, o *outcome) { o.res.applyErrs["eu"] = errors.New("boom") }},
+		{name: "traffic managed", mutate: func(_ *group, o *outcome) { o.d.traffic = &trafficDecision{} }},
+		{name: "blue/green in flight", mutate: func(_ *group, o *outcome) { o.d.colors = &colors{} }},
+		{name: "rollout progressing", mutate: func(_ *group, o *outcome) {
+			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutProgressing
+		}},
+		{name: "a soak timer", mutate: func(_ *group, o *outcome) { o.d.rollout.plan.RequeueAfter = time.Second }},
+		{name: "a member unread", mutate: func(g *group, _ *outcome) {
+			g.members = map[string]*memberRecord{"eu": {readErr: errors.New("unreachable")}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &group{now: t0, members: map[string]*memberRecord{"eu": {}}}
+			o := &outcome{g: g, d: settledDecision(), res: okRes()}
+			if tt.mutate != nil {
+				tt.mutate(g, o)
+			}
+			got := r.requeueAfter(g, o)
+			if tt.settled {
+				if got < 10*time.Minute || got > 11*time.Minute {
+					t.Errorf("requeueAfter() = %v, want the settled resync (10m, spread by up to a tenth)", got)
+				}
+				return
+			}
+			if got > 10*time.Second {
+				t.Errorf("requeueAfter() = %v, want at most the resync of a RayService in motion (10s)", got)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +44,13 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		return err
 	}
 	r.metrics = m
+	// Capacity changes arrive with every heartbeat of every member; the RayServices they can
+	// move are found through this index, not by copying every binding.
+	err = mgr.GetLocalManager().GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.RayServiceBinding{},
+		placedIndex, placedIndexValue)
+	if err != nil {
+		return fmt.Errorf("index RayServiceBindings by placement: %w", err)
+	}
 	local := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
 	err = mcbuilder.ControllerManagedBy(mgr).
 		Named("hub-rayservice").
@@ -110,10 +116,12 @@ func (r *Reconciler) rayServicesOfPolicy(ctx context.Context, obj client.Object)
 	return r.rayServices(ctx, client.InNamespace(obj.GetNamespace()))
 }
 
-// rayServices lists hub RayServices from the cache as requests.
+// rayServices lists hub RayServices from the cache as requests. Only names are read, so the
+// cache's objects are not copied: at fleet scale a copy of every RayService per event would
+// cost more than the reconciles it queues.
 func (r *Reconciler) rayServices(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	var list rayv1.RayServiceList
-	if err := r.client.List(ctx, &list, opts...); err != nil {
+	if err := r.client.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing RayServices to requeue failed")
 		return nil
 	}
@@ -124,20 +132,30 @@ func (r *Reconciler) rayServices(ctx context.Context, opts ...client.ListOption)
 	return out
 }
 
+// placedIndex indexes bindings by their Placed condition's status ("True", or "False" for
+// anything else).
+const placedIndex = "status.placed"
+
+// placedIndexValue is a binding's placedIndex value.
+func placedIndexValue(obj client.Object) []string {
+	b, ok := obj.(*fleetv1alpha1.RayServiceBinding)
+	if ok && meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1alpha1.ConditionPlaced) {
+		return []string{"True"}
+	}
+	return []string{"False"}
+}
+
 // underPlaced lists the RayServices whose binding is not fully placed: the only ones a change
 // of free capacity can move.
 func (r *Reconciler) underPlaced(ctx context.Context) []reconcile.Request {
 	var list fleetv1alpha1.RayServiceBindingList
-	if err := r.client.List(ctx, &list); err != nil {
+	if err := r.client.List(ctx, &list, client.MatchingFields{placedIndex: "False"}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing RayServiceBindings to requeue failed")
 		return nil
 	}
-	var out []reconcile.Request
+	out := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		b := &list.Items[i]
-		if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1alpha1.ConditionPlaced) {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
-		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return out
 }

@@ -306,7 +306,7 @@ func (p *planner) greenNotDone(bg *fleetv1alpha1.BlueGreenStatus) []string {
 		case !m.Ready:
 			out = append(out, m.Name+" not Ready")
 		case m.Revision != p.in.Target:
-			out = append(out, m.Name+": its copy does not carry revision "+p.in.Target+" yet")
+			out = append(out, m.Name+": "+Applying(p.in.Target))
 		case !m.Done:
 			out = append(out, m.Name+": "+m.NotDone)
 		}

@@ -110,7 +110,7 @@ func (p *planner) failureText(m *member) string {
 	}
 	why := m.NotDone
 	if m.Revision != p.in.Target {
-		why = "its copy does not carry revision " + p.in.Target + " yet"
+		why = Applying(p.in.Target)
 	}
 	if why == "" {
 		why = "not done"

@@ -41,7 +41,7 @@ func TestPlanDeadlineAndRollback(t *testing.T) {
 				apply: kv("a", "r2", "b", "r1"), phases: kv("a", "Failed@600", "b", "Pending"),
 				phase: stalled, good: "r1", stage: "rest", updated: "0/2",
 				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled},
-				message: []string{"cluster a not done on revision r2 within 10m0s: its copy does not carry revision r2 yet"},
+				message: []string{"cluster a not done on revision r2 within 10m0s: revision r2 is being applied"},
 			},
 		},
 		{

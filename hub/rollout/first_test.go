@@ -23,7 +23,7 @@ func TestPlanFirstRevision(t *testing.T) {
 				phases: kv("a", "Updating@0", "b", "Updating@0", "c", "Updating@0"),
 				phase:  progressing, updated: "0/3", stages: []string{},
 				progressing: "True/Progressing", paused: "False/NotPaused",
-				message: []string{"first revision r1: every cluster gets it at once; a updating (deadline 2026-01-01T00:10:00Z): its copy does not carry revision r1 yet"},
+				message: []string{"first revision r1: every cluster gets it at once; a updating (deadline 2026-01-01T00:10:00Z): revision r1 is being applied"},
 				requeue: 600 * time.Second,
 			},
 		},

@@ -42,7 +42,7 @@ func (p *planner) memberText(m *member) string {
 		s = fmt.Sprintf("%s updating (deadline %s)", m.Name, clock(ph.Since.Add(p.in.Strategy.Deadline)))
 		switch {
 		case m.Revision != p.in.Target:
-			s += ": its copy does not carry revision " + p.in.Target + " yet"
+			s += ": " + Applying(p.in.Target)
 		case m.NotDone != "":
 			s += ": " + m.NotDone
 		}
@@ -75,3 +75,12 @@ func (p *planner) memberText(m *member) string {
 // clock is t as messages give it. Messages name instants, not durations from now: a message
 // that changed with every reconcile would rewrite the binding every time.
 func clock(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// Applying is what a rollout waits for while revision rev travels to a member: the copy does
+// not carry it yet, or carries it and the member has not observed it yet. Both read the same,
+// so that the copy arriving (a watch event a few milliseconds after the hub applied it) does not
+// rewrite the binding and the hub RayService for a message only; how long the member takes shows
+// in the progress deadline, and why in its MemberCluster's conditions.
+func Applying(rev string) string {
+	return "revision " + rev + " is being applied"
+}

@@ -48,7 +48,7 @@ func TestPlanRollingOneAtATime(t *testing.T) {
 				phases: kv("a", "Pending", "b", "Updating@100", "c", "Pending"),
 				phase:  progressing, good: "r1", stage: "rest", updated: "0/3", stages: []string{"rest:b,c,a"},
 				progressing: "True/Progressing", paused: "False/NotPaused", events: []string{EventStageStarted},
-				message:   []string{"stage rest: b updating (deadline 2026-01-01T00:11:40Z): its copy does not carry revision r2 yet; 2 waiting for their turn"},
+				message:   []string{"stage rest: b updating (deadline 2026-01-01T00:11:40Z): revision r2 is being applied; 2 waiting for their turn"},
 				eventText: []string{"stage rest started for revision r2, 1 at a time: b, c, a"},
 				requeue:   600 * time.Second,
 			},

@@ -54,6 +54,8 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr is --health-probe-bind-address.
 	ProbeAddr string
+	// PprofAddr is --pprof-bind-address.
+	PprofAddr string
 	// LeaderElect is --leader-elect.
 	LeaderElect bool
 	// LeaderElectionID is --leader-election-id.
@@ -81,6 +83,8 @@ func (o *Options) Bind(fs *flag.FlagSet, d Defaults) {
 		"Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", DefaultProbeAddr,
 		"Address the /healthz and /readyz endpoints bind to; 0 disables them.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0",
+		"Address Go's /debug/pprof endpoints bind to (profiles, goroutine counts); 0, the default, disables them.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false,
 		"Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", d.LeaderElectionID,
@@ -150,6 +154,7 @@ func (o *Options) Manager() ctrl.Options {
 	return ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,

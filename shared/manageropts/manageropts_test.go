@@ -31,7 +31,7 @@ func parse(t *testing.T, d Defaults, args ...string) (Options, error) {
 
 func TestBind(t *testing.T) {
 	defaults := Options{
-		MetricsAddr: ":8080", ProbeAddr: ":8081", LeaderElectionID: "rayfleet-spoke.rayfleet.io",
+		MetricsAddr: ":8080", ProbeAddr: ":8081", PprofAddr: "0", LeaderElectionID: "rayfleet-spoke.rayfleet.io",
 		QPS: 1000, Burst: 2000, MaxConcurrentReconciles: 16,
 	}
 	tests := []struct {
@@ -55,13 +55,13 @@ func TestBind(t *testing.T) {
 			name: "every flag set", defaults: spoke,
 			// The names the Helm charts pass, and the rest.
 			args: []string{
-				"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--leader-elect",
+				"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--pprof-bind-address=127.0.0.1:6060", "--leader-elect",
 				"--leader-election-id=x", "--leader-election-namespace=sys", "--kube-api-qps=-1",
 				"--kube-api-burst=10", "--max-concurrent-reconciles=4", "--watch-namespace=a,b",
 				"--kubeconfig=/dev/null", "--zap-devel", "--zap-log-level=debug", "--zap-encoder=console",
 			},
 			want: Options{
-				MetricsAddr: "0", ProbeAddr: ":9000", LeaderElect: true, LeaderElectionID: "x",
+				MetricsAddr: "0", ProbeAddr: ":9000", PprofAddr: "127.0.0.1:6060", LeaderElect: true, LeaderElectionID: "x",
 				LeaderElectionNamespace: "sys", QPS: -1, Burst: 10, MaxConcurrentReconciles: 4, WatchNamespaces: "a,b",
 			},
 			wantDevel: true,
@@ -123,9 +123,9 @@ func TestManager(t *testing.T) {
 		name string
 		o    Options
 	}{
-		{name: "defaults", o: Options{MetricsAddr: ":8080", ProbeAddr: ":8081", LeaderElectionID: "lease"}},
-		{name: "leader election in a namespace, endpoints off", o: Options{
-			MetricsAddr: "0", ProbeAddr: "0", LeaderElect: true, LeaderElectionID: "lease", LeaderElectionNamespace: "sys",
+		{name: "defaults", o: Options{MetricsAddr: ":8080", ProbeAddr: ":8081", PprofAddr: "0", LeaderElectionID: "lease"}},
+		{name: "leader election in a namespace, endpoints off, pprof on", o: Options{
+			MetricsAddr: "0", ProbeAddr: "0", PprofAddr: "127.0.0.1:6060", LeaderElect: true, LeaderElectionID: "lease", LeaderElectionNamespace: "sys",
 		}},
 	}
 	for _, tt := range tests {
@@ -134,6 +134,9 @@ func TestManager(t *testing.T) {
 			if got.Metrics.BindAddress != tt.o.MetricsAddr || got.HealthProbeBindAddress != tt.o.ProbeAddr {
 				t.Errorf("metrics %q, probes %q; want %q, %q", got.Metrics.BindAddress, got.HealthProbeBindAddress,
 					tt.o.MetricsAddr, tt.o.ProbeAddr)
+			}
+			if got.PprofBindAddress != tt.o.PprofAddr {
+				t.Errorf("pprof %q, want %q", got.PprofBindAddress, tt.o.PprofAddr)
 			}
 			if got.LeaderElection != tt.o.LeaderElect || got.LeaderElectionID != tt.o.LeaderElectionID ||
 				got.LeaderElectionNamespace != tt.o.LeaderElectionNamespace {
