@@ -107,6 +107,9 @@ func (r *Reconciler) cleanUpClusters(ctx context.Context, s *scope) (remaining b
 		if decision != keepCluster {
 			remaining = true
 		}
+		if decision == scheduleDeletion || decision == waitForDeletion {
+			s.noteDeletion(at)
+		}
 		var err error
 		switch decision {
 		case keepCluster:

@@ -53,9 +53,10 @@ import (
 
 // Requeue delays.
 const (
-	// requeueSoon is KubeRay's ServiceDefaultRequeueDuration. A RayService is polled at this
-	// pace for good: Serve applications and proxies change state without any Kubernetes
-	// event, and traffic steps and deletion delays are timed.
+	// requeueSoon is KubeRay's ServiceDefaultRequeueDuration, the pace of a RayService while
+	// anything of it changes (Serve applications change state without any Kubernetes event,
+	// and traffic steps are timed) and of a failed step's retry. A settled RayService is
+	// reconciled when its next Serve read is due instead (see ServePolls).
 	requeueSoon = 2 * time.Second
 	// requeueNewCluster follows the status write that names a new pending cluster: the
 	// cluster is created by the next pass, once its name is durable, and there is no reason
@@ -89,6 +90,7 @@ type Reconciler struct {
 	resolver   dashboard.Resolver
 	factory    dashboard.Factory
 	configs    *serve.Cache
+	polls      *pollMemo
 	tokens     *tokenCache
 	validSpecs *validation.SpecMemo
 	writes     *cachememo.Writes
@@ -114,6 +116,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = defaultConcurrentReconciles
 	}
+	opts.ServePolls = opts.ServePolls.withDefaults()
 	if opts.Build.ClusterDomain == "" || opts.Build.KubeRayVersion == "" {
 		defaults := builder.DefaultOptions()
 		if opts.Build.ClusterDomain == "" {
@@ -133,6 +136,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		resolver:   opts.Resolver,
 		factory:    opts.Dashboards,
 		configs:    serve.NewCache(serve.CacheSize),
+		polls:      newPollMemo(),
 		tokens:     newTokenCache(mgr.GetAPIReader(), opts.Clock),
 		validSpecs: validation.NewSpecMemo(),
 		writes:     cachememo.NewWrites(opts.Clock),
@@ -173,8 +177,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rayservice").
-		// Status-only updates (our own writes) need no reconcile; the periodic requeue
-		// carries a RayService forward between its spec changes.
+		// Status-only updates (our own writes) need no reconcile; the requeue carries a
+		// RayService forward between its spec changes.
 		For(&rayv1.RayService{}, ctrlbuilder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
@@ -182,8 +186,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		))).
 		Owns(&rayv1.RayCluster{}).
 		Owns(&corev1.Service{}).
-		// Ready turns on when the serve Service gets its first ready endpoint; watching the
-		// slices reports that at once instead of at the next 2 s poll.
+		// Ready turns on when the serve Service gets its first ready endpoint, and a head Pod
+		// whose endpoint turns not ready has its Serve proxy checked (headpod.go); watching
+		// the slices reports both at once instead of at the next requeue.
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(rayServiceOfSlice)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Complete(r)
@@ -303,4 +308,5 @@ func finalizerMemoKey(rs *rayv1.RayService) string { return "finalizer/" + strin
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.statuses.Forget(key)
 	r.configs.Forget(key)
+	r.polls.forget(key)
 }

@@ -43,10 +43,11 @@ const (
 	reasonFailedToCreateHTTPRoute = "FailedToCreateHTTPRoute"
 	reasonFailedToUpdateHTTPRoute = "FailedToUpdateHTTPRoute"
 
-	// RayFleet's own: KubeRay has no event for these (it panics on the first and only returns
-	// an error on the second).
+	// RayFleet's own: KubeRay has no event for these (it panics on the first, only returns
+	// an error on the second and only records the third in applicationStatuses).
 	reasonSelectorMismatch     = "ServiceSelectorMismatch"
 	reasonFailedToGetServeApps = "FailedToGetServeApplicationStatuses"
+	reasonServeAppFailed       = "ServeApplicationFailed"
 )
 
 // eventf records an event about rs; the action is read off the reason, as for RayClusters.

@@ -49,7 +49,8 @@ func (r *Reconciler) readyEndpoints(ctx context.Context, ns, svc string) (int32,
 
 // finish computes the status from what the phases observed, reports what it decided, writes
 // it once if it changed, brings a hub copy's running and serve-address annotations in step
-// with it, keeps the serve export the hub asked for, and requeues.
+// with it, keeps the serve export the hub asked for, and requeues: when the next Serve read is
+// due (schedulePolls), or sooner when a dangling cluster's deletion is.
 func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	timeout, _, _ := validation.InitializingTimeout(s.rs.Annotations) // validated already
@@ -95,7 +96,11 @@ func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) 
 	if written && out.Prepared != "" {
 		return ctrl.Result{RequeueAfter: requeueNewCluster}, nil
 	}
-	return ctrl.Result{RequeueAfter: requeueSoon}, nil
+	requeue := r.schedulePolls(ctx, s, &next)
+	if !s.nextDeletion.IsZero() {
+		requeue = min(requeue, clampRequeue(s.nextDeletion.Sub(r.clock.Now()), requeue))
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // report logs and records as events what the status computation decided.

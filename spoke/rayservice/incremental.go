@@ -80,6 +80,7 @@ func (r *Reconciler) reconcileTargetCapacity(ctx context.Context, s *scope) erro
 		return nil
 	}
 	r.configs.Put(s.key, rc.Name, serve.Submitted{Config: config, TargetCapacity: ptrTo(change.Goal)})
+	r.polls.noteSubmit(s.rs, r.clock.Now())
 	s.statusOf(change.Cluster).TargetCapacity = ptrTo(change.Goal)
 	log.Info("Updated target_capacity", "rayCluster", rc.Name, "role", change.Cluster.String(), "targetCapacity", change.Goal)
 	r.eventf(s.rs, rc, corev1.EventTypeNormal, reasonUpdatedTargetCapacity,

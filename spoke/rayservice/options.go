@@ -27,6 +27,9 @@ const defaultConcurrentReconciles = 16
 type Options struct {
 	// MaxConcurrentReconciles bounds parallel reconciles; 0 means the default, 16.
 	MaxConcurrentReconciles int
+	// ServePolls are the intervals at which Serve applications are read; zero fields mean the
+	// defaults (2 s while a RayService changes, 10 s once settled).
+	ServePolls ServePolls
 	// ZeroDowntime upgrades through a new cluster when a RayService names no upgrade strategy
 	// (ENABLE_ZERO_DOWNTIME, true unless "false").
 	ZeroDowntime bool

@@ -47,7 +47,9 @@ func TestRayServiceReconciler(t *testing.T) {
 		g.Expect(head.Labels).To(HaveKeyWithValue(labels.Serve, "true"))
 		g.Expect(h.dash.Cluster(ns, rc).Submissions()).To(Equal(1))
 
-		// Settled: polls keep reading the dashboard, and write nothing anywhere.
+		// Settled: reconciles keep reading the dashboard, and write nothing anywhere. (The fake
+		// clock stands still, so the submission stays recent and the dashboard is read at the
+		// changing pace; TestServePolls moves the clock.)
 		writes, gets := h.writes.Load(), h.dash.Cluster(ns, rc).Requests(raydashboard.OpServeDetails)
 		g.Consistently(func(g Gomega) {
 			h.syncEndpoints(g, ns, "svc-serve-svc")
@@ -55,6 +57,10 @@ func TestRayServiceReconciler(t *testing.T) {
 			g.Expect(h.dash.Cluster(ns, rc).Submissions()).To(Equal(1))
 		}, settle, interval).Should(Succeed())
 		g.Expect(h.dash.Cluster(ns, rc).Requests(raydashboard.OpServeDetails)).To(BeNumerically(">", gets))
+	})
+
+	t.Run("the head Pod's serve label follows Kubernetes' readiness and the proxy's health", func(t *testing.T) {
+		headLabelFollowsKubernetes(t, h)
 	})
 
 	t.Run("serveConfigV2 change is applied in place", func(t *testing.T) {

@@ -1,6 +1,8 @@
 package rayservice
 
 import (
+	"time"
+
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -32,6 +34,13 @@ type scope struct {
 	// dashboards are the clients of the dashboards read this reconcile, by role; a
 	// target_capacity change goes through them.
 	dashboards map[upgrade.Role]dashboard.Client
+	// reads says what became of each cluster's Serve read this reconcile, by cluster name.
+	reads map[string]serveRead
+	// activeCanWait caches activeReadCanWait; nil until decided.
+	activeCanWait *bool
+	// nextDeletion is the earliest time a dangling cluster is due for deletion; zero when
+	// none waits.
+	nextDeletion time.Time
 
 	// weights are the HTTPRoute weights after this reconcile; nil without a route.
 	weights *upgrade.Weights
@@ -52,6 +61,7 @@ func newScope(rs *rayv1.RayService) *scope {
 		key:         types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name},
 		incremental: rayspec.IncrementalUpgrade(&rs.Spec),
 		dashboards:  map[upgrade.Role]dashboard.Client{},
+		reads:       map[string]serveRead{},
 	}
 }
 
@@ -86,4 +96,11 @@ func (s *scope) statusOf(role upgrade.Role) *rayv1.RayServiceStatus {
 // incrementalInProgress says an incremental upgrade is moving traffic between two clusters.
 func (s *scope) incrementalInProgress() bool {
 	return s.incremental && upgrade.UpgradeInProgress(&s.rs.Status)
+}
+
+// noteDeletion records that a dangling cluster is due for deletion at at.
+func (s *scope) noteDeletion(at time.Time) {
+	if s.nextDeletion.IsZero() || at.Before(s.nextDeletion) {
+		s.nextDeletion = at
+	}
 }

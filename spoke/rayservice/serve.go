@@ -3,6 +3,7 @@ package rayservice
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +50,10 @@ func (r *Reconciler) reconcileServe(ctx context.Context, s *scope) error {
 // incremental upgrade: its config is frozen, the new one goes to the pending cluster). It
 // reports whether every application runs. A dashboard failure is an event and a message in
 // the status, never an error of the reconcile.
+//
+// The active cluster of a settled RayService is read only when its next read is due
+// (activeReadCanWait); meanwhile the statuses last recorded stand, and it counts as ready, which
+// it was when last read.
 func (r *Reconciler) serveCluster(ctx context.Context, s *scope, role upgrade.Role) (status.ClusterServe, bool) {
 	log := ctrl.LoggerFrom(ctx)
 	rc := s.cluster(role)
@@ -57,14 +62,20 @@ func (r *Reconciler) serveCluster(ctx context.Context, s *scope, role upgrade.Ro
 		log.V(1).Info("Head Pod not ready; Serve not reconciled", "rayCluster", rc.Name)
 		return status.ClusterServe{}, false
 	}
+	if role == upgrade.Active && r.activeReadCanWait(s) {
+		s.reads[rc.Name] = serveRead{skipped: true}
+		return status.ClusterServe{Keep: true}, true
+	}
 	client, err := r.dashboardFor(ctx, rc)
 	if err != nil {
 		log.Info("No dashboard to talk to", "rayCluster", rc.Name, "error", err.Error())
+		s.reads[rc.Name] = serveRead{failed: true}
 		return status.ClusterServe{Keep: true, Problem: fmt.Sprintf("RayCluster %s: %v", rc.Name, err)}, false
 	}
 	details, err := client.ServeDetails(ctx)
 	if err != nil {
 		r.tokens.forgetIfRejected(rc, err)
+		s.reads[rc.Name] = serveRead{failed: true}
 		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonFailedToGetServeApps,
 			"Failed to get Serve application statuses from the RayCluster %s/%s: %v", rc.Namespace, rc.Name, err)
 		return status.ClusterServe{Keep: true,
@@ -72,6 +83,10 @@ func (r *Reconciler) serveCluster(ctx context.Context, s *scope, role upgrade.Ro
 	}
 	s.dashboards[role] = client
 	apps, ready := serve.Applications(details)
+	s.reads[rc.Name] = serveRead{at: r.clock.Now(), running: ready}
+	failing := serve.Failing(apps)
+	r.reportFailing(s, role, rc, failing)
+	problem := failingProblem(rc, failing)
 
 	last, submitted := r.configs.Get(s.key, rc.Name)
 	submit, why := serve.NeedsSubmit(last, submitted, s.rs.Spec.ServeConfigV2, len(apps))
@@ -79,19 +94,47 @@ func (r *Reconciler) serveCluster(ctx context.Context, s *scope, role upgrade.Ro
 		submit = false
 	}
 	if !submit {
-		return status.ClusterServe{Apps: apps}, ready
+		return status.ClusterServe{Apps: apps, Problem: problem}, ready
 	}
 	log.Info("Submitting Serve config", "rayCluster", rc.Name, "reason", why)
 	if err := r.submit(ctx, s, role, client); err != nil {
 		r.tokens.forgetIfRejected(rc, err)
+		s.reads[rc.Name] = serveRead{at: r.clock.Now(), failed: true}
 		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonFailedToUpdateServeApps,
 			"Failed to update serve applications to the RayCluster %s/%s: %v", rc.Namespace, rc.Name, err)
-		return status.ClusterServe{Apps: apps,
-			Problem: fmt.Sprintf("failed to update Serve applications on RayCluster %s (see %s): %v", rc.Name, troubleshootingURL, err)}, false
+		return status.ClusterServe{Apps: apps, Problem: joinProblems(problem,
+			fmt.Sprintf("failed to update Serve applications on RayCluster %s (see %s): %v", rc.Name, troubleshootingURL, err))}, false
 	}
 	r.eventf(s.rs, rc, corev1.EventTypeNormal, reasonUpdatedServeApps,
 		"Updated serve applications to the RayCluster %s/%s", rc.Namespace, rc.Name)
-	return status.ClusterServe{Apps: apps}, ready
+	return status.ClusterServe{Apps: apps, Problem: problem}, ready
+}
+
+// reportFailing records a Warning event for each application of rc that has just turned
+// DEPLOY_FAILED or UNHEALTHY, one the status last recorded in another state: once per
+// transition, so a spoke restart or a failure that lasts adds none.
+func (r *Reconciler) reportFailing(s *scope, role upgrade.Role, rc *rayv1.RayCluster, failing []serve.FailingApp) {
+	recorded := s.statusOf(role).Applications
+	if s.statusOf(role).RayClusterName != rc.Name {
+		recorded = nil
+	}
+	for _, app := range failing {
+		if prev, ok := recorded[app.Name]; ok && prev.Status == app.Status {
+			continue
+		}
+		r.eventf(s.rs, rc, corev1.EventTypeWarning, reasonServeAppFailed,
+			"Serve application %s on the RayCluster %s/%s is %s: %s", app.Name, rc.Namespace, rc.Name, app.Status, app.Message)
+	}
+}
+
+// failingProblem is the condition message part naming rc's failing applications; "" when none
+// fails.
+func failingProblem(rc *rayv1.RayCluster, failing []serve.FailingApp) string {
+	parts := make([]string, 0, len(failing))
+	for _, app := range failing {
+		parts = append(parts, fmt.Sprintf("Serve application %s on RayCluster %s is %s: %s", app.Name, rc.Name, app.Status, app.Message))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // submit PUTs the RayService's Serve config to the cluster playing role, with the
@@ -110,6 +153,7 @@ func (r *Reconciler) submit(ctx context.Context, s *scope, role upgrade.Role, cl
 		return err
 	}
 	r.configs.Put(s.key, rc.Name, serve.Submitted{Config: s.rs.Spec.ServeConfigV2, TargetCapacity: copyInt32(capacity)})
+	r.polls.noteSubmit(s.rs, r.clock.Now())
 	return nil
 }
 

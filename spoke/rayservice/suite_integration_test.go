@@ -68,14 +68,29 @@ type harness struct {
 	rsPatches atomic.Int64
 	podIP     atomic.Int32
 
-	mu   sync.Mutex
-	stop func()
+	// driven harnesses run no controller: the test reconciles with reconcile, at the fake
+	// clock's time, as often as it likes.
+	driven bool
+
+	mu         sync.Mutex
+	stop       func()
+	reconciler *Reconciler
 }
 
-func startHarness(t *testing.T) *harness {
+// harnessOption changes how startHarness runs the reconciler.
+type harnessOption func(*harness)
+
+// driven makes the test the only source of reconciles (harness.reconcile): no controller, no
+// watch, no requeue.
+func driven() harnessOption { return func(h *harness) { h.driven = true } }
+
+func startHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	env := envtest.Start(t, envtest.WithCRDDirectories("charts/rayfleet-spoke/crds", "e2e/testdata/gateway-api"))
 	h := &harness{t: t, env: env, c: env.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second))}
+	for _, o := range opts {
+		o(h)
+	}
 	h.dash = raydashboard.New(raydashboard.Options{Clock: h.clock})
 	var err error
 	if h.url, err = h.dash.Start(""); err != nil {
@@ -125,8 +140,11 @@ func (h *harness) startManager(t *testing.T) {
 	opts.Resolver = resolver
 	opts.Dashboards = factory
 	opts.MetricsRegisterer = reg
-	if err := NewReconciler(mgr, opts).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
+	r := NewReconciler(mgr, opts)
+	if !h.driven {
+		if err := r.SetupWithManager(mgr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -138,7 +156,19 @@ func (h *harness) startManager(t *testing.T) {
 	}()
 	h.mu.Lock()
 	h.stop = func() { cancel(); <-done }
+	h.reconciler = r
 	h.mu.Unlock()
+}
+
+// reconcile runs one reconcile of the RayService ns/name, as the controller would, and returns
+// its result; for driven harnesses.
+func (h *harness) reconcile(g Gomega, ns, name string) ctrl.Result {
+	h.mu.Lock()
+	r := h.reconciler
+	h.mu.Unlock()
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}})
+	g.Expect(err).NotTo(HaveOccurred())
+	return res
 }
 
 func (h *harness) stopManager() {

@@ -3,8 +3,9 @@
 // whether a config must be submitted again, the JSON body of a submission, and the application
 // statuses a dashboard reports, turned into the RayService's status. No API or dashboard calls
 // are made here.
-// Of the repository it imports only spoke/dashboard (the Serve details a dashboard reports) and
-// shared/validation (the size limit of a Serve config), never hub/ or the reconciler.
+// Of the repository it imports only spoke/dashboard (the Serve details a dashboard reports),
+// shared/validation (the size limit of a Serve config) and shared/conditions (cutting a failing
+// application's message), never hub/ or the reconciler.
 package serve
 
 import (

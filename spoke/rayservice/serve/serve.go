@@ -2,13 +2,16 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/validation"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 )
@@ -143,4 +146,29 @@ func Applications(details *dashboard.ServeDetails) (map[string]rayv1.AppStatus, 
 		apps[name] = st
 	}
 	return apps, ready
+}
+
+// MaxFailureMessage bounds the part of a failing application's message that FailingApp
+// carries into events and condition messages; Ray's messages can be whole tracebacks, which the
+// application's status keeps.
+const MaxFailureMessage = 256
+
+// FailingApp is an application that failed: DEPLOY_FAILED or UNHEALTHY.
+type FailingApp struct {
+	// Name, Status and Message are the application's, the message cut to MaxFailureMessage.
+	Name, Status, Message string
+}
+
+// Failing returns the applications of apps that are DEPLOY_FAILED or UNHEALTHY, by name. Those
+// still NOT_STARTED or DEPLOYING are on their way and are not failures.
+func Failing(apps map[string]rayv1.AppStatus) []FailingApp {
+	var out []FailingApp
+	for name, app := range apps {
+		if app.Status != dashboard.AppStatusDeployFailed && app.Status != dashboard.AppStatusUnhealthy {
+			continue
+		}
+		out = append(out, FailingApp{Name: name, Status: app.Status, Message: conditions.TruncateTo(app.Message, MaxFailureMessage)})
+	}
+	slices.SortFunc(out, func(a, b FailingApp) int { return cmp.Compare(a.Name, b.Name) })
+	return out
 }

@@ -234,3 +234,30 @@ func TestCacheConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestFailing(t *testing.T) {
+	long := strings.Repeat("é", MaxFailureMessage) // 2 bytes each: cut on a character boundary
+	tests := []struct {
+		name string
+		apps map[string]rayv1.AppStatus
+		want []FailingApp
+	}{
+		{"none", nil, nil},
+		{"running and on their way are not failures", map[string]rayv1.AppStatus{
+			"a": {Status: "RUNNING"}, "b": {Status: "DEPLOYING"}, "c": {Status: "NOT_STARTED"}, "d": {Status: "DELETING"},
+		}, nil},
+		{"DEPLOY_FAILED and UNHEALTHY, by name", map[string]rayv1.AppStatus{
+			"z": {Status: "UNHEALTHY", Message: "health checks"}, "a": {Status: "DEPLOY_FAILED", Message: "import error"},
+			"m": {Status: "RUNNING"},
+		}, []FailingApp{{Name: "a", Status: "DEPLOY_FAILED", Message: "import error"}, {Name: "z", Status: "UNHEALTHY", Message: "health checks"}}},
+		{"a traceback is cut", map[string]rayv1.AppStatus{"a": {Status: "DEPLOY_FAILED", Message: long}},
+			[]FailingApp{{Name: "a", Status: "DEPLOY_FAILED", Message: strings.Repeat("é", MaxFailureMessage/2)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Failing(tt.apps)); diff != "" {
+				t.Fatalf("Failing (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
