@@ -38,6 +38,10 @@ const spokeUser = "rayfleet-spoke"
 // benchNamespace holds the benchmark's RayServices.
 const benchNamespace = "bench"
 
+// maxSteadyCallsPerMinute is the spoke's budget of dashboard and proxy calls for one settled
+// RayService: a read of its applications every 10 s, no proxy health check.
+const maxSteadyCallsPerMinute = 6
+
 // config is the command line.
 type config struct {
 	services, workers, nodes, parallel int
@@ -128,6 +132,12 @@ func run(ctx context.Context, cfg config) error {
 	printReport(os.Stdout, cfg, res)
 	if res.steady.dashboard[raydashboard.OpUpdateDeployments] > 0 {
 		fmt.Fprintln(os.Stderr, "bench: WARNING: the spoke submitted Serve configs again in the steady state")
+	}
+	// A window of a minute can hold both ends of six 10 s intervals: seven calls, one too many
+	// for the window but not for the pace.
+	if calls := benchutil.Sum(intsToFloats(res.steady.busiestCalls)); calls > maxSteadyCallsPerMinute*res.steady.window.Minutes()+1 {
+		fmt.Fprintf(os.Stderr, "bench: WARNING: RayService %s had %.0f dashboard calls in the %v steady state, over %d a minute\n",
+			res.steady.busiest, calls, res.steady.window.Round(time.Second), maxSteadyCallsPerMinute)
 	}
 	if res.steady.writes.Total > 0 {
 		fmt.Fprintln(os.Stderr, "bench: WARNING: the spoke wrote to the API server in the steady state "+
@@ -232,4 +242,13 @@ func createServices(ctx context.Context, cfg config, c client.Client, tracker *b
 func newRayService(name string, workers int) *rayv1.RayService {
 	n := int32(workers)
 	return raybuilder.MakeRayService(name, benchNamespace).Replicas(0, n).ReplicaBounds(0, n, n).Obj()
+}
+
+// intsToFloats converts counts for benchutil.Sum.
+func intsToFloats(m map[string]int) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = float64(v)
+	}
+	return out
 }

@@ -41,6 +41,9 @@ func printReport(out io.Writer, cfg config, r result) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "steady state, all Ready and nothing changing\t%v\n", round(s.window))
 	fmt.Fprintf(w, "  dashboard calls per RayService per minute\t%s\n", perOp(s.dashboard, n, minutes))
+	if s.busiest != "" {
+		fmt.Fprintf(w, "  the busiest RayService's calls per minute (%s)\t%s\n", s.busiest, perOp(s.busiestCalls, 1, minutes))
+	}
 	fmt.Fprintf(w, "  rayservice reconciles\t%.0f (%.1f per RayService per minute)\n", reconciles, reconciles/n/minutes)
 	perReconcile := 0.0
 	if reconciles > 0 {

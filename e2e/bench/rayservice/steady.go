@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
@@ -21,6 +24,10 @@ type steadyState struct {
 	window time.Duration
 	// dashboard counts the dashboard calls by operation.
 	dashboard map[string]int
+	// busiest is the RayCluster whose dashboard and proxy were called the most, and busiestCalls
+	// those calls by operation: the average hides a RayService polled more than the others.
+	busiest      string
+	busiestCalls map[string]int
 	// reconciles counts the RayService reconciles, by result.
 	reconciles map[string]float64
 	// writes are the spoke's API writes.
@@ -37,11 +44,19 @@ func watchSteadyState(ctx context.Context, d time.Duration, cluster *localcluste
 	type snapshot struct {
 		at         time.Time
 		dashboard  map[string]int
+		byCluster  map[string]map[string]int
 		reconciles map[string]float64
 		cpu        time.Duration
 	}
+	var clusters rayv1.RayClusterList
+	if err := cluster.Client.List(ctx, &clusters, client.InNamespace(benchNamespace)); err != nil {
+		return steadyState{}, fmt.Errorf("listing the RayClusters: %w", err)
+	}
 	take := func() (snapshot, error) {
-		s := snapshot{at: time.Now(), dashboard: dashboardTotals(dash)}
+		s := snapshot{at: time.Now(), dashboard: dashboardTotals(dash), byCluster: map[string]map[string]int{}}
+		for _, rc := range clusters.Items {
+			s.byCluster[rc.Name] = clusterRequests(dash.Cluster(rc.Namespace, rc.Name))
+		}
 		var err error
 		if s.reconciles, err = benchutil.ReconcileTotals(ctx, spoke.MetricsURL, "rayservice"); err != nil {
 			return s, err
@@ -74,6 +89,17 @@ func watchSteadyState(ctx context.Context, d time.Duration, cluster *localcluste
 	for op, n := range after.dashboard {
 		st.dashboard[op] = n - before.dashboard[op]
 	}
+	most := -1
+	for name, calls := range after.byCluster {
+		diff, total := map[string]int{}, 0
+		for op, n := range calls {
+			diff[op] = n - before.byCluster[name][op]
+			total += diff[op]
+		}
+		if total > most || (total == most && name < st.busiest) {
+			most, st.busiest, st.busiestCalls = total, name, diff
+		}
+	}
 	for r, n := range after.reconciles {
 		st.reconciles[r] = n - before.reconciles[r]
 	}
@@ -87,6 +113,15 @@ func dashboardTotals(dash *raydashboard.Server) map[string]int {
 	out := make(map[string]int, len(dashboardOps))
 	for _, op := range dashboardOps {
 		out[op] = dash.TotalRequests(op)
+	}
+	return out
+}
+
+// clusterRequests reads one Ray cluster's request counters of every operation.
+func clusterRequests(c *raydashboard.Cluster) map[string]int {
+	out := make(map[string]int, len(dashboardOps))
+	for _, op := range dashboardOps {
+		out[op] = c.Requests(op)
 	}
 	return out
 }
