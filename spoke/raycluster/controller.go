@@ -69,6 +69,7 @@ type Reconciler struct {
 	clock        clock.Clock
 	expectations *expectations.Scale
 	statuses     *cachememo.Statuses[rayv1.RayClusterStatus]
+	holds        *progressHolds
 	metrics      *metrics.RayClusterMetrics
 	enforcer     *exclusivity.Enforcer
 	build        builder.Options
@@ -89,6 +90,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		clock:        clk,
 		expectations: expectations.NewScale(clk),
 		statuses:     cachememo.NewStatuses((*rayv1.RayClusterStatus).DeepCopy),
+		holds:        newProgressHolds(clk, progressHold),
 		metrics:      opts.Metrics,
 		enforcer: exclusivity.NewEnforcer(exclusivity.EnforcerOptions{Gate: opts.Gate, Client: mgr.GetClient(),
 			Recorder: recorder, FieldManager: fieldManager, Clock: clk}),
@@ -127,7 +129,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
 		))).
-		Owns(&corev1.Pod{}).
+		Watches(&corev1.Pod{}, podEvents(mgr.GetClient(), &rayv1.RayCluster{})).
 		Owns(&corev1.Service{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})
 	if r.opts.GCSFTRedisCleanup {
@@ -144,6 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.Namespace, req.Name)
 			r.statuses.Forget(req.NamespacedName)
+			r.holds.release(req.NamespacedName)
 			r.metrics.Forget(req.Name, req.Namespace)
 			return ctrl.Result{}, nil
 		}
@@ -158,6 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// longer holds when the spoke resumes.
 		r.expectations.Forget(req.Namespace, req.Name)
 		r.statuses.Forget(req.NamespacedName)
+		r.holds.release(req.NamespacedName)
 		return res, err
 	}
 	r.statuses.Apply(&rc, &rc.Status)

@@ -3,6 +3,7 @@ package raycluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,14 +35,13 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (
 	}
 
 	changed := status.Changed(&s.original.Status, &next)
-	if changed && reconcileErr == nil && r.expectations.Pending(rc.Namespace, rc.Name) {
-		// Pods this reconcile created or deleted are not in the cache yet, so the status just
-		// computed is already out of date; their watch events bring the next reconcile, which
-		// writes the status once, from what it then sees.
-		log.V(1).Info("Status write deferred until this reconcile's Pod changes are observed")
-		return ctrl.Result{RequeueAfter: requeueSoon}, nil
+	if !changed {
+		r.holds.release(client.ObjectKeyFromObject(rc))
 	}
 	if changed {
+		if wait, deferred := r.deferWrite(ctx, s, &next, reconcileErr); deferred {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		if err := r.writeStatus(ctx, s, next); err != nil {
 			if apierrors.IsNotFound(err) {
 				return ctrl.Result{}, nil // deleted meanwhile
@@ -65,6 +65,33 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (
 	}
 }
 
+// deferWrite decides whether the changed status next waits, and how long before the next look.
+// A reconcile that failed writes at once: its error is news.
+func (r *Reconciler) deferWrite(ctx context.Context, s *scope, next *rayv1.RayClusterStatus, reconcileErr error) (time.Duration, bool) {
+	if reconcileErr != nil {
+		return 0, false
+	}
+	rc, log := s.cluster, ctrl.LoggerFrom(ctx)
+	if r.expectations.Pending(rc.Namespace, rc.Name) {
+		// Pods this reconcile created or deleted are not in the cache yet, so the status just
+		// computed is already out of date; their watch events bring the next reconcile, which
+		// writes the status once, from what it then sees.
+		log.V(1).Info("Status write deferred until this reconcile's Pod changes are observed")
+		return requeueSoon, true
+	}
+	if !status.ProgressOnly(&s.original.Status, next) || !status.Starting(s.pods) {
+		return 0, false
+	}
+	// The Pods' watch events bring the reconcile that writes the cluster ready (never held);
+	// the requeue writes what is held once the hold runs out.
+	wait := r.holds.remaining(rc)
+	if wait <= 0 {
+		return 0, false
+	}
+	log.V(1).Info("Progress-only status change held back", "for", wait, "readyWorkers", next.ReadyWorkerReplicas)
+	return wait, true
+}
+
 // writeStatus patches the status subresource. A merge patch carries no resourceVersion, so a
 // reconcile never fails on a conflict; the status is ours alone to write. The patch carries
 // the desired* quantities even when zero, as KubeRay's status writes do (statusPatch).
@@ -76,8 +103,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, next rayv1.RayCl
 		return fmt.Errorf("write status of RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
 	}
 	r.statuses.Remember(updated, &updated.Status)
+	held := r.holds.release(client.ObjectKeyFromObject(rc))
 	r.recordMetrics(s.original, updated)
-	ctrl.LoggerFrom(ctx).V(1).Info("Status written", "state", next.State, "readyWorkers", next.ReadyWorkerReplicas)
+	ctrl.LoggerFrom(ctx).V(1).Info("Status written", "state", next.State, "readyWorkers", next.ReadyWorkerReplicas,
+		"progressHeldFor", held)
 	return nil
 }
 

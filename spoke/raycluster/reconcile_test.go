@@ -46,7 +46,8 @@ func newTestReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Obj
 	opts := OptionsFromEnv(func(string) string { return "" })
 	return &Reconciler{
 		client: c, apiReader: c, recorder: rec, clock: clk,
-		expectations: expectations.NewScale(clk), statuses: cachememo.NewStatuses((*rayv1.RayClusterStatus).DeepCopy), build: opts.Build, opts: opts,
+		expectations: expectations.NewScale(clk), statuses: cachememo.NewStatuses((*rayv1.RayClusterStatus).DeepCopy),
+		holds: newProgressHolds(clk, progressHold), build: opts.Build, opts: opts,
 	}, base, rec
 }
 
