@@ -7,11 +7,14 @@
 // API writes per RayService (from the audit logs of the hub and the members, by the hub's own
 // client certificate).
 // With -rollout it measures a fleet rollout instead, on a fleet with spokes: see rollout.go.
-// It imports only benchutil and shared/ (the local fleet and test helpers), never hub/, spoke/
-// or cmd/: it measures bin/hub as a process.
+// With -sim it measures the hub at fleet scale, against simulated members: see sim.go.
+// It imports only benchutil, simmembers (for its naming of the simulated members' objects)
+// and shared/ (the local fleet and test helpers), never hub/, spoke/ or cmd/: it measures
+// bin/hub, or simhub, as a process.
 //
 //	go run ./e2e/bench/hub -services 1000 -members 3
 //	go run ./e2e/bench/hub -rollout -runs 3
+//	go run ./e2e/bench/hub -sim -members 100 -services 10000 -runs 3
 package main
 
 import (
@@ -60,10 +63,15 @@ type config struct {
 	keep                        bool
 	auditLevel                  string
 	rollout                     rolloutConfig
+	sim                         simConfig
 }
 
 func main() {
 	cfg := parseFlags()
+	if cfg.sim.enabled {
+		benchutil.Main(func(ctx context.Context) error { return runSim(ctx, cfg) })
+		return
+	}
 	if cfg.rollout.enabled {
 		benchutil.Main(func(ctx context.Context) error { return runRollout(ctx, cfg) })
 		return
@@ -82,13 +90,19 @@ func parseFlags() config {
 	flag.DurationVar(&c.statusInterval, "status-interval", 20*time.Millisecond,
 		"pace of the member status changes: one copy turned Ready every interval")
 	flag.DurationVar(&c.reportInterval, "report-interval", 2*time.Second,
-		"how often the harness rewrites each member's ClusterReport, as a spoke's --report-interval")
+		"how often the harness rewrites each member's ClusterReport, as a spoke's --report-interval (-sim: default 10s, the spoke's)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
 	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after the last change, wait until the hub has not written for this long")
 	flag.BoolVar(&c.keep, "keep", false, "keep the control planes' state dirs (logs, audit logs)")
 	flag.StringVar(&c.auditLevel, "audit-level", "Metadata", "audit level of the hub's writes: Metadata, or Request to keep their bodies")
 	spokeArgs := c.rollout.bindFlags(flag.CommandLine)
+	c.sim.bindFlags(flag.CommandLine)
 	flag.Parse()
+	if c.sim.enabled {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		simDefaults(&c, set)
+	}
 	c.hubArgs = strings.Fields(hubArgs)
 	c.rollout.spokeArgs = strings.Fields(*spokeArgs)
 	c.parallel = max(1, c.parallel)

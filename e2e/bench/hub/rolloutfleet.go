@@ -33,9 +33,9 @@ type rolloutConfig struct {
 func (c *rolloutConfig) bindFlags(fs *flag.FlagSet) *string {
 	fs.BoolVar(&c.enabled, "rollout", false,
 		"measure fleet rollouts of one RayService placed on every member, on a fleet with spokes, instead of placement")
-	fs.IntVar(&c.runs, "runs", 3, "rollouts to measure (-rollout)")
+	fs.IntVar(&c.runs, "runs", 3, "rollouts to measure (-rollout); fresh runs of the scale benchmark (-sim, default 1)")
 	fs.IntVar(&c.soakSeconds, "soak-seconds", 10, "the policy's rollout.soakSeconds (-rollout)")
-	fs.DurationVar(&c.steady, "steady", time.Minute, "how long the writes after each rollout are counted (-rollout)")
+	fs.DurationVar(&c.steady, "steady", time.Minute, "how long the writes after each rollout are counted (-rollout); the steady state of the scale benchmark (-sim, default 5m)")
 	fs.DurationVar(&c.deployDelay, "deploy-delay", localfleet.DefaultDashboardDeployDelay,
 		"how long the Ray dashboard stand-ins take to bring a Serve config to RUNNING (-rollout)")
 	fs.IntVar(&c.nodes, "nodes", 2, "kwok Nodes per member (-rollout)")

@@ -1,0 +1,125 @@
+package main
+
+// The scale benchmark (-sim) measures the hub against 100 simulated members on one machine:
+// the hub control plane runs simhub (bin/hub's wiring, hub/server, with the simulated-member
+// provider of simmembers in place of the kubeconfig provider), every member is backed by ONE
+// member control plane, and the harness plays the spokes (ClusterReports every heartbeat
+// interval, the copies' statuses). Each run starts afresh and measures placement (first create
+// to the last member copy), a paced stream of member status changes (change to hub status),
+// and a steady state with nothing to do; -runs repeats it and the report gives the spread.
+//
+//	go run ./e2e/bench/hub -sim -members 100 -services 10000 -runs 3
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// simConfig is the scale benchmark's part of the command line.
+type simConfig struct {
+	enabled bool
+	// bin is a prebuilt simhub; empty builds one from the working tree.
+	bin           string
+	statusRate    float64
+	statusChanges int
+}
+
+// Defaults of the flags the scale benchmark shares with the others, where its own differ.
+const (
+	simDefaultRuns           = 1
+	simDefaultSteady         = 5 * time.Minute
+	simDefaultReportInterval = 10 * time.Second
+)
+
+func (c *simConfig) bindFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.enabled, "sim", false,
+		"measure the hub at fleet scale against -members simulated members backed by one member API server (simhub), instead of bin/hub on real members")
+	fs.StringVar(&c.bin, "simhub", "", "prebuilt simhub binary (-sim); empty builds e2e/bench/hub/simhub")
+	fs.Float64Var(&c.statusRate, "status-rate", 200, "member status changes per second (-sim)")
+	fs.IntVar(&c.statusChanges, "status-changes", 0, "member status changes to send (-sim); 0 turns every copy Ready")
+}
+
+// simDefaults applies the scale benchmark's defaults to the shared flags the command line did
+// not set: one run, a 5-minute steady state, and the spoke's 10 s report interval (the
+// heartbeat interval the steady-state targets count per).
+func simDefaults(c *config, set map[string]bool) {
+	if !set["runs"] {
+		c.rollout.runs = simDefaultRuns
+	}
+	if !set["steady"] {
+		c.rollout.steady = simDefaultSteady
+	}
+	if !set["report-interval"] {
+		c.reportInterval = simDefaultReportInterval
+	}
+	c.rollout.runs = max(1, c.rollout.runs)
+	if c.sim.statusRate <= 0 {
+		c.sim.statusRate = 200
+	}
+}
+
+// runSim builds simhub once and measures -runs fresh runs, printing each run's figures as it
+// ends and the spread at the end.
+func runSim(ctx context.Context, cfg config) error {
+	dir, err := os.MkdirTemp("", "rayfleet-simhub-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	bin, commit := cfg.sim.bin, "prebuilt"
+	if bin == "" {
+		if bin, commit, err = buildSimHub(ctx, dir); err != nil {
+			return err
+		}
+	}
+	var runs []simRun
+	for i := range cfg.rollout.runs {
+		fmt.Fprintf(os.Stderr, "bench: scale run %d of %d: %d RayServices on %d simulated members\n",
+			i+1, cfg.rollout.runs, cfg.services, cfg.members)
+		run, err := runSimOnce(ctx, cfg, bin)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+		runs = append(runs, run)
+		printSimBreakdown(os.Stderr, cfg, i+1, run)
+	}
+	printSimReport(os.Stdout, cfg, commit, runs)
+	return nil
+}
+
+// runSimOnce starts a fresh fleet, joins the members, measures and stops everything.
+func runSimOnce(ctx context.Context, cfg config, bin string) (simRun, error) {
+	f, err := startSimFleet(ctx, cfg)
+	if err != nil {
+		return simRun{}, err
+	}
+	defer f.stop()
+	if cfg.keep {
+		fmt.Fprintln(os.Stderr, "bench: hub state, logs and audit log in", f.hub.Dir)
+		fmt.Fprintln(os.Stderr, "bench: member state and audit log in", f.member.Dir)
+	}
+	f.copies = newSimCopies(f.names, cfg.services)
+	hbCtx, stopHeartbeats := context.WithCancel(ctx)
+	defer stopHeartbeats()
+	if err = f.heartbeat(hbCtx, cfg.reportInterval); err != nil {
+		return simRun{}, err
+	}
+	if err = f.startHub(ctx, cfg, bin); err != nil {
+		return simRun{}, err
+	}
+	if err = f.join(ctx); err != nil {
+		return simRun{}, err
+	}
+	if err = f.waitMembersReady(ctx); err != nil {
+		f.hub.DumpLogs(os.Stderr, 60)
+		return simRun{}, err
+	}
+	run, err := measureSim(ctx, cfg, f)
+	if err != nil {
+		f.hub.DumpLogs(os.Stderr, 60)
+	}
+	return run, err
+}

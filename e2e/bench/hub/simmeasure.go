@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
+	"github.com/rayfleet/rayfleet/e2e/bench/hub/simmembers"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+)
+
+// hubController is the name of the hub RayService controller in the hub's metrics.
+const hubController = "hub-rayservice"
+
+// Phases of a scale run, the windows its API calls and reconciles are counted in.
+const (
+	phasePlace = iota
+	phaseStatus
+	phaseSteady
+	numPhases
+)
+
+// rayServiceResources are the hub's resources of RayService work; the others (MemberClusters,
+// Leases, ClusterReport probes) are written or read on a timer whatever the RayServices do.
+var rayServiceResources = []string{
+	"rayservices", "rayservices/status", "rayservicebindings", "rayservicebindings/status",
+	"controllerrevisions", "namespaces", "events",
+}
+
+// simRun is what one run of the scale benchmark measured.
+type simRun struct {
+	// createdIn is how long the harness took to send every create; placedIn the first create
+	// to the last copy; placeLat per RayService, create to its last copy.
+	createdIn, placedIn time.Duration
+	placeLat            []time.Duration
+	fewest, most        int
+	copies              int
+	// statusLat per change, sent to shown on the hub; sentIn how long sending them took.
+	statusLat        []time.Duration
+	changes          int
+	sentIn, statusIn time.Duration
+	// usage is the hub process's at the end of each phase.
+	usage [numPhases]localcluster.Usage
+	// windows are the phases' spans; reconciles and calls (by "hub" and "member") per phase.
+	windows    [numPhases]benchutil.Window
+	reconciles [numPhases]float64
+	api        [numPhases]map[string]benchutil.WriteCounts
+}
+
+// measureSim runs the three phases on a fleet whose members are Ready.
+func measureSim(ctx context.Context, cfg config, f *simFleet) (simRun, error) {
+	var run simRun
+	if err := f.hub.CreateNamespace(ctx, benchNamespace); err != nil {
+		return run, err
+	}
+	for _, p := range simPolicies {
+		if err := f.hubClient.Create(ctx, p.object(benchNamespace)); err != nil {
+			return run, fmt.Errorf("creating PlacementPolicy %s: %w", p.name, err)
+		}
+	}
+	err := informAll(ctx, f.member, nil, func(rs *rayv1.RayService, deleted bool) {
+		f.copies.observe(rs.Namespace, rs.Name, rs.Generation, deleted, time.Now())
+	})
+	if err != nil {
+		return run, err
+	}
+	m := &simMeasure{cfg: cfg, f: f, run: &run}
+	if m.lastRecon, err = m.reconciles(ctx); err != nil {
+		return run, err
+	}
+	for _, phase := range []func(context.Context) error{m.place, m.status, m.steady} {
+		if err := phase(ctx); err != nil {
+			return run, err
+		}
+	}
+	return run, m.count()
+}
+
+// simMeasure runs the phases of one run, each ending with endPhase.
+type simMeasure struct {
+	cfg       config
+	f         *simFleet
+	run       *simRun
+	lastRecon float64
+}
+
+// reconciles scrapes the hub RayService controller's reconcile total.
+func (m *simMeasure) reconciles(ctx context.Context) (float64, error) {
+	t, err := benchutil.ReconcileTotals(ctx, m.f.hubProc.MetricsURL, hubController)
+	if err != nil {
+		return 0, err
+	}
+	return benchutil.Sum(t), nil
+}
+
+// endPhase records the phase's window (from start to now), reconciles and the hub's usage.
+func (m *simMeasure) endPhase(ctx context.Context, phase int, start time.Time) error {
+	m.run.windows[phase] = benchutil.Window{From: start, To: time.Now()}
+	total, err := m.reconciles(ctx)
+	if err != nil {
+		return err
+	}
+	m.run.reconciles[phase] = total - m.lastRecon
+	m.lastRecon = total
+	m.run.usage[phase], err = m.f.hubProc.Usage()
+	return err
+}
+
+// quiet waits until the hub has not touched RayService work on the hub or the member for
+// -settle, as the audit logs tell.
+func (m *simMeasure) quiet(ctx context.Context) error {
+	return benchutil.WaitQuietFor(ctx, []string{m.f.hub.AuditLogPath(), m.f.member.AuditLogPath()}, hubUser,
+		rayServiceResources, m.cfg.settle, m.cfg.timeout)
+}
+
+// place creates the RayServices and waits for every copy their policies ask for, then for
+// quiet.
+func (m *simMeasure) place(ctx context.Context) error {
+	start := time.Now()
+	if err := createSimServices(ctx, m.cfg, m.f.hubClient, m.f.copies.placed); err != nil {
+		return err
+	}
+	m.run.createdIn = time.Since(start)
+	if err := m.waitDone(ctx, m.f.copies.placed.AllDone(), m.f.copies.placed.ReadyCount, "member copies"); err != nil {
+		return err
+	}
+	var placedAt time.Time
+	m.run.placeLat, placedAt = m.f.copies.placed.Latencies()
+	m.run.placedIn = placedAt.Sub(start)
+	m.run.fewest, m.run.most, m.run.copies = m.f.copies.spread()
+	if err := m.quiet(ctx); err != nil {
+		return err
+	}
+	return m.endPhase(ctx, phasePlace, start)
+}
+
+// status turns the copies Ready at -status-rate and waits until the hub shows every change,
+// then for quiet.
+func (m *simMeasure) status(ctx context.Context) error {
+	changes := m.f.copies.changes(m.cfg.services, m.cfg.sim.statusChanges)
+	m.run.changes = len(changes)
+	eps := newEndpoints(len(changes))
+	err := informAll(ctx, m.f.hub, map[string]cache.Config{benchNamespace: {}}, func(rs *rayv1.RayService, deleted bool) {
+		if !deleted {
+			eps.observe(rs.Name, int(rs.Status.NumServeEndpoints), time.Now())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := streamSim(ctx, m.cfg.sim.statusRate, m.f.memberClient, changes, eps); err != nil {
+		return err
+	}
+	m.run.sentIn = time.Since(start)
+	if err := m.waitDone(ctx, eps.done, eps.count, "member status changes on the hub"); err != nil {
+		return err
+	}
+	m.run.statusIn = time.Since(start)
+	m.run.statusLat = eps.latencies()
+	if err := m.quiet(ctx); err != nil {
+		return err
+	}
+	return m.endPhase(ctx, phaseStatus, start)
+}
+
+// steady leaves the fleet alone for -steady, heartbeats going on.
+func (m *simMeasure) steady(ctx context.Context) error {
+	start := time.Now()
+	select {
+	case <-time.After(m.cfg.rollout.steady):
+	case <-m.f.hubProc.Done():
+		return fmt.Errorf("simhub exited during the steady state (log %s)", m.f.hubProc.LogPath)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return m.endPhase(ctx, phaseSteady, start)
+}
+
+// waitDone waits for done, failing early when simhub exits or after -timeout.
+func (m *simMeasure) waitDone(ctx context.Context, done <-chan struct{}, count func() int, what string) error {
+	select {
+	case <-done:
+		return nil
+	case <-m.f.hubProc.Done():
+		return fmt.Errorf("simhub exited while waiting for %s (log %s)", what, m.f.hubProc.LogPath)
+	case <-time.After(m.cfg.timeout):
+		return fmt.Errorf("%s: only %d done after %v", what, count(), m.cfg.timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// count tallies the hub's API calls on the hub and the member in each phase's window.
+func (m *simMeasure) count() error {
+	windows := m.run.windows[:]
+	for i := range m.run.api {
+		m.run.api[i] = map[string]benchutil.WriteCounts{}
+	}
+	for _, where := range []struct {
+		name string
+		c    *localcluster.Cluster
+	}{{"hub", m.f.hub}, {"member", m.f.member}} {
+		counts, err := benchutil.CountWritesIn(where.c.AuditLogPath(), hubUser, windows)
+		if err != nil {
+			return fmt.Errorf("audit log of the %s: %w", where.name, err)
+		}
+		for i := range counts {
+			m.run.api[i][where.name] = counts[i]
+		}
+	}
+	return nil
+}
+
+// createSimServices creates the scale benchmark's RayServices, cfg.parallel at a time,
+// recording each one's creation time just before its request is sent.
+func createSimServices(ctx context.Context, cfg config, c client.Client, placed *benchutil.Readiness) error {
+	sem := make(chan struct{}, cfg.parallel)
+	errs := make([]error, cfg.services)
+	var wg sync.WaitGroup
+	for i := range cfg.services {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			rs := simRayService(i)
+			placed.MarkCreated(rs.Name, time.Now())
+			if err := c.Create(ctx, rs); err != nil {
+				errs[i] = fmt.Errorf("creating RayService %s: %w", rs.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// streamSim sends the changes at rate per second, each in its own goroutine so that a slow
+// write does not delay the next one's send time (the pace, not the hub, would then set the
+// figures); a change turns the copy Ready with one serve endpoint, as a spoke would report it.
+func streamSim(ctx context.Context, rate float64, c client.Client, changes []simChange, eps *endpoints) error {
+	interval := time.Duration(float64(time.Second) / rate)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	start := time.Now()
+	for i, ch := range changes {
+		// Paced against the start rather than a ticker, which drops ticks when the harness is
+		// late: the rate asked is the rate sent.
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case err := <-errs:
+				return err
+			case <-time.After(d):
+			}
+		}
+		wg.Go(func() {
+			if err := markSimReady(ctx, c, ch, eps); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// markSimReady patches the copy's status Ready for its generation, in one request, recording
+// the time just before it.
+func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpoints) error {
+	// A map rather than rayv1.RayServiceStatuses, whose empty fields would be in the patch.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"observedGeneration":  ch.generation,
+		"numServeEndpoints":   1,
+		"serviceStatus":       rayv1.Running,
+		"activeServiceStatus": map[string]any{"rayClusterName": ch.name + "-abcde"},
+		"conditions": []metav1.Condition{{
+			Type: string(rayv1.RayServiceReady), Status: metav1.ConditionTrue, Reason: "NonZeroServeEndpoints",
+			ObservedGeneration: ch.generation, LastTransitionTime: metav1.Now(),
+		}},
+	}})
+	if err != nil {
+		return err
+	}
+	rs := &rayv1.RayService{}
+	rs.Namespace, rs.Name = simmembers.BackingNamespace(ch.member, benchNamespace), ch.name
+	eps.changed(ch.name, time.Now())
+	if err := c.Status().Patch(ctx, rs, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("writing status of %s's copy on %s: %w", ch.name, ch.member, err)
+	}
+	return nil
+}
+
