@@ -307,4 +307,3 @@ func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpo
 	}
 	return nil
 }
-
