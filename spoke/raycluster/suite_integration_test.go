@@ -138,19 +138,24 @@ func (h *harness) pods(g Gomega, ns, cluster string, nodeType rayv1.RayNodeType)
 // makeReady plays the kubelet: every Pod of the cluster becomes Running and Ready.
 func (h *harness) makeReady(g Gomega, ns, cluster string) {
 	for _, p := range h.pods(g, ns, cluster, "") {
-		if podReady(&p) {
-			continue
-		}
-		p.Status.Phase = corev1.PodRunning
-		p.Status.PodIP = "10.1.0.1"
-		p.Status.Conditions = []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
-		}
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Ready: true,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-		g.Expect(h.c.Status().Update(context.Background(), &p)).To(Succeed())
+		h.makePodReady(g, p)
 	}
+}
+
+// makePodReady plays the kubelet for one Pod: it becomes Running and Ready.
+func (h *harness) makePodReady(g Gomega, p corev1.Pod) {
+	if podReady(&p) {
+		return
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.PodIP = "10.1.0.1"
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	g.Expect(h.c.Status().Update(context.Background(), &p)).To(Succeed())
 }
 
 func (h *harness) get(g Gomega, ns, name string) *rayv1.RayCluster {
