@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -93,43 +94,65 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 		conditions.Set(&hubStatus.Conditions, c)
 	}
 
-	var errs []error
+	// The two objects are written at once, each only when it changed: a member's change that
+	// moves both costs one round trip, not two.
+	var bindingErr, hubErr error
+	var wg sync.WaitGroup
 	if g.binding != nil {
-		next := g.binding.Status.DeepCopy()
-		next.ObservedGeneration = g.binding.Generation
-		next.Clusters = clusters
-		next.Refusals = refusalList(o.refusals())
-		if d.rollout != nil {
-			next.Rollout = d.rollout.plan.Status.DeepCopy()
-		}
-		for _, c := range bindingConditions(o) {
-			c.ObservedGeneration = g.binding.Generation
-			c.LastTransitionTime = now
-			conditions.Set(&next.Conditions, c)
-		}
-		setLeavingConditions(&next.Conditions, d, g.binding.Generation, now)
-		// Ready mirrors the hub RayService's, so that both say the same thing in the same words.
-		conditions.Mirror(&next.Conditions, hubStatus.Conditions, string(rayv1.RayServiceReady), fleetv1alpha1.ConditionReady,
-			g.binding.Generation, now)
-		if bindingChanged(&g.binding.Status, next) {
-			orig := g.binding.DeepCopy()
-			g.binding.Status = *next
-			if err := r.client.Status().Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
-				errs = append(errs, fmt.Errorf("patch RayServiceBinding %s status: %w", g.key, err))
-			}
+		if next := r.nextBindingStatus(o, clusters, hubStatus.Conditions, now); bindingChanged(&g.binding.Status, next) {
+			wg.Go(func() { bindingErr = r.patchBindingStatus(ctx, g, next) })
 		}
 	}
 	if raystatus.RayServiceChanged(&g.hub.Status, &hubStatus) {
-		orig := g.hub.DeepCopy()
-		g.hub.Status = hubStatus
-		if err := r.client.Status().Patch(ctx, g.hub, client.MergeFrom(orig)); err != nil {
-			errs = append(errs, fmt.Errorf("patch RayService %s status: %w", g.key, err))
-		} else {
+		wg.Go(func() {
+			orig := g.hub.DeepCopy()
+			g.hub.Status = hubStatus
+			if hubErr = r.client.Status().Patch(ctx, g.hub, client.MergeFrom(orig)); hubErr != nil {
+				hubErr = fmt.Errorf("patch RayService %s status: %w", g.key, hubErr)
+				return
+			}
 			r.metrics.statusWritten(g.key, o.copies(), now.Time)
-		}
+		})
 	}
+	wg.Wait()
+	errs := []error{bindingErr, hubErr}
 	r.metrics.placed(g.key, len(d.placed))
 	return errors.Join(errs...)
+}
+
+// nextBindingStatus is the binding's status computed from the outcome: the clusters, the
+// refusals, the rollout, Placed and Propagated, and Ready mirrored from the hub RayService's.
+func (r *Reconciler) nextBindingStatus(o *outcome, clusters []fleetv1alpha1.ClusterStatus, hubConditions []metav1.Condition,
+	now metav1.Time,
+) *fleetv1alpha1.RayServiceBindingStatus {
+	g, d := o.g, o.d
+	next := g.binding.Status.DeepCopy()
+	next.ObservedGeneration = g.binding.Generation
+	next.Clusters = clusters
+	next.Refusals = refusalList(o.refusals())
+	if d.rollout != nil {
+		next.Rollout = d.rollout.plan.Status.DeepCopy()
+	}
+	for _, c := range bindingConditions(o) {
+		c.ObservedGeneration = g.binding.Generation
+		c.LastTransitionTime = now
+		conditions.Set(&next.Conditions, c)
+	}
+	setLeavingConditions(&next.Conditions, d, g.binding.Generation, now)
+	// Ready mirrors the hub RayService's, so that both say the same thing in the same words.
+	conditions.Mirror(&next.Conditions, hubConditions, string(rayv1.RayServiceReady), fleetv1alpha1.ConditionReady,
+		g.binding.Generation, now)
+	return next
+}
+
+// patchBindingStatus writes next as the binding's status.
+func (r *Reconciler) patchBindingStatus(ctx context.Context, g *group, next *fleetv1alpha1.RayServiceBindingStatus) error {
+	orig := g.binding.DeepCopy()
+	g.binding.Status = *next
+	if err := r.client.Status().Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patch RayServiceBinding %s status: %w", g.key, err)
+	}
+	return nil
 }
 
 // clusterStatuses is the binding's per-cluster list: the placed clusters and those still

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,6 +52,14 @@ const DefaultInterval = 2 * time.Minute
 // ReasonOrphanSwept is the reason of the MemberCluster event recording a deleted orphan.
 const ReasonOrphanSwept = "OrphanSwept"
 
+// minPassGap is the least time between two passes on one member (see pace); a shorter
+// Options.Interval shortens it too.
+const minPassGap = 10 * time.Second
+
+// NameIndex indexes hub RayServices and bindings by name, for judging copies without copying
+// the cache's objects.
+const NameIndex = "metadata.name"
+
 // Options tune the sweep.
 type Options struct {
 	// HubName is this hub's name; only copies whose origin-hub label says it are swept. ""
@@ -77,6 +87,13 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	swept    *prometheus.CounterVec
 	opts     Options
+	passes   *passes
+}
+
+// passes remembers when each member was last swept (see pace).
+type passes struct {
+	mu   sync.Mutex
+	last map[string]time.Time
 }
 
 // New returns the sweep of the hub manager mgr, reaching members through mgr's clusters.
@@ -97,6 +114,7 @@ func New(mgr mcmanager.Manager, opts Options) *Reconciler {
 		clusters: mgr,
 		recorder: local.GetEventRecorder("rayfleet-orphan-sweep"),
 		opts:     opts,
+		passes:   &passes{last: map[string]time.Time{}},
 	}
 }
 
@@ -126,8 +144,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		ctrl.LoggerFrom(ctx).V(1).Info("Member not engaged; not swept", "cluster", name, "reason", err.Error())
 		return ctrl.Result{RequeueAfter: r.opts.Interval}, nil
 	}
+	if wait := r.pace(name); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	// The copies and the hub objects are only read: no copy of the caches' objects is made.
 	var copies rayv1.RayServiceList
-	if err := cl.GetClient().List(ctx, &copies, client.MatchingLabels{labels.OriginHub: r.opts.HubName}); err != nil {
+	if err := cl.GetClient().List(ctx, &copies, client.MatchingLabels{labels.OriginHub: r.opts.HubName},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list RayServices of hub %s on cluster %s: %w", r.opts.HubName, name, err)
 	}
 	var errs []error
@@ -146,15 +169,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 // and most copies are not), then again from uncached reads, since the hub cache may not have
 // seen yet a RayService or a binding created a moment ago.
 func (r *Reconciler) sweepCopy(ctx context.Context, mc *fleetv1alpha1.MemberCluster, member client.Client, c *rayv1.RayService) error {
-	v, err := r.judge(ctx, r.hub, mc.Name, c)
+	v, err := r.judgeCached(ctx, mc.Name, c)
 	if err != nil || !v.Orphan {
 		return err
 	}
 	if v, err = r.judge(ctx, r.live, mc.Name, c); err != nil || !v.Orphan {
 		return err
 	}
+	// c belongs to the cache; the delete gets its own object.
+	victim := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name}}
 	uid := c.UID
-	if err := member.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil {
+	if err := member.Delete(ctx, victim, client.Preconditions{UID: &uid}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			// Gone already, or replaced by another object the next pass judges afresh.
 			return nil
@@ -194,6 +219,51 @@ func (r *Reconciler) judge(ctx context.Context, rd client.Reader, cluster string
 		return Verdict{}, fmt.Errorf("get RayServiceBinding %s for the copy on cluster %s: %w", origin, cluster, err)
 	}
 	return Judge(j), nil
+}
+
+// judgeCached is judge on the hub cache without copying its objects: the RayService and the
+// binding are found through the name index and only read. Most copies are judged here and
+// never reach the uncached reads.
+func (r *Reconciler) judgeCached(ctx context.Context, cluster string, c *rayv1.RayService) (Verdict, error) {
+	j := Judged{HubName: r.opts.HubName, Cluster: cluster, Copy: c}
+	origin, ok := Origin(c)
+	if !ok {
+		return Judge(j), nil
+	}
+	byName := []client.ListOption{client.InNamespace(origin.Namespace), client.MatchingFields{NameIndex: origin.Name},
+		client.UnsafeDisableDeepCopy}
+	var hubs rayv1.RayServiceList
+	if err := r.hub.List(ctx, &hubs, byName...); err != nil {
+		return Verdict{}, fmt.Errorf("list hub RayService %s for the copy on cluster %s: %w", origin, cluster, err)
+	}
+	if len(hubs.Items) > 0 {
+		j.Hub = &hubs.Items[0]
+	}
+	var bindings fleetv1alpha1.RayServiceBindingList
+	if err := r.hub.List(ctx, &bindings, byName...); err != nil {
+		return Verdict{}, fmt.Errorf("list RayServiceBinding %s for the copy on cluster %s: %w", origin, cluster, err)
+	}
+	if len(bindings.Items) > 0 {
+		j.Binding = &bindings.Items[0]
+	}
+	return Judge(j), nil
+}
+
+// pace returns how long to wait before sweeping member name again, or 0 to sweep now (and
+// records the pass). Events ask for passes far more often than orphans appear (every copy
+// created, every binding created asks for one on every member), and a pass reads every copy on
+// the member: unpaced, placing 10,000 RayServices would keep the sweep reading copies the
+// whole time. An orphan waits at most minPassGap longer for it.
+func (r *Reconciler) pace(name string) time.Duration {
+	gap := min(minPassGap, r.opts.Interval)
+	now := time.Now()
+	r.passes.mu.Lock()
+	defer r.passes.mu.Unlock()
+	if last, ok := r.passes.last[name]; ok && now.Sub(last) < gap {
+		return gap - now.Sub(last)
+	}
+	r.passes.last[name] = now
+	return 0
 }
 
 // sweepable reports whether the member may be swept now: Ready and not being removed.
