@@ -31,7 +31,7 @@ type ServePolls struct {
 	// 0 means 2 s.
 	Changing time.Duration
 	// Stable applies to a settled RayService: Ready, every application RUNNING, no pending
-	// cluster, no recent submission. 0 means 10 s.
+	// cluster, no submission within the last changing interval. 0 means 10 s.
 	Stable time.Duration
 }
 
@@ -65,9 +65,9 @@ type pollFacts struct {
 }
 
 // pollPace returns the interval until the next read of the applications and, when it is the
-// changing pace, why. A config just submitted counts as a change for a whole stable interval:
-// a dashboard may still report the applications of the previous config as RUNNING right after
-// accepting a new one.
+// changing pace, why. A config counts as just submitted for one changing interval: the read in
+// the reconcile that submits it came before the submission, and the next one, at the changing
+// pace, reports the new config's applications.
 func pollPace(f pollFacts, p ServePolls) (time.Duration, string) {
 	switch {
 	case f.pending:
@@ -78,7 +78,7 @@ func pollPace(f pollFacts, p ServePolls) (time.Duration, string) {
 		return p.Changing, "an application is not RUNNING, or none was read"
 	case !f.ready:
 		return p.Changing, "the RayService is not Ready"
-	case f.sinceSubmit >= 0 && f.sinceSubmit < p.Stable:
+	case f.sinceSubmit >= 0 && f.sinceSubmit < p.Changing:
 		return p.Changing, fmt.Sprintf("a Serve config was submitted %s ago", f.sinceSubmit.Round(time.Second))
 	default:
 		return p.Stable, ""

@@ -30,8 +30,9 @@ func TestServePolls(t *testing.T) {
 	rc := h.deployDriven(g, ns, raybuilder.MakeRayService("svc", ns).Obj())
 	dash := h.dash.Cluster(ns, rc)
 
-	// The config was submitted at deploy time; a stable interval later the RayService settles.
-	h.clock.Step(defaultStablePoll + time.Second)
+	// The config was submitted at deploy time, and the clock has stood still since: the
+	// submission is still recent. Once it is not, the RayService settles.
+	h.clock.Step(defaultChangingPoll)
 	g.Expect(h.reconcile(g, ns, "svc").RequeueAfter).To(Equal(defaultStablePoll), "settled: requeued when the next read is due")
 
 	t.Run("a settled RayService: 6 dashboard calls a minute, no proxy health check, no write", func(t *testing.T) {

@@ -30,9 +30,9 @@ func TestPollPace(t *testing.T) {
 		changes bool
 	}{
 		{"settled: every application RUNNING, Ready, no pending cluster, nothing submitted", settled, 10 * time.Second, false},
-		{"settled, last submission a stable interval ago", with(func(f *pollFacts) { f.sinceSubmit = 10 * time.Second }), 10 * time.Second, false},
-		{"a config submitted just now", with(func(f *pollFacts) { f.sinceSubmit = 0 }), 2 * time.Second, true},
-		{"a config submitted 9 s ago", with(func(f *pollFacts) { f.sinceSubmit = 9 * time.Second }), 2 * time.Second, true},
+		{"settled, last submission a changing interval ago (read since)", with(func(f *pollFacts) { f.sinceSubmit = 2 * time.Second }), 10 * time.Second, false},
+		{"a config submitted just now (this reconcile read before it)", with(func(f *pollFacts) { f.sinceSubmit = 0 }), 2 * time.Second, true},
+		{"a config submitted 1.9 s ago", with(func(f *pollFacts) { f.sinceSubmit = 1900 * time.Millisecond }), 2 * time.Second, true},
 		{"an upgrade in progress: a pending cluster", with(func(f *pollFacts) { f.pending = true }), 2 * time.Second, true},
 		{"an application not RUNNING (DEPLOYING, UNHEALTHY, DEPLOY_FAILED) or none read",
 			with(func(f *pollFacts) { f.running = false }), 2 * time.Second, true},
