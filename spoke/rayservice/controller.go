@@ -10,7 +10,9 @@
 // time of a dangling cluster survives a restart, a Service pointing at the wrong cluster is an
 // event rather than a panic, in-place cluster updates keep the autoscaler's replicas and are
 // patches, the head Pod's label is patched (never the whole Pod), and a settled RayService
-// costs no API write and no Serve submission.
+// costs no API write and no Serve submission, and one read of its Serve applications every 10 s
+// (poll.go) with no health check of its head's proxy while Kubernetes reports the head ready
+// (headpod.go).
 //
 // It imports its sub-packages, the spoke's helpers and shared/, never hub/, spoke/raycluster
 // (it creates RayClusters; that reconciler runs them), shared/localfleet or, outside tests,

@@ -98,7 +98,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 	requeue := r.schedulePolls(ctx, s, &next)
 	if !s.nextDeletion.IsZero() {
-		requeue = min(requeue, clampRequeue(s.nextDeletion.Sub(r.clock.Now()), requeue))
+		requeue = clampRequeue(s.nextDeletion.Sub(r.clock.Now()), requeue)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

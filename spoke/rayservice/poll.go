@@ -215,7 +215,7 @@ func (r *Reconciler) schedulePolls(ctx context.Context, s *scope, next *rayv1.Ra
 	return clampRequeue(rec.next.Sub(now), pace)
 }
 
-// clampRequeue bounds a requeue delay to (requeueNewCluster, upper]: a read overdue by the
+// clampRequeue bounds a requeue delay to [requeueNewCluster, upper]: a read overdue by the
 // clock still waits a moment rather than asking for no requeue at all.
 func clampRequeue(d, upper time.Duration) time.Duration {
 	return min(max(d, requeueNewCluster), upper)
