@@ -13,26 +13,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// podEventPriority is the queue priority of a RayCluster whose Pods changed, above the default
-// (0) of a RayCluster that was created or edited. When many clusters arrive at once, the queue
-// holds each one's first, expensive pass (a Service, a Pod per node, their events) and the
-// cheap passes of clusters already started whose Pods turned ready (a status write). Served in
-// arrival order, the latter wait behind every cluster not yet started, and a cluster whose
-// Pods are all ready stays unready for as long as the whole first wave takes; served first,
-// a cluster is reported ready as soon as its Pods are, at the cost of a few cache reads ahead
-// of each new cluster.
+// podEventPriority is the queue priority of a RayCluster whose Pods changed or went, above the
+// default (0) of a RayCluster that was created or edited. When many clusters arrive at once,
+// the queue holds each one's first, expensive pass (a Service, a Pod per node, their events)
+// and the cheap passes of clusters already started whose Pods turned ready (a status write).
+// Served in arrival order, the latter wait behind every cluster not yet started, and a cluster
+// whose Pods are all ready stays unready for as long as the whole first wave takes; served
+// first, a cluster is reported ready as soon as its Pods are, at the cost of a few cache reads
+// ahead of each new cluster.
 const podEventPriority = 10
 
-// podEventsFirst enqueues what inner enqueues at podEventPriority. Events with a priority of
-// their own keep it: controller-runtime lowers those of the initial list and of resyncs, which
-// say nothing new.
+// podEventsFirst enqueues what inner enqueues at podEventPriority, except for Pods created:
+// those are the echo of the reconciler's own creations, and the pass they bring would often
+// find the cache still missing their siblings (asking the API server about each). The Pods'
+// first change of state (their binding to a Node) follows within moments and is raised.
+// Events with a priority of their own keep it: controller-runtime lowers those of the initial
+// list and of resyncs, which say nothing new.
 type podEventsFirst struct {
 	inner handler.EventHandler
 }
 
-// Create implements handler.EventHandler.
+// Create implements handler.EventHandler, at the default priority.
 func (h podEventsFirst) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.inner.Create(ctx, e, raise(q))
+	h.inner.Create(ctx, e, q)
 }
 
 // Update implements handler.EventHandler.
