@@ -154,8 +154,8 @@ fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the
 e2e: build tools ## Run the end-to-end tests against local control planes.
 	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/... ./shared/localfleet/...
 
-.PHONY: bench bench-raycluster bench-rayservice bench-hub
-bench: bench-raycluster bench-rayservice bench-hub ## Run the RayCluster, RayService and hub benchmarks against local control planes.
+.PHONY: bench bench-raycluster bench-rayservice bench-hub bench-hub-scale
+bench: bench-raycluster bench-rayservice bench-hub bench-hub-scale ## Run the RayCluster, RayService and hub benchmarks (3 real members, then 100 simulated) against local control planes.
 
 bench-raycluster: build tools ## Run the RayCluster benchmark (BENCH_ARGS=...).
 	$(E2E_ENV) go run ./e2e/bench/raycluster $(BENCH_ARGS)
@@ -165,6 +165,12 @@ bench-rayservice: build tools ## Run the RayService benchmark (RAYSERVICE_BENCH_
 
 bench-hub: build tools ## Run the hub benchmark: placement, status latency, RSS, writes (HUB_BENCH_ARGS=...).
 	$(E2E_ENV) go run ./e2e/bench/hub $(HUB_BENCH_ARGS)
+
+# The hub against 100 simulated members on one member API server (simhub, built by the
+# benchmark); three fresh runs of about ten minutes each, for the spread.
+HUB_SCALE_BENCH_ARGS ?= -members 100 -services 10000 -runs 3
+bench-hub-scale: tools ## Run the hub at fleet scale: 100 simulated members, 10,000 RayServices (HUB_SCALE_BENCH_ARGS=...).
+	$(E2E_ENV) go run ./e2e/bench/hub -sim $(HUB_SCALE_BENCH_ARGS)
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).

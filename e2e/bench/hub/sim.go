@@ -25,6 +25,8 @@ type simConfig struct {
 	bin           string
 	statusRate    float64
 	statusChanges int
+	// profileDir receives simhub's CPU and heap profiles; empty takes none.
+	profileDir string
 }
 
 // Defaults of the flags the scale benchmark shares with the others, where its own differ.
@@ -40,6 +42,8 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.bin, "simhub", "", "prebuilt simhub binary (-sim); empty builds e2e/bench/hub/simhub")
 	fs.Float64Var(&c.statusRate, "status-rate", 200, "member status changes per second (-sim)")
 	fs.IntVar(&c.statusChanges, "status-changes", 0, "member status changes to send (-sim); 0 turns every copy Ready")
+	fs.StringVar(&c.profileDir, "profile", "",
+		"directory for simhub's CPU profiles of each phase and its heap after placement (-sim); empty takes none")
 }
 
 // simDefaults applies the scale benchmark's defaults to the shared flags the command line did
@@ -79,7 +83,7 @@ func runSim(ctx context.Context, cfg config) error {
 	for i := range cfg.rollout.runs {
 		fmt.Fprintf(os.Stderr, "bench: scale run %d of %d: %d RayServices on %d simulated members\n",
 			i+1, cfg.rollout.runs, cfg.services, cfg.members)
-		run, err := runSimOnce(ctx, cfg, bin)
+		run, err := runSimOnce(ctx, cfg, bin, i+1)
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}
@@ -91,7 +95,7 @@ func runSim(ctx context.Context, cfg config) error {
 }
 
 // runSimOnce starts a fresh fleet, joins the members, measures and stops everything.
-func runSimOnce(ctx context.Context, cfg config, bin string) (simRun, error) {
+func runSimOnce(ctx context.Context, cfg config, bin string, n int) (simRun, error) {
 	f, err := startSimFleet(ctx, cfg)
 	if err != nil {
 		return simRun{}, err
@@ -107,7 +111,21 @@ func runSimOnce(ctx context.Context, cfg config, bin string) (simRun, error) {
 	if err = f.heartbeat(hbCtx, cfg.reportInterval); err != nil {
 		return simRun{}, err
 	}
-	if err = f.startHub(ctx, cfg, bin); err != nil {
+	var prof *profiler
+	var extra []string
+	if cfg.sim.profileDir != "" {
+		addr, err := freeAddr()
+		if err != nil {
+			return simRun{}, err
+		}
+		if err := os.MkdirAll(cfg.sim.profileDir, 0o755); err != nil {
+			return simRun{}, err
+		}
+		prof = &profiler{dir: cfg.sim.profileDir, base: "http://" + addr, run: n}
+		extra = []string{"--sim-pprof-bind-address=" + addr}
+		defer prof.wait()
+	}
+	if err = f.startHub(ctx, cfg, bin, extra...); err != nil {
 		return simRun{}, err
 	}
 	if err = f.join(ctx); err != nil {
@@ -117,7 +135,7 @@ func runSimOnce(ctx context.Context, cfg config, bin string) (simRun, error) {
 		f.hub.DumpLogs(os.Stderr, 60)
 		return simRun{}, err
 	}
-	run, err := measureSim(ctx, cfg, f)
+	run, err := measureSim(ctx, cfg, f, prof)
 	if err != nil {
 		f.hub.DumpLogs(os.Stderr, 60)
 	}

@@ -175,7 +175,7 @@ func buildSimHub(ctx context.Context, dir string) (bin, commit string, err error
 
 // startHub runs simhub against the hub control plane, its members backed by the member
 // control plane, both as hubUser; with leader election, as the hub chart runs bin/hub.
-func (f *simFleet) startHub(ctx context.Context, cfg config, bin string) error {
+func (f *simFleet) startHub(ctx context.Context, cfg config, bin string, extra ...string) error {
 	hubKubeconfig, _, err := f.hub.UserKubeconfig(hubUser)
 	if err != nil {
 		return err
@@ -189,7 +189,8 @@ func (f *simFleet) startHub(ctx context.Context, cfg config, bin string) error {
 		"--sim-member-kubeconfig=" + memberKubeconfig,
 		fmt.Sprintf("--sim-members=%d", cfg.members),
 		"--sim-namespaces=" + benchNamespace,
-	}, cfg.hubArgs...)
+	}, extra...)
+	args = append(args, cfg.hubArgs...)
 	if f.hubProc, err = f.hub.StartManager(ctx, "simhub", bin, hubKubeconfig, args, nil); err != nil {
 		return fmt.Errorf("starting simhub: %w", err)
 	}

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,7 +62,7 @@ type simRun struct {
 }
 
 // measureSim runs the three phases on a fleet whose members are Ready.
-func measureSim(ctx context.Context, cfg config, f *simFleet) (simRun, error) {
+func measureSim(ctx context.Context, cfg config, f *simFleet, prof *profiler) (simRun, error) {
 	var run simRun
 	if err := f.hub.CreateNamespace(ctx, benchNamespace); err != nil {
 		return run, err
@@ -74,7 +78,7 @@ func measureSim(ctx context.Context, cfg config, f *simFleet) (simRun, error) {
 	if err != nil {
 		return run, err
 	}
-	m := &simMeasure{cfg: cfg, f: f, run: &run}
+	m := &simMeasure{cfg: cfg, f: f, run: &run, prof: prof}
 	if m.lastRecon, err = m.reconciles(ctx); err != nil {
 		return run, err
 	}
@@ -91,6 +95,7 @@ type simMeasure struct {
 	cfg       config
 	f         *simFleet
 	run       *simRun
+	prof      *profiler
 	lastRecon float64
 }
 
@@ -126,6 +131,7 @@ func (m *simMeasure) quiet(ctx context.Context) error {
 // place creates the RayServices and waits for every copy their policies ask for, then for
 // quiet.
 func (m *simMeasure) place(ctx context.Context) error {
+	m.prof.cpu(ctx, "place", profilePlace)
 	start := time.Now()
 	if err := createSimServices(ctx, m.cfg, m.f.hubClient, m.f.copies.placed); err != nil {
 		return err
@@ -138,6 +144,12 @@ func (m *simMeasure) place(ctx context.Context) error {
 	m.run.placeLat, placedAt = m.f.copies.placed.Latencies()
 	m.run.placedIn = placedAt.Sub(start)
 	m.run.fewest, m.run.most, m.run.copies = m.f.copies.spread()
+	m.prof.heap(ctx, "place")
+	u, _ := m.f.hubProc.Usage()
+	fmt.Fprintf(os.Stderr, "bench: placed %d copies in %v (creates sent in %v; per RayService p50 %v, p99 %v); hub peak RSS %.0f MiB, CPU %.1f s\n",
+		m.run.copies, benchutil.Round(m.run.placedIn), benchutil.Round(m.run.createdIn),
+		benchutil.Round(benchutil.Percentile(m.run.placeLat, 0.5)), benchutil.Round(benchutil.Percentile(m.run.placeLat, 0.99)),
+		float64(u.PeakRSSBytes)/(1<<20), u.CPU.Seconds())
 	if err := m.quiet(ctx); err != nil {
 		return err
 	}
@@ -158,16 +170,21 @@ func (m *simMeasure) status(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.prof.cpu(ctx, "status", profileStatus)
 	start := time.Now()
-	if err := streamSim(ctx, m.cfg.sim.statusRate, m.f.memberClient, changes, eps); err != nil {
+	lastSent, err := streamSim(ctx, m.cfg.sim.statusRate, m.f.memberClient, changes, eps)
+	if err != nil {
 		return err
 	}
-	m.run.sentIn = time.Since(start)
+	m.run.sentIn = lastSent.Sub(start)
 	if err := m.waitDone(ctx, eps.done, eps.count, "member status changes on the hub"); err != nil {
 		return err
 	}
 	m.run.statusIn = time.Since(start)
 	m.run.statusLat = eps.latencies()
+	fmt.Fprintf(os.Stderr, "bench: %d status changes sent in %v, all on the hub in %v (p50 %v, p99 %v)\n",
+		m.run.changes, benchutil.Round(m.run.sentIn), benchutil.Round(m.run.statusIn),
+		benchutil.Round(benchutil.Percentile(m.run.statusLat, 0.5)), benchutil.Round(benchutil.Percentile(m.run.statusLat, 0.99)))
 	if err := m.quiet(ctx); err != nil {
 		return err
 	}
@@ -176,6 +193,7 @@ func (m *simMeasure) status(ctx context.Context) error {
 
 // steady leaves the fleet alone for -steady, heartbeats going on.
 func (m *simMeasure) steady(ctx context.Context) error {
+	m.prof.cpu(ctx, "steady", min(profileSteady, m.cfg.rollout.steady))
 	start := time.Now()
 	select {
 	case <-time.After(m.cfg.rollout.steady):
@@ -246,24 +264,27 @@ func createSimServices(ctx context.Context, cfg config, c client.Client, placed 
 // streamSim sends the changes at rate per second, each in its own goroutine so that a slow
 // write does not delay the next one's send time (the pace, not the hub, would then set the
 // figures); a change turns the copy Ready with one serve endpoint, as a spoke would report it.
-func streamSim(ctx context.Context, rate float64, c client.Client, changes []simChange, eps *endpoints) error {
+// It returns when every write has been answered, with the time the last one was sent.
+func streamSim(ctx context.Context, rate float64, c client.Client, changes []simChange, eps *endpoints) (time.Time, error) {
 	interval := time.Duration(float64(time.Second) / rate)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	start := time.Now()
+	lastSent := start
 	for i, ch := range changes {
 		// Paced against the start rather than a ticker, which drops ticks when the harness is
 		// late: the rate asked is the rate sent.
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return lastSent, ctx.Err()
 			case err := <-errs:
-				return err
+				return lastSent, err
 			case <-time.After(d):
 			}
 		}
+		lastSent = time.Now()
 		wg.Go(func() {
 			if err := markSimReady(ctx, c, ch, eps); err != nil {
 				select {
@@ -276,14 +297,18 @@ func streamSim(ctx context.Context, rate float64, c client.Client, changes []sim
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return err
+		return lastSent, err
 	default:
-		return nil
+		return lastSent, nil
 	}
 }
 
-// markSimReady patches the copy's status Ready for its generation, in one request, recording
-// the time just before it.
+// statusRetry retries a status change the member API server did not answer in time (a
+// loaded server times out; a spoke would retry too): the change's latency includes the retries.
+var statusRetry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 6}
+
+// markSimReady patches the copy's status Ready for its generation, in one request (retried
+// when the server times out or is unavailable), recording the time just before the first.
 func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpoints) error {
 	// A map rather than rayv1.RayServiceStatuses, whose empty fields would be in the patch.
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{
@@ -302,8 +327,17 @@ func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpo
 	rs := &rayv1.RayService{}
 	rs.Namespace, rs.Name = simmembers.BackingNamespace(ch.member, benchNamespace), ch.name
 	eps.changed(ch.name, time.Now())
-	if err := c.Status().Patch(ctx, rs, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	err = retry.OnError(statusRetry, retriable, func() error {
+		return c.Status().Patch(ctx, rs, client.RawPatch(types.MergePatchType, patch))
+	})
+	if err != nil {
 		return fmt.Errorf("writing status of %s's copy on %s: %w", ch.name, ch.member, err)
 	}
 	return nil
+}
+
+// retriable are the answers of an overloaded API server.
+func retriable(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
 }

@@ -160,11 +160,15 @@ func (m member) inObject(obj client.Object, namespaced bool) bool {
 		}
 		return ok
 	}
-	name, ok := m.in(obj.GetName())
-	if !ok {
-		return false
+	// A nameless object is one the caller sent with generateName and the server refused: it
+	// is the member's, and goes back as it came.
+	if obj.GetName() != "" {
+		name, ok := m.in(obj.GetName())
+		if !ok {
+			return false
+		}
+		obj.SetName(name)
 	}
-	obj.SetName(name)
 	if g, found := m.in(obj.GetGenerateName()); found {
 		obj.SetGenerateName(g)
 	}
