@@ -268,6 +268,7 @@ func createSimServices(ctx context.Context, cfg config, c client.Client, placed 
 func streamSim(ctx context.Context, rate float64, c client.Client, changes []simChange, eps *endpoints) (time.Time, error) {
 	interval := time.Duration(float64(time.Second) / rate)
 	errs := make(chan error, 1)
+	inFlight := make(chan struct{}, maxInFlight)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	start := time.Now()
@@ -284,8 +285,14 @@ func streamSim(ctx context.Context, rate float64, c client.Client, changes []sim
 			case <-time.After(d):
 			}
 		}
+		select {
+		case inFlight <- struct{}{}:
+		case <-ctx.Done():
+			return lastSent, ctx.Err()
+		}
 		lastSent = time.Now()
 		wg.Go(func() {
+			defer func() { <-inFlight }()
 			if err := markSimReady(ctx, c, ch, eps); err != nil {
 				select {
 				case errs <- err:
@@ -305,7 +312,12 @@ func streamSim(ctx context.Context, rate float64, c client.Client, changes []sim
 
 // statusRetry retries a status change the member API server did not answer in time (a
 // loaded server times out; a spoke would retry too): the change's latency includes the retries.
-var statusRetry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 6}
+var statusRetry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 8}
+
+// maxInFlight bounds the status changes waiting for an answer: beyond HTTP/2's streams per
+// connection the client opens more connections, whose TLS handshakes time out on a starved
+// machine. When the member API server is that slow, the rate sent drops (the report says so).
+const maxInFlight = 200
 
 // markSimReady patches the copy's status Ready for its generation, in one request (retried
 // when the server times out or is unavailable), recording the time just before the first.
@@ -336,8 +348,12 @@ func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpo
 	return nil
 }
 
-// retriable are the answers of an overloaded API server.
+// retriable are the answers of an overloaded API server, and failures to reach it at all.
 func retriable(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
 	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
 		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
 }

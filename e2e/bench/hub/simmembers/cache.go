@@ -8,7 +8,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // mappingCache is a member's cache as the hub sees it: reads and informers in the member's
@@ -46,7 +45,7 @@ func (c *mappingCache) GetInformer(ctx context.Context, obj client.Object, opts 
 // GetInformerForKind returns the informer of kind gvk, delivering the member's objects in its
 // names.
 func (c *mappingCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.reader.scope.mapper)
+	namespaced, err := c.reader.scope.gvkNamespaced(gvk)
 	if err != nil {
 		return nil, err
 	}

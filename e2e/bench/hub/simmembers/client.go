@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,10 +21,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// scope tells namespaced kinds from cluster-scoped ones, as the member's client does.
+// scope tells namespaced kinds from cluster-scoped ones, as the member's client does. The
+// answers are remembered by kind: a REST mapping lookup on every call would cost the hub's
+// reconciles a tenth of their CPU, which is the simulation's, not the hub's.
 type scope struct {
 	scheme *runtime.Scheme
 	mapper meta.RESTMapper
+	known  *sync.Map // schema.GroupVersionKind -> bool
+}
+
+func newScope(scheme *runtime.Scheme, mapper meta.RESTMapper) scope {
+	return scope{scheme: scheme, mapper: mapper, known: &sync.Map{}}
 }
 
 // namespaced reports whether obj's kind is namespaced; a list answers for its items.
@@ -34,7 +43,20 @@ func (s scope) namespaced(obj runtime.Object) (bool, error) {
 	if meta.IsListType(obj) {
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	}
-	return apiutil.IsGVKNamespaced(gvk, s.mapper)
+	return s.gvkNamespaced(gvk)
+}
+
+// gvkNamespaced reports whether kind gvk is namespaced.
+func (s scope) gvkNamespaced(gvk schema.GroupVersionKind) (bool, error) {
+	if v, ok := s.known.Load(gvk); ok {
+		return v.(bool), nil
+	}
+	namespaced, err := apiutil.IsGVKNamespaced(gvk, s.mapper)
+	if err != nil {
+		return false, err
+	}
+	s.known.Store(gvk, namespaced)
+	return namespaced, nil
 }
 
 // reader maps a member's reads (from its cache or straight from the API server).
@@ -45,12 +67,26 @@ type reader struct {
 	// namespaces are the member's namespaces, where a list over all namespaces looks when the
 	// backing server cannot select the member's objects itself (DeleteAllOf).
 	namespaces []string
+	// cached readers (the cache, the client's reads) know only namespaces: a read elsewhere is
+	// an error rather than a NotFound the hub would act on.
+	cached bool
+}
+
+// checkNamespace refuses a cached read of a namespace the member's cache does not hold.
+func (r *reader) checkNamespace(ns string, namespaced bool) error {
+	if !r.cached || !namespaced || ns == "" || slices.Contains(r.namespaces, ns) {
+		return nil
+	}
+	return fmt.Errorf("simulated member %s caches namespaces %v only, not %s (simhub --sim-namespaces)", r.m.name, r.namespaces, ns)
 }
 
 // Get reads the member's object under key.
 func (r *reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	namespaced, err := r.scope.namespaced(obj)
 	if err != nil {
+		return err
+	}
+	if err := r.checkNamespace(key.Namespace, namespaced); err != nil {
 		return err
 	}
 	if err := r.r.Get(ctx, r.m.outKey(key, namespaced), obj, opts...); err != nil {
@@ -72,6 +108,9 @@ func (r *reader) List(ctx context.Context, list client.ObjectList, opts ...clien
 	}
 	lo := client.ListOptions{}
 	lo.ApplyOptions(opts)
+	if err := r.checkNamespace(lo.Namespace, namespaced); err != nil {
+		return err
+	}
 	if err := r.m.outListOptions(&lo, namespaced); err != nil {
 		return err
 	}

@@ -2,10 +2,13 @@ package simmembers
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -50,18 +53,35 @@ func newMemberCluster(name string, opts Options) (*memberCluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simulated member %s: %w", name, err)
 	}
-	sc := scope{scheme: cl.GetScheme(), mapper: cl.GetRESTMapper()}
+	sc := newScope(cl.GetScheme(), cl.GetRESTMapper())
 	mc := &memberCluster{Cluster: cl, m: m, scope: sc}
-	mc.client = &mappingClient{reader: reader{m: m, scope: sc, r: cl.GetClient(), namespaces: opts.Namespaces}, c: cl.GetClient()}
+	mc.client = &mappingClient{reader: reader{m: m, scope: sc, r: cl.GetClient(), namespaces: opts.Namespaces, cached: true}, c: cl.GetClient()}
 	mc.api = &reader{m: m, scope: sc, r: cl.GetAPIReader(), namespaces: opts.Namespaces}
-	mc.cache = &mappingCache{Cache: cl.GetCache(), reader: &reader{m: m, scope: sc, r: cl.GetCache(), namespaces: opts.Namespaces}}
+	mc.cache = &mappingCache{Cache: cl.GetCache(), reader: &reader{m: m, scope: sc, r: cl.GetCache(), namespaces: opts.Namespaces, cached: true}}
 	return mc, nil
 }
 
 // cacheOptions restricts a member's cache to its mapped namespaces and, for cluster-scoped
 // kinds, to the objects labelled with its name; base's other settings are kept.
+//
+// With one namespace (the benchmark's) the cache is what a real member's is, one cluster-wide
+// informer per kind, the namespace selected by a field selector; Namespaces, the one
+// cluster-scoped kind the hub reads from a member's cache, are selected by MemberLabel. Other
+// cluster-scoped kinds are not cached (a cached read finds none; the API reader does). With
+// several namespaces it is controller-runtime's multi-namespace cache, whose every read looks
+// up the kind's REST mapping first: a cost production's cluster-wide caches do not have.
 func cacheOptions(m member, namespaces []string, base cache.Options) cache.Options {
-	base.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{MemberLabel: m.name})
+	own := labels.SelectorFromSet(labels.Set{MemberLabel: m.name})
+	if len(namespaces) == 1 {
+		base.DefaultFieldSelector = fields.OneTermEqualSelector("metadata.namespace", m.out(namespaces[0]))
+		base.ByObject = maps.Clone(base.ByObject)
+		if base.ByObject == nil {
+			base.ByObject = map[client.Object]cache.ByObject{}
+		}
+		base.ByObject[&corev1.Namespace{}] = cache.ByObject{Label: own, Field: fields.Everything()}
+		return base
+	}
+	base.DefaultLabelSelector = own
 	base.DefaultNamespaces = make(map[string]cache.Config, len(namespaces))
 	for _, ns := range namespaces {
 		// A namespace's own selector overrides the default one, which is for cluster-scoped

@@ -51,15 +51,20 @@ type simEnv struct {
 	alpha, beta cluster.Cluster
 }
 
-func startSim(t *testing.T) *simEnv {
+// startSim starts a backing server and members alpha and beta whose caches hold namespaces
+// (default: bench), and creates namespace bench on both.
+func startSim(t *testing.T, namespaces ...string) *simEnv {
 	t.Helper()
+	if len(namespaces) == 0 {
+		namespaces = []string{"bench"}
+	}
 	g := NewWithT(t)
 	env := envtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	var qps float32
 	p, err := New(Options{
-		Members: []string{"alpha", "beta"}, Namespaces: []string{"bench"}, Config: env.Config,
+		Members: []string{"alpha", "beta"}, Namespaces: namespaces, Config: env.Config,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = env.Scheme }},
 		RESTOptions:    []func(*rest.Config) error{func(c *rest.Config) error { c.QPS, qps = 77, 77; return nil }},
 	})
@@ -367,4 +372,39 @@ func TestIndexField(t *testing.T) {
 		g.Expect(alpha.GetCache().List(ctx, &list, client.MatchingFields{"ns": "bench"})).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(1))
 	}).Should(Succeed())
+}
+
+// TestSeveralNamespaces checks the caches of members with more than one namespace, and that a
+// cached read of a namespace no member cache holds is an error, not a NotFound.
+func TestSeveralNamespaces(t *testing.T) {
+	s := startSim(t, "bench", "other")
+	ctx := context.Background()
+	g := NewWithT(t)
+	ac := s.alpha.GetClient()
+	g.Expect(ac.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})).To(Succeed())
+	g.Expect(s.beta.GetClient().Create(ctx, rayService("rs", "beta"))).To(Succeed())
+	g.Expect(ac.Create(ctx, rayService("rs", "alpha"))).To(Succeed())
+	inOther := rayService("rs", "alpha")
+	inOther.Namespace = "other"
+	g.Expect(ac.Create(ctx, inOther)).To(Succeed())
+	g.Expect(inOther.Namespace).To(Equal("other"))
+	g.Eventually(func(g Gomega) {
+		var list rayv1.RayServiceList
+		g.Expect(s.alpha.GetCache().List(ctx, &list)).To(Succeed())
+		got := []string{}
+		for _, rs := range list.Items {
+			got = append(got, rs.Namespace+"/"+rs.Labels["member"])
+		}
+		g.Expect(got).To(ConsistOf("bench/alpha", "other/alpha"))
+		var one rayv1.RayService
+		g.Expect(ac.Get(ctx, client.ObjectKey{Namespace: "other", Name: "rs"}, &one)).To(Succeed())
+		g.Expect(one.Namespace).To(Equal("other"))
+		var nss corev1.NamespaceList
+		g.Expect(s.alpha.GetCache().List(ctx, &nss)).To(Succeed())
+		g.Expect(nss.Items).To(HaveLen(2))
+	}).Should(Succeed())
+	err := ac.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: "rs"}, &rayv1.RayService{})
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(apierrors.IsNotFound(err)).To(BeFalse(), "a namespace the cache does not hold is not a NotFound")
+	g.Expect(s.alpha.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: "other", Name: "rs"}, &rayv1.RayService{})).To(Succeed())
 }
