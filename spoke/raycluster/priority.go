@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,20 +14,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// podEventPriority is the queue priority of a RayCluster whose Pods changed or went, above the
-// default (0) of a RayCluster that was created or edited. When many clusters arrive at once,
-// the queue holds each one's first, expensive pass (a Service, a Pod per node, their events)
-// and the cheap passes of clusters already started whose Pods turned ready (a status write).
-// Served in arrival order, the latter wait behind every cluster not yet started, and a cluster
-// whose Pods are all ready stays unready for as long as the whole first wave takes; served
-// first, a cluster is reported ready as soon as its Pods are, at the cost of a few cache reads
-// ahead of each new cluster.
+// podEventPriority is the queue priority of a RayCluster whose Pods turned ready (or stopped
+// being ready, or went), above the default (0) of a RayCluster that was created or edited.
+// When many clusters arrive at once, the queue holds each one's first, expensive pass (a
+// Service, a Pod per node, their events) and the cheap passes of clusters already started.
+// Served in arrival order, a cluster whose Pods are all ready stays unready for as long as the
+// whole first wave takes; served first, it is reported ready as soon as its Pods are, at the
+// cost of a few cache reads ahead of each new cluster.
 const podEventPriority = 10
 
-// podEventsFirst enqueues what inner enqueues at podEventPriority, except for Pods created:
-// those are the echo of the reconciler's own creations, and the pass they bring would often
-// find the cache still missing their siblings (asking the API server about each). The Pods'
-// first change of state (their binding to a Node) follows within moments and is raised.
+// podEventsFirst enqueues what inner enqueues, at podEventPriority when the event can change
+// whether the cluster is ready or whole: a Pod's phase or readiness changed, it started
+// terminating, it is gone. Other changes wait their turn: a Pod created (the echo of the
+// reconciler's own creation, whose pass would often find the cache still missing its
+// siblings), bound to a Node, given an IP, a container started. Their passes would only
+// write the provisioning status again and again ahead of clusters not yet started, each write
+// an expensive one for the API server; in arrival order, several of them are one pass, often
+// the one that finds the cluster ready.
 // Events with a priority of their own keep it: controller-runtime lowers those of the initial
 // list and of resyncs, which say nothing new.
 type podEventsFirst struct {
@@ -38,9 +42,24 @@ func (h podEventsFirst) Create(ctx context.Context, e event.CreateEvent, q workq
 	h.inner.Create(ctx, e, q)
 }
 
-// Update implements handler.EventHandler.
+// Update implements handler.EventHandler, raised when the Pod's readiness may have changed.
 func (h podEventsFirst) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.inner.Update(ctx, e, raise(q))
+	if readinessChanged(e.ObjectOld, e.ObjectNew) {
+		q = raise(q)
+	}
+	h.inner.Update(ctx, e, q)
+}
+
+// readinessChanged reports whether a Pod's phase or readiness changed or it started
+// terminating; anything but two Pods counts as changed.
+func readinessChanged(before, after client.Object) bool {
+	o, ok := before.(*corev1.Pod)
+	n, ok2 := after.(*corev1.Pod)
+	if !ok || !ok2 {
+		return true
+	}
+	return o.Status.Phase != n.Status.Phase || podReady(o) != podReady(n) ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 }
 
 // Delete implements handler.EventHandler.

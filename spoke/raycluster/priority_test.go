@@ -19,6 +19,19 @@ func TestPodEventsFirst(t *testing.T) {
 	pod := func(rv string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: rv}}
 	}
+	// with returns pod(rv) changed by set.
+	with := func(rv string, set func(*corev1.Pod)) *corev1.Pod {
+		p := pod(rv)
+		set(p)
+		return p
+	}
+	running := func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }
+	ready := func(p *corev1.Pod) {
+		running(p)
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	bound := func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }
+	terminating := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }
 	// inner enqueues the cluster the way controller-runtime's own handlers do, through Funcs
 	// (which lowers the initial list and resyncs on a priority queue).
 	add := func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) { q.Add(req) }
@@ -45,8 +58,20 @@ func TestPodEventsFirst(t *testing.T) {
 		{name: "a Pod created: the echo of the reconciler's own write", want: 0, send: func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			h.Create(ctx, event.CreateEvent{Object: pod("1")}, q)
 		}},
-		{name: "a Pod changed", want: podEventPriority, send: func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			h.Update(ctx, event.UpdateEvent{ObjectOld: pod("1"), ObjectNew: pod("2")}, q)
+		{name: "a Pod turned ready", want: podEventPriority, send: func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: with("1", running), ObjectNew: with("2", ready)}, q)
+		}},
+		{name: "a Pod no longer ready", want: podEventPriority, send: func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: with("1", ready), ObjectNew: with("2", running)}, q)
+		}},
+		{name: "a Pod's phase changed", want: podEventPriority, send: func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: pod("1"), ObjectNew: with("2", running)}, q)
+		}},
+		{name: "a Pod terminating", want: podEventPriority, send: func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: with("1", ready), ObjectNew: with("2", func(p *corev1.Pod) { ready(p); terminating(p) })}, q)
+		}},
+		{name: "a Pod bound to a Node waits its turn", want: 0, send: func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: pod("1"), ObjectNew: with("2", bound)}, q)
 		}},
 		{name: "a Pod deleted", want: podEventPriority, send: func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			h.Delete(ctx, event.DeleteEvent{Object: pod("1")}, q)
@@ -76,7 +101,7 @@ func TestPodEventsFirst(t *testing.T) {
 	t.Run("a queue without priorities gets the request", func(t *testing.T) {
 		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 		defer q.ShutDown()
-		h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1"), ObjectNew: pod("2")}, q)
+		h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1"), ObjectNew: with("2", ready)}, q)
 		if got, _ := q.Get(); got != req {
 			t.Errorf("queued %v, want %v", got, req)
 		}
