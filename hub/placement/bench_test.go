@@ -3,8 +3,10 @@ package placement
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // BenchmarkPlan plans a two-cluster, region-spread GPU RayService over 100 members, some not
@@ -33,6 +35,28 @@ func BenchmarkPlan(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if d := Plan(in); !d.Placed {
+			b.Fatalf("not placed: %s", d.Message)
+		}
+	}
+}
+
+// BenchmarkReservationsPlan plans one RayService more while 10,000 placed in the last seconds
+// are still reserved on 100 members: the cost must not grow with them.
+func BenchmarkReservationsPlan(b *testing.B) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	fleet := make([]Member, 0, 100)
+	for i := range 100 {
+		fleet = append(fleet, member(fmt.Sprintf("member-%03d", i), "cpu", "100000", "memory", "1000Ti").obj())
+	}
+	in := Input{Demand: rl("cpu", "2", "memory", "4Gi"), Policy: Policy{Clusters: 2}, Members: fleet, Now: now}
+	r := NewReservations()
+	for i := range 10000 {
+		r.Plan(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("rs-", i)}, in)
+	}
+	key := types.NamespacedName{Namespace: "ns", Name: "one-more"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := r.Plan(key, in); !d.Placed {
 			b.Fatalf("not placed: %s", d.Message)
 		}
 	}

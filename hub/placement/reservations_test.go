@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -115,10 +117,10 @@ func TestReservationsFree(t *testing.T) {
 	r := NewReservations()
 	other := types.NamespacedName{Namespace: "ns", Name: "other"}
 	self := types.NamespacedName{Namespace: "ns", Name: "self"}
-	r.byMember["a"] = map[types.NamespacedName]reservation{
-		other: {demand: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6"), "nvidia.com/gpu": resource.MustParse("2")}},
-		self:  {demand: cpu("1")},
-	}
+	a := &memberReservations{byKey: map[types.NamespacedName]reservation{}, total: corev1.ResourceList{}}
+	a.add(other, reservation{demand: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6"), "nvidia.com/gpu": resource.MustParse("2")}, seq: 1})
+	a.add(self, reservation{demand: cpu("1"), seq: 2})
+	r.byMember["a"] = a
 	tests := []struct {
 		name   string
 		member string
@@ -142,5 +144,48 @@ func TestReservationsFree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestReservationsTotals(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	key := func(i int) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("rs-", i)} }
+	r := NewReservations()
+	big := []Member{{Name: "a", Ready: true, Free: cpu("1000"), ReportedAt: t0}}
+	in := func(now time.Time, reportedAt time.Time) Input {
+		members := slices.Clone(big)
+		members[0].ReportedAt = reportedAt
+		return Input{Demand: cpu("2"), Policy: Policy{Clusters: 1}, Members: members, Now: now}
+	}
+	// 100 RayServices placed one second apart on a report taken at t0.
+	for i := range 100 {
+		r.Plan(key(i), in(t0.Add(time.Duration(i)*time.Second), t0))
+	}
+	freeFor := func(except types.NamespacedName) string {
+		q := r.free("a", except, cpu("1000"))[corev1.ResourceCPU]
+		return q.String()
+	}
+	if got := freeFor(key(1000)); got != "800" {
+		t.Fatalf("free after 100 reservations of 2 CPUs = %s, want 800", got)
+	}
+	if got := freeFor(key(0)); got != "802" {
+		t.Errorf("free for a RayService that holds one of them = %s, want 802 (its own not subtracted)", got)
+	}
+	r.Forget(key(0))
+	if got := freeFor(key(1000)); got != "802" {
+		t.Errorf("free after forgetting one = %s, want 802", got)
+	}
+	// A report taken at t0+50s covers the reservations made before t0+35s (the settle time).
+	r.Plan(key(5), in(t0.Add(100*time.Second), t0.Add(50*time.Second)))
+	if got := len(r.byMember["a"].byKey); got != 99-35+2 {
+		t.Errorf("%d reservations left after the report, want %d (rs-35..rs-99, and rs-5 again)", got, 99-35+2)
+	}
+	if got := freeFor(key(1000)); got != fmt.Sprint(1000-2*(99-35+2)) {
+		t.Errorf("free after expiry = %s, want %d", got, 1000-2*(99-35+2))
+	}
+	// Past the TTL with no new report, everything goes.
+	r.Plan(key(200), in(t0.Add(10*time.Minute), t0))
+	if got := len(r.byMember["a"].byKey); got != 1 {
+		t.Errorf("%d reservations left past the TTL, want 1 (the new one)", got)
 	}
 }
