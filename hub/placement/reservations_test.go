@@ -149,7 +149,9 @@ func TestReservationsFree(t *testing.T) {
 
 func TestReservationsTotals(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	key := func(i int) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("rs-", i)} }
+	key := func(i int) types.NamespacedName {
+		return types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("rs-", i)}
+	}
 	r := NewReservations()
 	big := []Member{{Name: "a", Ready: true, Free: cpu("1000"), ReportedAt: t0}}
 	in := func(now time.Time, reportedAt time.Time) Input {
