@@ -42,8 +42,10 @@ import (
 	"github.com/rayfleet/rayfleet/spoke/raycluster"
 )
 
-// Shared timeouts of the integration tests. A RayService is polled every two seconds, so a
-// step takes a few of those at most.
+// Shared timeouts of the integration tests. A RayService that changes is reconciled every two
+// seconds, and the fake clock of these tests stands still unless a test moves it (so a
+// submission stays recent, and the RayService keeps that pace): a step takes a few of those at
+// most.
 const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
