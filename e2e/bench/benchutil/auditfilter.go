@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -41,8 +43,10 @@ var (
 // IsWrite reports whether verb is one of WriteVerbs.
 func IsWrite(verb string) bool { return slices.Contains(WriteVerbs, verb) }
 
-// auditTail reads the events appended to an audit log since it last looked.
+// auditTail reads the events appended to an audit log since it last looked, following the
+// API server's rotation of the log (see AuditLogFiles) to the new file.
 type auditTail struct {
+	path   string
 	f      *os.File
 	r      *bufio.Reader
 	buffer []byte
@@ -57,7 +61,30 @@ func openTail(path string) (*auditTail, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("seeking audit log: %w", err)
 	}
-	return &auditTail{f: f, r: bufio.NewReaderSize(f, 1<<20)}, nil
+	return &auditTail{path: path, f: f, r: bufio.NewReaderSize(f, 1<<20)}, nil
+}
+
+// rotated reports whether the log at t.path is another file than the one being read, and if
+// so reads on from the new file's beginning.
+func (t *auditTail) rotated() (bool, error) {
+	now, err := os.Stat(t.path)
+	if err != nil {
+		return false, nil //nolint:nilerr // between the rename and the new file: look again later
+	}
+	cur, err := t.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("audit log: %w", err)
+	}
+	if os.SameFile(now, cur) {
+		return false, nil
+	}
+	f, err := os.Open(t.path)
+	if err != nil {
+		return false, fmt.Errorf("opening rotated audit log: %w", err)
+	}
+	_ = t.f.Close()
+	t.f, t.r, t.buffer = f, bufio.NewReaderSize(f, 1<<20), t.buffer[:0]
+	return true, nil
 }
 
 // next calls fn for every complete event appended since the last call; a line still being
@@ -67,7 +94,11 @@ func (t *auditTail) next(fn func(auditEvent)) error {
 		chunk, err := t.r.ReadBytes('\n')
 		t.buffer = append(t.buffer, chunk...)
 		if err == io.EOF {
-			return nil
+			// The old file is read to its end before the new one is opened.
+			if again, rerr := t.rotated(); rerr != nil || !again {
+				return rerr
+			}
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("reading audit log: %w", err)
@@ -131,18 +162,47 @@ func WaitQuietFor(ctx context.Context, paths []string, user string, resources []
 	}
 }
 
-// CountWritesIn is CountWrites over several windows in one pass of the log, for long logs: the
-// i-th tally counts user's events completed inside windows[i] (BeforeSplit is left 0). Despite
-// the name it counts every request the audit policy recorded, reads included when the policy
-// records them (AuditPolicyVerbs); the keys tell the verbs apart.
+// AuditLogFiles returns the audit log at path and the files the API server rotated it into
+// (audit-<time>.log next to it, every 100 MB by default), oldest first: a long benchmark's
+// events are in all of them.
+func AuditLogFiles(path string) ([]string, error) {
+	ext := filepath.Ext(path)
+	rotated, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
+	if err != nil {
+		return nil, fmt.Errorf("listing rotated audit logs: %w", err)
+	}
+	// The rotated names carry their time in a sortable form.
+	sort.Strings(rotated)
+	return append(rotated, path), nil
+}
+
+// CountWritesIn is CountWrites over several windows in one pass of the log and of the files it
+// was rotated into (AuditLogFiles), for long logs: the i-th tally counts user's events
+// completed inside windows[i] (BeforeSplit is left 0). Despite the name it counts every request
+// the audit policy recorded, reads included when the policy records them (AuditPolicyVerbs);
+// the keys tell the verbs apart.
 func CountWritesIn(path, user string, windows []Window) ([]WriteCounts, error) {
 	out := make([]WriteCounts, len(windows))
 	for i := range out {
 		out[i] = WriteCounts{ByKey: map[WriteKey]int{}, Failures: map[string]int{}}
 	}
+	files, err := AuditLogFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if err := countFileIn(f, user, windows, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// countFileIn adds the events of one audit log file to out, by window.
+func countFileIn(path, user string, windows []Window, out []WriteCounts) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening audit log: %w", err)
+		return fmt.Errorf("opening audit log: %w", err)
 	}
 	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
@@ -150,7 +210,7 @@ func CountWritesIn(path, user string, windows []Window) ([]WriteCounts, error) {
 	for sc.Scan() {
 		var ev auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return nil, fmt.Errorf("parsing audit event: %w", err)
+			return fmt.Errorf("parsing audit event in %s: %w", path, err)
 		}
 		if ev.Stage != "ResponseComplete" || ev.User.Username != user || ev.ObjectRef == nil {
 			continue
@@ -162,7 +222,7 @@ func CountWritesIn(path, user string, windows []Window) ([]WriteCounts, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading audit log: %w", err)
+		return fmt.Errorf("reading audit log %s: %w", path, err)
 	}
-	return out, nil
+	return nil
 }

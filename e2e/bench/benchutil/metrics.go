@@ -117,3 +117,34 @@ func scanCounter(r io.Reader, name string, fn func(labels map[string]string, val
 	}
 	return nil
 }
+
+// scanSamples calls fn for every labelled sample of a Prometheus text exposition, with the
+// metric's name; the label values parse as scanCounter's do.
+func scanSamples(r io.Reader, fn func(name string, labels map[string]string, value float64)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<22)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), "{")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		lblsPart, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		lbls := map[string]string{}
+		for l := range strings.SplitSeq(lblsPart, ",") {
+			k, val, _ := strings.Cut(l, "=")
+			lbls[k] = strings.Trim(val, `"`)
+		}
+		fn(name, lbls, v)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading metrics: %w", err)
+	}
+	return nil
+}

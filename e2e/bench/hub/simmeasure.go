@@ -59,7 +59,17 @@ type simRun struct {
 	windows    [numPhases]benchutil.Window
 	reconciles [numPhases]float64
 	api        [numPhases]map[string]benchutil.WriteCounts
+	// queueDepth is the hub RayService controller's queue at each phase's end; queueWait the
+	// mean time its items waited in it during the phase.
+	queueDepth, queueWait [numPhases]float64
 }
+
+// Names of the workqueue metrics the report reads.
+const (
+	queueDepthMetric = "workqueue_depth"
+	queueWaitSum     = "workqueue_queue_duration_seconds_sum"
+	queueWaitCount   = "workqueue_queue_duration_seconds_count"
+)
 
 // measureSim runs the three phases on a fleet whose members are Ready.
 func measureSim(ctx context.Context, cfg config, f *simFleet, prof *profiler) (simRun, error) {
@@ -97,6 +107,8 @@ type simMeasure struct {
 	run       *simRun
 	prof      *profiler
 	lastRecon float64
+	// lastWait are the queue-wait histogram's sum and count at the previous phase's end.
+	lastWait [2]float64
 }
 
 // reconciles scrapes the hub RayService controller's reconcile total.
@@ -117,6 +129,16 @@ func (m *simMeasure) endPhase(ctx context.Context, phase int, start time.Time) e
 	}
 	m.run.reconciles[phase] = total - m.lastRecon
 	m.lastRecon = total
+	q, err := benchutil.Scrape(ctx, m.f.hubProc.MetricsURL, map[string]string{"name": hubController},
+		queueDepthMetric, queueWaitSum, queueWaitCount)
+	if err != nil {
+		return err
+	}
+	m.run.queueDepth[phase] = q[queueDepthMetric]
+	if n := q[queueWaitCount] - m.lastWait[1]; n > 0 {
+		m.run.queueWait[phase] = (q[queueWaitSum] - m.lastWait[0]) / n
+	}
+	m.lastWait = [2]float64{q[queueWaitSum], q[queueWaitCount]}
 	m.run.usage[phase], err = m.f.hubProc.Usage()
 	return err
 }
