@@ -114,12 +114,12 @@ func runSimOnce(ctx context.Context, cfg config, bin string, n int) (simRun, err
 	var prof *profiler
 	var extra []string
 	if cfg.sim.profileDir != "" {
-		addr, err := freeAddr()
-		if err != nil {
-			return simRun{}, err
+		addr, aerr := freeAddr()
+		if aerr != nil {
+			return simRun{}, aerr
 		}
-		if err := os.MkdirAll(cfg.sim.profileDir, 0o755); err != nil {
-			return simRun{}, err
+		if aerr = os.MkdirAll(cfg.sim.profileDir, 0o755); aerr != nil {
+			return simRun{}, aerr
 		}
 		prof = &profiler{dir: cfg.sim.profileDir, base: "http://" + addr, run: n}
 		extra = []string{"--sim-pprof-bind-address=" + addr}

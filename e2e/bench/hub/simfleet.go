@@ -158,8 +158,8 @@ func buildSimHub(ctx context.Context, dir string) (bin, commit string, err error
 	bin = filepath.Join(dir, "simhub")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./e2e/bench/hub/simhub")
 	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("building simhub: %w\n%s", err, out)
+	if out, berr := build.CombinedOutput(); berr != nil {
+		return "", "", fmt.Errorf("building simhub: %w\n%s", berr, out)
 	}
 	rev, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {

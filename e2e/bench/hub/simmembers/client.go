@@ -286,7 +286,7 @@ func (m member) apply(obj runtime.ApplyConfiguration, do func(runtime.ApplyConfi
 		return fmt.Errorf("simulated member %s: encoding apply configuration: %w", m.name, err)
 	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(data); err != nil {
+	if err = u.UnmarshalJSON(data); err != nil {
 		return fmt.Errorf("simulated member %s: decoding apply configuration: %w", m.name, err)
 	}
 	ns, err := namespaced(u)
@@ -294,7 +294,7 @@ func (m member) apply(obj runtime.ApplyConfiguration, do func(runtime.ApplyConfi
 		return err
 	}
 	m.outObject(u, ns)
-	if err := do(client.ApplyConfigurationFromUnstructured(u)); err != nil {
+	if err = do(client.ApplyConfigurationFromUnstructured(u)); err != nil {
 		return m.inError(err)
 	}
 	m.inObject(u, ns)

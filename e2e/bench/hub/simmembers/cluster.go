@@ -114,7 +114,7 @@ func (c *memberCluster) GetEventRecorder(name string) events.EventRecorder {
 //
 // Deprecated: as cluster.Cluster's; use GetEventRecorder.
 func (c *memberCluster) GetEventRecorderFor(name string) record.EventRecorder {
-	return &legacyRecorder{c: c, r: c.Cluster.GetEventRecorderFor(name)} //nolint:staticcheck // the cluster.Cluster interface still has it
+	return &legacyRecorder{c: c, r: c.Cluster.GetEventRecorderFor(name)}
 }
 
 // outCopy is a copy of obj in the backing names, or obj itself when it is not an object.

@@ -187,6 +187,14 @@ func TestRayServicesAreMapped(t *testing.T) {
 		}).Should(Succeed())
 	}
 
+	testWrites(t, s, mine)
+	testStatusAndDeletes(t, s, mine)
+}
+
+// testWrites updates, patches and applies alpha's copy mine, checking the backing object.
+func testWrites(t *testing.T, s *simEnv, mine *rayv1.RayService) {
+	ctx := context.Background()
+	ac := s.alpha.GetClient()
 	t.Run("update", func(t *testing.T) {
 		g := NewWithT(t)
 		var got rayv1.RayService
@@ -244,6 +252,12 @@ func TestRayServicesAreMapped(t *testing.T) {
 		expectBacking(t, s, "alpha", func(g Gomega, rs *rayv1.RayService) { g.Expect(rs.Labels).To(HaveKeyWithValue("apply-patch", "yes")) })
 	})
 
+}
+
+// testStatusAndDeletes writes alpha's copy's status and deletes alpha's copies, beta's staying.
+func testStatusAndDeletes(t *testing.T, s *simEnv, mine *rayv1.RayService) {
+	ctx := context.Background()
+	ac := s.alpha.GetClient()
 	t.Run("status", func(t *testing.T) {
 		g := NewWithT(t)
 		var got rayv1.RayService
