@@ -20,7 +20,9 @@ import (
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	"github.com/rayfleet/rayfleet/e2e/bench/hub/simmembers"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/rayspec"
 )
 
 // hubController is the name of the hub RayService controller in the hub's metrics.
@@ -341,9 +343,15 @@ var statusRetry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Step
 // machine. When the member API server is that slow, the rate sent drops (the report says so).
 const maxInFlight = 200
 
-// markSimReady patches the copy's status Ready for its generation, in one request (retried
-// when the server times out or is unavailable), recording the time just before the first.
+// markSimReady does what a spoke does once a copy runs: it annotates the copy with the hashes
+// of the RayCluster spec and Serve config its active cluster runs (so that the hub's rollout of
+// the RayService completes and it settles), then patches the copy's status Ready for its
+// generation, in one request (retried when the server times out or is unavailable), recording
+// the time just before the first: the status path is timed from the status write.
 func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpoints) error {
+	if err := markSimRunning(ctx, c, ch); err != nil {
+		return err
+	}
 	// A map rather than rayv1.RayServiceStatuses, whose empty fields would be in the patch.
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{
 		"observedGeneration":  ch.generation,
@@ -366,6 +374,36 @@ func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpo
 	})
 	if err != nil {
 		return fmt.Errorf("writing status of %s's copy on %s: %w", ch.name, ch.member, err)
+	}
+	return nil
+}
+
+// markSimRunning writes the spoke's running-cluster-hash and running-serve-config-hash
+// annotations on the copy, computed from the copy's own spec as the spoke computes them from its
+// active RayCluster.
+func markSimRunning(ctx context.Context, c client.Client, ch simChange) error {
+	key := client.ObjectKey{Namespace: simmembers.BackingNamespace(ch.member, benchNamespace), Name: ch.name}
+	var cp rayv1.RayService
+	err := retry.OnError(statusRetry, retriable, func() error { return c.Get(ctx, key, &cp) })
+	if err != nil {
+		return fmt.Errorf("reading %s's copy on %s: %w", ch.name, ch.member, err)
+	}
+	clusterHash, err := rayspec.ClusterSpecHash(&cp.Spec.RayClusterSpec)
+	if err != nil {
+		return fmt.Errorf("hashing %s's copy on %s: %w", ch.name, ch.member, err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		labels.RunningClusterHash:     clusterHash,
+		labels.RunningServeConfigHash: rayspec.ServeConfigHash(cp.Spec.ServeConfigV2),
+	}}})
+	if err != nil {
+		return err
+	}
+	err = retry.OnError(statusRetry, retriable, func() error {
+		return c.Patch(ctx, &cp, client.RawPatch(types.MergePatchType, patch))
+	})
+	if err != nil {
+		return fmt.Errorf("annotating %s's copy on %s: %w", ch.name, ch.member, err)
 	}
 	return nil
 }
