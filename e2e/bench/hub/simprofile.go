@@ -26,6 +26,9 @@ type profiler struct {
 	dir, base string
 	run       int
 	wg        sync.WaitGroup
+	// cpuMu serializes the CPU profiles: Go takes one at a time, so a phase that starts while
+	// the previous phase's profile runs has its own start when that one ends.
+	cpuMu sync.Mutex
 }
 
 // freeAddr returns a free loopback address for simhub's pprof endpoint.
@@ -44,7 +47,11 @@ func (p *profiler) cpu(ctx context.Context, phase string, d time.Duration) {
 		return
 	}
 	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.base, int(d.Seconds()))
-	p.wg.Go(func() { p.fetch(ctx, url, fmt.Sprintf("run%d-%s.cpu.pprof", p.run, phase)) })
+	p.wg.Go(func() {
+		p.cpuMu.Lock()
+		defer p.cpuMu.Unlock()
+		p.fetch(ctx, url, fmt.Sprintf("run%d-%s.cpu.pprof", p.run, phase))
+	})
 }
 
 // heap fetches a heap profile now, as run<N>-<phase>.heap.pprof.
