@@ -194,6 +194,14 @@ func (m *simMeasure) status(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// As a spoke would once each copy's RayCluster runs, and before the timed changes, so that
+	// the stream measures the status path alone.
+	if err := markAllRunning(ctx, m.f.memberClient, changes); err != nil {
+		return err
+	}
+	if err := m.quiet(ctx); err != nil {
+		return err
+	}
 	m.prof.cpu(ctx, "status", profileStatus)
 	start := time.Now()
 	lastSent, err := streamSim(ctx, m.cfg.sim.statusRate, m.f.memberClient, changes, eps)
@@ -343,15 +351,9 @@ var statusRetry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Step
 // machine. When the member API server is that slow, the rate sent drops (the report says so).
 const maxInFlight = 200
 
-// markSimReady does what a spoke does once a copy runs: it annotates the copy with the hashes
-// of the RayCluster spec and Serve config its active cluster runs (so that the hub's rollout of
-// the RayService completes and it settles), then patches the copy's status Ready for its
-// generation, in one request (retried when the server times out or is unavailable), recording
-// the time just before the first: the status path is timed from the status write.
+// markSimReady patches the copy's status Ready for its generation, in one request (retried
+// when the server times out or is unavailable), recording the time just before the first.
 func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpoints) error {
-	if err := markSimRunning(ctx, c, ch); err != nil {
-		return err
-	}
 	// A map rather than rayv1.RayServiceStatuses, whose empty fields would be in the patch.
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{
 		"observedGeneration":  ch.generation,
@@ -378,9 +380,26 @@ func markSimReady(ctx context.Context, c client.Client, ch simChange, eps *endpo
 	return nil
 }
 
+// markAllRunning marks every copy of changes running (markSimRunning), maxInFlight at once.
+func markAllRunning(ctx context.Context, c client.Client, changes []simChange) error {
+	sem := make(chan struct{}, maxInFlight)
+	errs := make([]error, len(changes))
+	var wg sync.WaitGroup
+	for i, ch := range changes {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = markSimRunning(ctx, c, ch)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // markSimRunning writes the spoke's running-cluster-hash and running-serve-config-hash
 // annotations on the copy, computed from the copy's own spec as the spoke computes them from its
-// active RayCluster.
+// active RayCluster: once the copy is Ready too, the hub's rollout of the RayService completes
+// and it settles, as under real spokes.
 func markSimRunning(ctx context.Context, c client.Client, ch simChange) error {
 	key := client.ObjectKey{Namespace: simmembers.BackingNamespace(ch.member, benchNamespace), Name: ch.name}
 	var cp rayv1.RayService

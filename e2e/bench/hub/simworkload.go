@@ -87,9 +87,13 @@ func (p simPolicy) copiesOn(members int) int {
 
 // object is the PlacementPolicy of p in namespace ns.
 func (p simPolicy) object(ns string) *fleetv1alpha1.PlacementPolicy {
+	// No soak: a first revision is done when its copies are, so the steady state that follows
+	// the status phase is not the end of 10,000 soaks.
+	noSoak := int32(0)
 	pp := &fleetv1alpha1.PlacementPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
-		Spec:       fleetv1alpha1.PlacementPolicySpec{Clusters: &p.clusters},
+		Spec: fleetv1alpha1.PlacementPolicySpec{Clusters: &p.clusters,
+			Rollout: &fleetv1alpha1.RolloutStrategy{SoakSeconds: &noSoak}},
 	}
 	if p.region != "" {
 		pp.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{regionLabel: p.region}}
