@@ -114,7 +114,11 @@ func startFleetOf(t *testing.T, clk clock.Clock, names ...string) *fleetHarness 
 		t.Fatal(err)
 	}
 	members := h.writes.recording(t, memberEnvs)
-	r := NewReconciler(mgr.GetLocalManager(), members, Options{Resync: time.Second, Clock: clk, MetricsRegisterer: prometheus.NewRegistry()})
+	// The tests step a fake clock past soaks and deadlines, whose real-time timers would not
+	// fire: every RayService resyncs every second instead, as one waiting on something unwatched
+	// does (TestRequeueAfterSettled covers the choice).
+	r := NewReconciler(mgr.GetLocalManager(), members, Options{Resync: time.Second, SettledResync: time.Second, Clock: clk,
+		MetricsRegisterer: prometheus.NewRegistry()})
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -49,17 +49,15 @@ import (
 	"github.com/rayfleet/rayfleet/shared/validation"
 )
 
-// DefaultResync is how often a RayService in motion (being placed, rolled out, moved, its
-// traffic shifted, a member unread) is reconciled without any event: member status changes
-// reach the hub at least this often even when nothing tells it about them.
+// DefaultResync is how often a RayService waiting on something no watch reports (see polled)
+// is reconciled without any event.
 const DefaultResync = 10 * time.Second
 
-// DefaultSettledResync is how often a settled RayService is reconciled without any event. A
-// settled RayService has no timer running (see settled) and every change that can move it
-// arrives by watch, so this resync is only a safety net; a short one would cost a fleet of
-// 10,000 RayServices 1,000 reconciles a second for nothing. Each is spread by up to a tenth
+// DefaultSettledResync is how often any other RayService is reconciled without an event or a
+// timer of its own (see polled): a minute bounds what a missed event can cost while a fleet of
+// 10,000 RayServices costs 170 reconciles a second, not 1,000. Each is spread by up to a tenth
 // more, so that RayServices placed together do not resync together.
-const DefaultSettledResync = 10 * time.Minute
+const DefaultSettledResync = time.Minute
 
 // defaultConcurrentReconciles lets slow members (each call may wait on a remote API server)
 // not hold up the RayServices placed elsewhere.
@@ -77,10 +75,11 @@ type Members interface {
 
 // Options tune the Reconciler.
 type Options struct {
-	// Resync is the periodic requeue of a RayService in motion; 0 means DefaultResync.
+	// Resync is the periodic requeue of a RayService waiting on something no watch reports;
+	// 0 means DefaultResync.
 	Resync time.Duration
-	// SettledResync is the periodic requeue of a settled RayService; 0 means
-	// DefaultSettledResync, and it is never shorter than Resync.
+	// SettledResync is the periodic requeue of the others; 0 means DefaultSettledResync, and
+	// it is never shorter than Resync.
 	SettledResync time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles; 0 means 8.
 	MaxConcurrentReconciles int
@@ -249,18 +248,18 @@ func withType(c metav1.Condition) metav1.Condition {
 	return c
 }
 
-// requeueAfter is the periodic resync (long for a settled RayService), or sooner when a
-// tolerated member's time runs out, so the RayService fails over then and not up to a resync
-// later.
+// requeueAfter is the periodic resync (long unless something unwatched is in motion), or
+// sooner when a timer runs out: a tolerated member's time (the RayService fails over then, not
+// up to a resync later), a soak or a rollout deadline.
 func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 	if o.res != nil && o.res.newRefusal {
 		// The member that refused is left out by the next plan; make it now, not a resync later.
 		return time.Millisecond
 	}
-	if settled(g, o) {
-		return wait.Jitter(r.opts.SettledResync, 0.1)
-	}
 	after := r.opts.Resync
+	if !polled(g, o) {
+		after = wait.Jitter(r.opts.SettledResync, 0.1)
+	}
 	if !o.d.wake.IsZero() {
 		after = min(after, max(o.d.wake.Sub(g.now), time.Millisecond))
 	}
@@ -271,26 +270,35 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 	return after
 }
 
-// settled reports whether nothing but an event can change this RayService's decision or
-// status: it is valid and fully placed, every member was read and written without error, no
-// rollout, departure, toleration or blue/green is under way, and no traffic is managed (the
-// route's acceptance is read, not watched). Anything else is in motion and resyncs often.
-func settled(g *group, o *outcome) bool {
+// polled reports whether this RayService waits on something no watch reports, so that it is
+// reconciled every Resync: a reconcile that stopped early or failed to write a member, an
+// invalid or under-placed RayService, a member not read, a cluster leaving, a blue/green in
+// flight, traffic (the route's acceptance is read, not watched), or a rollout waiting on an
+// approval (an annotation on the binding, whose watch passes spec changes only). Everything
+// else a RayService waits on arrives by watch (its spec and annotations, its policy, the
+// MemberClusters, every member copy) or is a timer (requeueAfter), so it is reconciled
+// otherwise only every SettledResync, a safety net.
+func polled(g *group, o *outcome) bool {
 	d := o.d
-	if o.res == nil || d.invalid != nil || d.placedCond.Status != metav1.ConditionTrue || !d.wake.IsZero() ||
+	if o.res == nil || d.invalid != nil || d.placedCond.Status != metav1.ConditionTrue ||
 		len(d.departures) > 0 || len(o.kept()) > 0 || d.colors != nil || d.traffic != nil ||
 		len(o.res.applyErrs) > 0 || o.res.trafficErr != nil {
-		return false
+		return true
 	}
-	if d.rollout == nil || d.rollout.plan.RequeueAfter > 0 || d.rollout.plan.Status.Phase != fleetv1alpha1.RolloutComplete {
-		return false
+	if d.rollout == nil {
+		return true
+	}
+	switch d.rollout.plan.Status.Phase {
+	case fleetv1alpha1.RolloutProgressing, fleetv1alpha1.RolloutComplete:
+	default:
+		return true
 	}
 	for _, m := range g.members {
 		if m.readErr != nil {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // validate runs the spoke's own validation: a RayService the spokes would reject is never

@@ -38,7 +38,7 @@ func TestRequeueAfter(t *testing.T) {
 
 func TestRequeueAfterSettled(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	r := &Reconciler{clock: clocktesting.NewFakeClock(t0), opts: Options{Resync: 10 * time.Second, SettledResync: 10 * time.Minute}}
+	r := &Reconciler{clock: clocktesting.NewFakeClock(t0), opts: Options{Resync: 10 * time.Second, SettledResync: 5 * time.Minute}}
 	settledDecision := func() *decision {
 		return &decision{
 			placedCond: metav1.Condition{Status: metav1.ConditionTrue},
@@ -47,24 +47,31 @@ func TestRequeueAfterSettled(t *testing.T) {
 	}
 	okRes := func() *results { return &results{applyErrs: map[string]error{}} }
 	tests := []struct {
-		name    string
-		mutate  func(g *group, o *outcome)
-		settled bool
+		name   string
+		mutate func(g *group, o *outcome)
+		// settled: the settled resync; wantExact: a timer's time; neither: at most Resync.
+		settled   bool
+		wantExact time.Duration
 	}{
 		{name: "placed, rollout complete, members read", settled: true},
 		{name: "not executed (an error before)", mutate: func(_ *group, o *outcome) { o.res = nil }},
 		{name: "invalid", mutate: func(_ *group, o *outcome) { o.d.invalid = errors.New("bad") }},
 		{name: "fewer clusters than asked", mutate: func(_ *group, o *outcome) { o.d.placedCond.Status = metav1.ConditionFalse }},
-		{name: "a toleration running", mutate: func(_ *group, o *outcome) { o.d.wake = t0.Add(time.Hour) }},
+		{name: "a toleration running", wantExact: 3 * time.Minute, mutate: func(_ *group, o *outcome) { o.d.wake = t0.Add(3 * time.Minute) }},
 		{name: "a cluster leaving", mutate: func(_ *group, o *outcome) { o.d.departures = map[string]*departure{"eu": {}} }},
 		{name: "a copy kept", mutate: func(_ *group, o *outcome) { o.res.kept = []string{"eu"} }},
 		{name: "a write failed", mutate: func(_ *group, o *outcome) { o.res.applyErrs["eu"] = errors.New("boom") }},
 		{name: "traffic managed", mutate: func(_ *group, o *outcome) { o.d.traffic = &trafficDecision{} }},
 		{name: "blue/green in flight", mutate: func(_ *group, o *outcome) { o.d.colors = &colors{} }},
-		{name: "rollout progressing", mutate: func(_ *group, o *outcome) {
+		{name: "rollout progressing, waiting on members", settled: true, mutate: func(_ *group, o *outcome) {
 			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutProgressing
 		}},
-		{name: "a soak timer", mutate: func(_ *group, o *outcome) { o.d.rollout.plan.RequeueAfter = time.Second }},
+		{name: "rollout awaiting an approval", mutate: func(_ *group, o *outcome) {
+			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutAwaitingApproval
+		}},
+		{name: "a soak timer", wantExact: time.Second, mutate: func(_ *group, o *outcome) {
+			o.d.rollout.plan.RequeueAfter = time.Second
+		}},
 		{name: "a member unread", mutate: func(g *group, _ *outcome) {
 			g.members = map[string]*memberRecord{"eu": {readErr: errors.New("unreachable")}}
 		}},
@@ -77,9 +84,15 @@ func TestRequeueAfterSettled(t *testing.T) {
 				tt.mutate(g, o)
 			}
 			got := r.requeueAfter(g, o)
+			if tt.wantExact > 0 {
+				if got != tt.wantExact {
+					t.Errorf("requeueAfter() = %v, want the timer's %v", got, tt.wantExact)
+				}
+				return
+			}
 			if tt.settled {
-				if got < 10*time.Minute || got > 11*time.Minute {
-					t.Errorf("requeueAfter() = %v, want the settled resync (10m, spread by up to a tenth)", got)
+				if got < 5*time.Minute || got > 5*time.Minute+30*time.Second {
+					t.Errorf("requeueAfter() = %v, want the settled resync (5m, spread by up to a tenth)", got)
 				}
 				return
 			}
