@@ -58,7 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	indexer := mgr.GetLocalManager().GetFieldIndexer()
 	byName := func(o client.Object) []string { return []string{o.GetName()} }
 	for _, obj := range []client.Object{&rayv1.RayService{}, &fleetv1alpha1.RayServiceBinding{}} {
-		if err := indexer.IndexField(context.Background(), obj, NameIndex, byName); err != nil {
+		if err = indexer.IndexField(context.Background(), obj, NameIndex, byName); err != nil {
 			return fmt.Errorf("index %T by name: %w", obj, err)
 		}
 	}

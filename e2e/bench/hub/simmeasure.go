@@ -196,10 +196,10 @@ func (m *simMeasure) status(ctx context.Context) error {
 	}
 	// As a spoke would once each copy's RayCluster runs, and before the timed changes, so that
 	// the stream measures the status path alone.
-	if err := markAllRunning(ctx, m.f.memberClient, changes); err != nil {
+	if err = markAllRunning(ctx, m.f.memberClient, changes); err != nil {
 		return err
 	}
-	if err := m.quiet(ctx); err != nil {
+	if err = m.quiet(ctx); err != nil {
 		return err
 	}
 	m.prof.cpu(ctx, "status", profileStatus)
