@@ -84,6 +84,13 @@ func runSim(ctx context.Context, cfg config) error {
 		fmt.Fprintf(os.Stderr, "bench: scale run %d of %d: %d RayServices on %d simulated members\n",
 			i+1, cfg.rollout.runs, cfg.services, cfg.members)
 		run, err := runSimOnce(ctx, cfg, bin, i+1)
+		if err != nil && run.phasesDone > 0 {
+			// What the run measured before it failed, marked as such.
+			fmt.Fprintf(os.Stderr, "bench: run %d ended after %d of %d phases: %v\n", i+1, run.phasesDone, numPhases, err)
+			printSimBreakdown(os.Stderr, cfg, i+1, run)
+			printSimReport(os.Stdout, cfg, commit+fmt.Sprintf(" (run %d: first %d phases only)", i+1, run.phasesDone),
+				append(runs, run))
+		}
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}

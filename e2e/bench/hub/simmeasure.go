@@ -64,6 +64,8 @@ type simRun struct {
 	// queueDepth is the hub RayService controller's queue at each phase's end; queueWait the
 	// mean time its items waited in it during the phase.
 	queueDepth, queueWait [numPhases]float64
+	// phasesDone counts the phases that ended (numPhases unless the run failed).
+	phasesDone int
 }
 
 // Names of the workqueue metrics the report reads.
@@ -94,11 +96,18 @@ func measureSim(ctx context.Context, cfg config, f *simFleet, prof *profiler) (s
 	if m.lastRecon, err = m.reconciles(ctx); err != nil {
 		return run, err
 	}
-	for _, phase := range []func(context.Context) error{m.place, m.status, m.steady} {
+	for i, phase := range []func(context.Context) error{m.place, m.status, m.steady} {
 		if err := phase(ctx); err != nil {
+			// The phases that ended are still worth counting: a long run that fails late has
+			// its placement figures.
+			run.phasesDone = i
+			if i > 0 {
+				err = errors.Join(err, m.count())
+			}
 			return run, err
 		}
 	}
+	run.phasesDone = numPhases
 	return run, m.count()
 }
 
@@ -254,6 +263,11 @@ func (m *simMeasure) waitDone(ctx context.Context, done <-chan struct{}, count f
 // count tallies the hub's API calls on the hub and the member in each phase's window.
 func (m *simMeasure) count() error {
 	windows := m.run.windows[:]
+	// A phase that did not end counts nothing (an empty window, not an open one).
+	never := time.Unix(1, 0)
+	for i := m.run.phasesDone; i < numPhases; i++ {
+		windows[i] = benchutil.Window{From: never, To: never}
+	}
 	for i := range m.run.api {
 		m.run.api[i] = map[string]benchutil.WriteCounts{}
 	}

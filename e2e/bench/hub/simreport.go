@@ -197,7 +197,7 @@ func printSimBreakdown(out io.Writer, cfg config, run int, r simRun) {
 		{phaseStatus, "status changes", float64(max(r.changes, 1)), "per change"},
 		{phaseSteady, "steady state", r.seconds(phaseSteady), "per second"},
 	}
-	for _, p := range per {
+	for _, p := range per[:min(r.phasesDone, len(per))] {
 		fmt.Fprintf(w, "run %d, %s (%.1f s): the hub's API calls\ttotal\t%s\n", run, p.name, r.seconds(p.phase), p.unit)
 		for _, where := range []string{"hub", "member"} {
 			wc := r.api[p.phase][where]
