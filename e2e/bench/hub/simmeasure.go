@@ -192,7 +192,11 @@ func (m *simMeasure) place(ctx context.Context) error {
 // status turns the copies Ready at -status-rate and waits until the hub shows every change,
 // then for quiet.
 func (m *simMeasure) status(ctx context.Context) error {
-	changes := m.f.copies.changes(m.cfg.services, m.cfg.sim.statusChanges)
+	all := m.f.copies.changes(m.cfg.services, 0)
+	changes, rest := all, []simChange(nil)
+	if n := m.cfg.sim.statusChanges; n > 0 && n < len(all) {
+		changes, rest = all[:n], all[n:]
+	}
 	m.run.changes = len(changes)
 	eps := newEndpoints(len(changes))
 	err := informAll(ctx, m.f.hub, map[string]cache.Config{benchNamespace: {}}, func(rs *rayv1.RayService, deleted bool) {
@@ -205,7 +209,7 @@ func (m *simMeasure) status(ctx context.Context) error {
 	}
 	// As a spoke would once each copy's RayCluster runs, and before the timed changes, so that
 	// the stream measures the status path alone.
-	if err = markAllRunning(ctx, m.f.memberClient, changes); err != nil {
+	if err = markAllRunning(ctx, m.f.memberClient, all); err != nil {
 		return err
 	}
 	if err = m.quiet(ctx); err != nil {
@@ -223,6 +227,11 @@ func (m *simMeasure) status(ctx context.Context) error {
 	}
 	m.run.statusIn = time.Since(start)
 	m.run.statusLat = eps.latencies()
+	// The copies left out of the timed stream turn Ready too, untimed, so that every rollout
+	// completes and the steady state starts settled.
+	if err = markAllReady(ctx, m.f.memberClient, rest); err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "bench: %d status changes sent in %v, all on the hub in %v (p50 %v, p99 %v)\n",
 		m.run.changes, benchutil.Round(m.run.sentIn), benchutil.Round(m.run.statusIn),
 		benchutil.Round(benchutil.Percentile(m.run.statusLat, 0.5)), benchutil.Round(benchutil.Percentile(m.run.statusLat, 0.99)))
@@ -404,6 +413,23 @@ func markAllRunning(ctx context.Context, c client.Client, changes []simChange) e
 		wg.Go(func() {
 			defer func() { <-sem }()
 			errs[i] = markSimRunning(ctx, c, ch)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// markAllReady turns the copies of changes Ready, maxInFlight at a time, untimed.
+func markAllReady(ctx context.Context, c client.Client, changes []simChange) error {
+	untimed := newEndpoints(len(changes))
+	sem := make(chan struct{}, maxInFlight)
+	errs := make([]error, len(changes))
+	var wg sync.WaitGroup
+	for i, ch := range changes {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = markSimReady(ctx, c, ch, untimed)
 		})
 	}
 	wg.Wait()
