@@ -222,7 +222,7 @@ func (m *simMeasure) status(ctx context.Context) error {
 		return err
 	}
 	m.run.sentIn = lastSent.Sub(start)
-	if err := m.waitDone(ctx, eps.done, eps.count, "member status changes on the hub"); err != nil {
+	if err = m.waitDone(ctx, eps.done, eps.count, "member status changes on the hub"); err != nil {
 		return err
 	}
 	m.run.statusIn = time.Since(start)
