@@ -152,6 +152,7 @@ func TestFlagNamesAndDefaults(t *testing.T) {
 		"member-api-burst":          "400",
 		"member-api-qps":            "200",
 		"metrics-bind-address":      ":8080",
+		"pprof-bind-address":        "0",
 		"resync":                    "10s",
 		"watch-namespace":           "",
 		"zap-devel":                 "false",

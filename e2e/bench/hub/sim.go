@@ -129,7 +129,7 @@ func runSimOnce(ctx context.Context, cfg config, bin string, n int) (simRun, err
 			return simRun{}, aerr
 		}
 		prof = &profiler{dir: cfg.sim.profileDir, base: "http://" + addr, run: n}
-		extra = []string{"--sim-pprof-bind-address=" + addr}
+		extra = []string{"--pprof-bind-address=" + addr}
 		defer prof.wait()
 	}
 	if err = f.startHub(ctx, cfg, bin, extra...); err != nil {

@@ -12,12 +12,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,7 +28,6 @@ type simFlags struct {
 	members    int
 	kubeconfig string
 	namespaces string
-	pprofAddr  string
 }
 
 func (s *simFlags) bind(fs *flag.FlagSet) {
@@ -41,36 +36,12 @@ func (s *simFlags) bind(fs *flag.FlagSet) {
 		"Kubeconfig of the member API server backing every simulated member, as the hub's identity there.")
 	fs.StringVar(&s.namespaces, "sim-namespaces", "bench",
 		"Comma-separated member namespaces the hub may use (its RayServices' namespaces); each member's cache watches these.")
-	fs.StringVar(&s.pprofAddr, "sim-pprof-bind-address", "",
-		"Address of a net/http/pprof endpoint (/debug/pprof/), for the benchmark's profiles; empty serves none.")
-}
-
-// servePprof serves the Go profiles on addr until the process ends.
-func servePprof(addr string) error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("serving pprof: %w", err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return nil
 }
 
 // provider makes the simulated members from the flags and the hub's member settings.
 func (s *simFlags) provider(set server.ProviderSettings) (multicluster.Provider, error) {
 	if s.kubeconfig == "" {
 		return nil, errors.New("--sim-member-kubeconfig is required")
-	}
-	if s.pprofAddr != "" {
-		if err := servePprof(s.pprofAddr); err != nil {
-			return nil, err
-		}
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
 	if err != nil {
