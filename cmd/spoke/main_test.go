@@ -113,7 +113,7 @@ var cmpSortStrings = cmp.Transformer("sort", func(in []string) map[string]bool {
 // defaultFlags are the spoke's flags when none is given.
 var defaultFlags = flags{
 	manager: manageropts.Options{
-		MetricsAddr: manageropts.DefaultMetricsAddr, ProbeAddr: manageropts.DefaultProbeAddr,
+		MetricsAddr: manageropts.DefaultMetricsAddr, ProbeAddr: manageropts.DefaultProbeAddr, PprofAddr: "0",
 		LeaderElectionID: defaultLeaderElectionID, QPS: manageropts.DefaultQPS, Burst: manageropts.DefaultBurst,
 		MaxConcurrentReconciles: 16,
 	},
@@ -151,7 +151,7 @@ func TestParseArgs(t *testing.T) {
 			},
 			want: flags{
 				manager: manageropts.Options{
-					MetricsAddr: "0", ProbeAddr: ":9000", LeaderElect: true, LeaderElectionID: "x",
+					MetricsAddr: "0", ProbeAddr: ":9000", PprofAddr: "0", LeaderElect: true, LeaderElectionID: "x",
 					LeaderElectionNamespace: "sys", QPS: 500, Burst: 1000, MaxConcurrentReconciles: 4, WatchNamespaces: "a,b",
 				},
 				dashboardTemplate: "http://127.0.0.1:9/{namespace}/{service}",

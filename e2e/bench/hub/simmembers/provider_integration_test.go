@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,11 +63,12 @@ func startSim(t *testing.T, namespaces ...string) *simEnv {
 	env := envtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	var qps float32
+	// Members are engaged concurrently: the option runs on several goroutines.
+	var qps atomic.Int32
 	p, err := New(Options{
 		Members: []string{"alpha", "beta"}, Namespaces: namespaces, Config: env.Config,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = env.Scheme }},
-		RESTOptions:    []func(*rest.Config) error{func(c *rest.Config) error { c.QPS, qps = 77, 77; return nil }},
+		RESTOptions:    []func(*rest.Config) error{func(c *rest.Config) error { c.QPS = 77; qps.Store(77); return nil }},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	aware := &recordingAware{engaged: map[multicluster.ClusterName]cluster.Cluster{}}
@@ -78,7 +80,7 @@ func startSim(t *testing.T, namespaces ...string) *simEnv {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = p.Get(ctx, "gamma")
 	g.Expect(err).To(MatchError(multicluster.ErrClusterNotFound))
-	g.Expect(qps).To(BeEquivalentTo(77))
+	g.Expect(qps.Load()).To(BeEquivalentTo(77))
 	g.Expect(alpha.GetConfig().QPS).To(BeEquivalentTo(77), "the hub's REST options reach the member's config")
 	g.Expect(alpha.GetHTTPClient()).NotTo(BeIdenticalTo(beta.GetHTTPClient()), "each member has its own HTTP client")
 	for _, cl := range []cluster.Cluster{alpha, beta} {
