@@ -29,9 +29,9 @@ var (
 	}
 )
 
-// TestStatusWritesWhileComingUp follows a cluster of a head and two workers from its first
-// status: the Pods' progress is held back while they start, for at most progressHold, and
-// the status turns ready in the same write as the last of it.
+// TestStatusWritesWhileComingUp follows a cluster of a head and two workers from the first
+// look: the Pods' progress is held back while they start, for at most progressHold, and the
+// status turns ready in the same write as the last of it.
 func TestStatusWritesWhileComingUp(t *testing.T) {
 	type step struct {
 		// advance moves the clock before the reconcile.
@@ -67,6 +67,22 @@ func TestStatusWritesWhileComingUp(t *testing.T) {
 				{advance: time.Second, head: ready, w1: ready, w2: ready, wantWrites: 2, wantRequeue: requeueSoon},
 			},
 			wantReady: true, wantHeadReady: true, wantReadyWorkers: 2,
+		},
+		{
+			name: "a first look that finds the head ready waits for the workers: one write in all",
+			steps: []step{
+				{head: ready, w1: pending, w2: pending, wantWrites: 0, wantRequeue: progressHold},
+				{advance: time.Second, head: ready, w1: ready, w2: ready, wantWrites: 1, wantRequeue: requeueSoon},
+			},
+			wantReady: true, wantHeadReady: true, wantReadyWorkers: 2,
+		},
+		{
+			name: "a first look that finds the head ready writes it once the hold runs out",
+			steps: []step{
+				{head: ready, w1: pending, w2: pending, wantWrites: 0, wantRequeue: progressHold},
+				{advance: progressHold, head: ready, w1: pending, w2: pending, wantWrites: 1, wantRequeue: requeueSoon},
+			},
+			wantHeadReady: true,
 		},
 		{
 			name: "a worker that cannot pull its image shows the progress at once",

@@ -29,29 +29,69 @@ const (
 // progress of a cluster coming up for the first time: Pods turning ready one by one (the
 // ready and available worker counts), the head's address and name, and the head's readiness
 // while it is starting normally. Such a change may be held back for a short while so that a
-// cluster coming up costs two status writes (provisioning, then ready) however its Pods
-// trickle in; everything else a reader acts on is written at once:
+// cluster coming up costs at most two status writes (provisioning, then ready) however its
+// Pods trickle in; everything else a reader acts on is written at once:
 //   - the first status of a generation (observedGeneration, desired counts, provisioning),
 //   - RayClusterProvisioned turning True and the state turning ready,
 //   - any other condition (ReplicaFailure, suspension) and any spec-derived field,
 //   - a head Pod in trouble (a reason outside startingReasons),
 //   - every change once the cluster has been provisioned (a lost worker, a scale-up).
+//
+// A status never written is news when it says the Pods are being provisioned; when the
+// reconciler first gets to the cluster with some of its Pods already ready (a busy member),
+// it is progress like any other, and the cluster's first write may be the ready one.
 func ProgressOnly(prev, next *rayv1.RayClusterStatus) bool {
-	if prev.ObservedGeneration != next.ObservedGeneration {
+	if !provisioning(next) || !headStarting(next) {
 		return false
 	}
-	for _, st := range []*rayv1.RayClusterStatus{prev, next} {
-		// Absent in a status never written; True once provisioned.
-		c := meta.FindStatusCondition(st.Conditions, string(rayv1.RayClusterProvisioned))
-		if c == nil || c.Status != metav1.ConditionFalse {
-			return false
-		}
+	if neverWritten(prev) {
+		return next.State == "" && onlyProvisioningConditions(next) && hasProgress(next)
 	}
-	if head := meta.FindStatusCondition(next.Conditions, string(rayv1.HeadPodReady)); head != nil &&
-		head.Status != metav1.ConditionTrue && !startingReasons[head.Reason] {
+	if prev.ObservedGeneration != next.ObservedGeneration || !provisioning(prev) {
 		return false
 	}
 	return equality.Semantic.DeepEqual(withoutProgress(prev), withoutProgress(next))
+}
+
+// neverWritten reports whether st is the empty status of a cluster the reconciler has not
+// written yet (every status it writes has conditions).
+func neverWritten(st *rayv1.RayClusterStatus) bool {
+	return st.ObservedGeneration == 0 && len(st.Conditions) == 0
+}
+
+// provisioning reports whether RayClusterProvisioned is False: the cluster has not been
+// all ready yet since it was created or resumed.
+func provisioning(st *rayv1.RayClusterStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, string(rayv1.RayClusterProvisioned))
+	return c != nil && c.Status == metav1.ConditionFalse
+}
+
+// headStarting reports whether HeadPodReady is True or False for a reason of a head on its
+// normal way up.
+func headStarting(st *rayv1.RayClusterStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, string(rayv1.HeadPodReady))
+	return c == nil || c.Status == metav1.ConditionTrue || startingReasons[c.Reason]
+}
+
+// onlyProvisioningConditions reports whether every condition but HeadPodReady and
+// RayClusterProvisioned is False: no suspension under way, no replica failure.
+func onlyProvisioningConditions(st *rayv1.RayClusterStatus) bool {
+	for _, c := range st.Conditions {
+		switch c.Type {
+		case string(rayv1.HeadPodReady), string(rayv1.RayClusterProvisioned):
+		default:
+			if c.Status != metav1.ConditionFalse {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasProgress reports whether some Pod of the cluster is ready or running.
+func hasProgress(st *rayv1.RayClusterStatus) bool {
+	return st.ReadyWorkerReplicas > 0 || st.AvailableWorkerReplicas > 0 ||
+		meta.IsStatusConditionTrue(st.Conditions, string(rayv1.HeadPodReady))
 }
 
 // withoutProgress strips what ProgressOnly lets change, and lastUpdateTime.

@@ -58,6 +58,14 @@ func TestProgressOnly(t *testing.T) {
 		want         bool
 	}{
 		{name: "first status of the cluster", nextPods: pending, want: false},
+		{name: "first status, the head already ready", nextPods: headReady, want: true},
+		{name: "first status, a worker already running", nextPods: podList(headPod(), notReady(workerPod("w1")), workerPod("w2")), want: true},
+		{name: "first status, the head crash looping", nextPods: podList(crashingHead(), workerPod("w1").Ready(), workerPod("w2")), want: false},
+		{name: "first status, a failed Pod creation", nextPods: headReady,
+			reconcileErr: ReplicaFailure(FailedCreateWorkerPod, errors.New("quota")), want: false},
+		{name: "first status, suspension requested", nextPods: headReady,
+			rc: func(rc *rayv1.RayCluster) { rc.Spec.Suspend = new(true) }, want: false},
+		{name: "first status, all ready", nextPods: allReady, want: false},
 		{name: "head turns ready while the workers start", prevPods: pending, nextPods: headReady, want: true},
 		{name: "a worker turns ready, another runs", prevPods: headReady, nextPods: oneWorker, want: true},
 		{name: "head's containers are being created", prevPods: pending,
