@@ -27,6 +27,8 @@ type simConfig struct {
 	statusChanges int
 	// profileDir receives simhub's CPU and heap profiles; empty takes none.
 	profileDir string
+	// leaderElect runs simhub with --leader-elect, as the chart runs bin/hub.
+	leaderElect bool
 }
 
 // Defaults of the flags the scale benchmark shares with the others, where its own differ.
@@ -44,6 +46,8 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.statusChanges, "status-changes", 0, "member status changes to send (-sim); 0 turns every copy Ready")
 	fs.StringVar(&c.profileDir, "profile", "",
 		"directory for simhub's CPU profiles of each phase and its heap after placement (-sim); empty takes none")
+	fs.BoolVar(&c.leaderElect, "leader-elect", true,
+		"run simhub with leader election, as the hub chart runs bin/hub (-sim); its Lease writes are a steady-state figure")
 }
 
 // simDefaults applies the scale benchmark's defaults to the shared flags the command line did

@@ -174,7 +174,9 @@ func buildSimHub(ctx context.Context, dir string) (bin, commit string, err error
 }
 
 // startHub runs simhub against the hub control plane, its members backed by the member
-// control plane, both as hubUser; with leader election, as the hub chart runs bin/hub.
+// control plane, both as hubUser; with leader election, as the hub chart runs bin/hub, unless
+// -leader-elect=false (on a starved machine the hub API server can miss the lease's renewal
+// deadline and simhub exits, as bin/hub would).
 func (f *simFleet) startHub(ctx context.Context, cfg config, bin string, extra ...string) error {
 	hubKubeconfig, _, err := f.hub.UserKubeconfig(hubUser)
 	if err != nil {
@@ -185,7 +187,7 @@ func (f *simFleet) startHub(ctx context.Context, cfg config, bin string, extra .
 		return err
 	}
 	args := append([]string{
-		"--hub-namespace=" + labels.DefaultHubNamespace, "--leader-elect",
+		"--hub-namespace=" + labels.DefaultHubNamespace, fmt.Sprintf("--leader-elect=%t", cfg.sim.leaderElect),
 		"--sim-member-kubeconfig=" + memberKubeconfig,
 		fmt.Sprintf("--sim-members=%d", cfg.members),
 		"--sim-namespaces=" + benchNamespace,
