@@ -107,7 +107,8 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 		return nil, fmt.Errorf("get RayServiceBinding %s: %w", g.key, err)
 	}
 	var mcs fleetv1alpha1.MemberClusterList
-	if err := r.client.List(ctx, &mcs); err != nil {
+	// Read-only: the planner and the records copy what they keep (memberOf).
+	if err := r.client.List(ctx, &mcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list MemberClusters: %w", err)
 	}
 	for i := range mcs.Items {
@@ -122,7 +123,7 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 		return nil, fmt.Errorf("RayService %s: %w", g.key, err)
 	}
 	g.refusals = refusalsOf(g.binding, g.hash, g.now)
-	if g.history, err = revision.List(ctx, r.client, hub); err != nil {
+	if g.history, err = revision.ListIndexed(ctx, r.client, hub); err != nil {
 		return nil, err
 	}
 

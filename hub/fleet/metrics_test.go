@@ -9,6 +9,9 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/rayfleet/rayfleet/hub/rollout"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
 func TestStatusLatencyCountsEachMemberStatusOnce(t *testing.T) {
@@ -64,4 +67,27 @@ func histogramCount(t *testing.T, reg *prometheus.Registry) int {
 		}
 	}
 	return 0
+}
+
+func TestRolloutPhaseIsOneSeries(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "ns", Name: "rs"}
+	for _, phase := range []fleetv1alpha1.RolloutPhase{
+		fleetv1alpha1.RolloutProgressing, fleetv1alpha1.RolloutAwaitingApproval, fleetv1alpha1.RolloutComplete,
+	} {
+		m.rollout(key, nil, &rollout.Decision{Status: fleetv1alpha1.RolloutStatus{Phase: phase}})
+		if got := testutil.CollectAndCount(m.phase); got != 1 {
+			t.Errorf("in %s: %d phase series, want 1", phase, got)
+		}
+		if got := testutil.ToFloat64(m.phase.WithLabelValues("ns", "rs", string(phase))); got != 1 {
+			t.Errorf("in %s: its series is %v, want 1", phase, got)
+		}
+	}
+	m.forget(key)
+	if got := testutil.CollectAndCount(m.phase); got != 0 {
+		t.Errorf("after forget, %d phase series, want 0", got)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/workqueue"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
@@ -50,6 +52,11 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		placedIndex, placedIndexValue)
 	if err != nil {
 		return fmt.Errorf("index RayServiceBindings by placement: %w", err)
+	}
+	err = mgr.GetLocalManager().GetFieldIndexer().IndexField(context.Background(), &appsv1.ControllerRevision{},
+		revision.OriginIndex, revision.IndexOrigin)
+	if err != nil {
+		return fmt.Errorf("index ControllerRevisions by RayService: %w", err)
 	}
 	local := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
 	err = mcbuilder.ControllerManagedBy(mgr).

@@ -124,7 +124,37 @@ func TestDrifted(t *testing.T) {
 			if got := Drifted(desired, member); got != tc.want {
 				t.Errorf("Drifted = %v, want %v", got, tc.want)
 			}
+			// The member caches store copies trimmed; the answer must not change.
+			if _, err := TrimManagedFields(member); err != nil {
+				t.Fatal(err)
+			}
+			if got := Drifted(desired, member); got != tc.want {
+				t.Errorf("Drifted after TrimManagedFields = %v, want %v", got, tc.want)
+			}
 		})
+	}
+}
+
+func TestTrimManagedFields(t *testing.T) {
+	m := raybuilder.MakeRayService("svc", "ns").Obj()
+	m.ManagedFields = []metav1.ManagedFieldsEntry{
+		hubOwned(`{"f:labels":{"f:app":{}}}`),
+		{Manager: "spoke", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+			FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
+		{Manager: labels.HubFieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{}}}`)},
+	}
+	if _, err := TrimManagedFields(m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.ManagedFields) != 1 {
+		t.Fatalf("kept %d entries, want the hub's apply only: %+v", len(m.ManagedFields), m.ManagedFields)
+	}
+	if got, want := string(m.ManagedFields[0].FieldsV1.Raw), `{"f:metadata":{"f:labels":{"f:app":{}}}}`; got != want {
+		t.Errorf("kept fields %s, want %s", got, want)
+	}
+	if got, err := TrimManagedFields("not an object"); err != nil || got != "not an object" {
+		t.Errorf("a non-object: %v, %v; want it back untouched", got, err)
 	}
 }
 

@@ -24,12 +24,33 @@ import (
 // controlled by its UID. A revision left by a deleted RayService of the same name is not one of
 // them, and the garbage collector removes it.
 func List(ctx context.Context, c client.Reader, hub *rayv1.RayService) ([]appsv1.ControllerRevision, error) {
+	return list(ctx, c, hub, client.MatchingLabels{labels.OriginName: hub.Name})
+}
+
+// OriginIndex is a cache field index of ControllerRevisions by their origin-name label, which
+// IndexOrigin computes. A label selector makes the cache test every revision of the namespace;
+// with 10,000 RayServices in one namespace that was half the hub's CPU.
+const OriginIndex = "rayfleet.io/revision-origin"
+
+// IndexOrigin is OriginIndex's function.
+func IndexOrigin(obj client.Object) []string {
+	if name := obj.GetLabels()[labels.OriginName]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+// ListIndexed is List through a cache that has OriginIndex.
+func ListIndexed(ctx context.Context, c client.Reader, hub *rayv1.RayService) ([]appsv1.ControllerRevision, error) {
+	return list(ctx, c, hub, client.MatchingFields{OriginIndex: hub.Name})
+}
+
+func list(ctx context.Context, c client.Reader, hub *rayv1.RayService, match client.ListOption) ([]appsv1.ControllerRevision, error) {
 	if err := checkHub(hub); err != nil {
 		return nil, fmt.Errorf("listing revisions: %w", err)
 	}
 	var list appsv1.ControllerRevisionList
-	if err := c.List(ctx, &list, client.InNamespace(hub.Namespace),
-		client.MatchingLabels{labels.OriginName: hub.Name}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(hub.Namespace), match); err != nil {
 		return nil, fmt.Errorf("listing revisions of RayService %s/%s: %w", hub.Namespace, hub.Name, err)
 	}
 	var owned []appsv1.ControllerRevision

@@ -31,6 +31,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
+	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/policy"
 	"github.com/rayfleet/rayfleet/hub/sweep"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -184,7 +185,10 @@ func run(ctx context.Context, f flags, opts Options) error {
 func providerSettings(f flags, sch *runtime.Scheme, userAgent string) ProviderSettings {
 	return ProviderSettings{
 		HubNamespace:   f.hubNamespace,
-		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = sch }},
+		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
+			o.Scheme = sch
+			o.Cache.DefaultTransform = propagation.TrimManagedFields
+		}},
 		RESTOptions: []func(*rest.Config) error{func(c *rest.Config) error {
 			c.UserAgent = userAgent
 			c.QPS, c.Burst = float32(f.memberQPS), f.memberBurst
