@@ -154,6 +154,11 @@ fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the
 e2e: build tools ## Run the end-to-end tests against local control planes.
 	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/... ./shared/localfleet/...
 
+.PHONY: chaos
+chaos: build tools ## Run every fault scenario at full length on local fleets and write e2e/chaos/RESULTS.md.
+	$(E2E_ENV) RAYFLEET_CHAOS_FULL=1 RAYFLEET_CHAOS_TABLE=$(CURDIR)/e2e/chaos/RESULTS.md RAYFLEET_CHAOS_COMMAND="make chaos" \
+		go test -tags e2e -count=1 -p 1 -timeout 150m -v ./e2e/chaos/
+
 .PHONY: bench bench-raycluster bench-rayservice bench-hub bench-hub-scale
 bench: bench-raycluster bench-rayservice bench-hub bench-hub-scale ## Run the RayCluster, RayService and hub benchmarks (3 real members, then 100 simulated) against local control planes.
 

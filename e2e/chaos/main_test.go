@@ -1,0 +1,121 @@
+//go:build e2e
+
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Environment of `make chaos`: where the table goes (unset: no table, as in .ci/run's subset),
+// and the command named in its header.
+const (
+	envTable   = "RAYFLEET_CHAOS_TABLE"
+	envCommand = "RAYFLEET_CHAOS_COMMAND"
+	// envFull runs every scenario at full length; without it (make e2e, .ci/run) the scenarios
+	// run shortened, and the long ones are skipped.
+	envFull = "RAYFLEET_CHAOS_FULL"
+)
+
+// full reports whether this is `make chaos`'s full run.
+func full() bool { return os.Getenv(envFull) != "" }
+
+// span is long in the full run and short otherwise (an outage of 2 minutes, or 30 s in CI).
+func span(long, short time.Duration) time.Duration {
+	if full() {
+		return long
+	}
+	return short
+}
+
+// fullOnly skips a scenario outside the full run.
+func fullOnly(t *testing.T) {
+	t.Helper()
+	if !full() {
+		t.Skipf("runs in make chaos only (%s=1)", envFull)
+	}
+}
+
+// collected are the rows the scenarios filled, in the order they ended.
+var collected struct {
+	mu   sync.Mutex
+	rows []*Result
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if path := os.Getenv(envTable); path != "" {
+		if err := writeTable(path); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e/chaos:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// scenario opens the test's row of the table. When the test ends the row records whether it
+// passed and how long it took, and is printed to the test log as JSON.
+func scenario(t *testing.T, order int, name, done, checked string) *Result {
+	t.Helper()
+	r := &Result{Order: order, Scenario: name, Done: done, Checked: checked}
+	start := time.Now()
+	t.Cleanup(func() {
+		r.Duration = time.Since(start)
+		r.Passed = !t.Failed() && r.Lost == 0
+		if t.Failed() {
+			r.Failure = "see " + t.Name() + "'s log"
+		}
+		if r.Lost > 0 && !t.Failed() {
+			t.Errorf("%d member workloads lost", r.Lost)
+		}
+		if b, err := json.Marshal(r); err == nil {
+			t.Logf("chaos result: %s", b)
+		}
+		collected.mu.Lock()
+		collected.rows = append(collected.rows, r)
+		collected.mu.Unlock()
+	})
+	return r
+}
+
+// writeTable renders the collected rows to path.
+func writeTable(path string) error {
+	collected.mu.Lock()
+	rows := make([]Result, 0, len(collected.rows))
+	for _, r := range collected.rows {
+		rows = append(rows, *r)
+	}
+	collected.mu.Unlock()
+	command := os.Getenv(envCommand)
+	if command == "" {
+		command = "go test -tags e2e ./e2e/chaos"
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing the table: %w", err)
+	}
+	if err = Render(f, Header{Commit: commit(), Date: time.Now(), CPUs: runtime.NumCPU(), Command: command}, rows); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing the table to %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// commit is the checked-out commit, marked dirty when the tree has changes.
+func commit() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
