@@ -272,7 +272,8 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 
 // polled reports whether this RayService waits on something no watch reports, so that it is
 // reconciled every Resync: a reconcile that stopped early or failed to write a member, an
-// invalid or under-placed RayService, a member not read, a cluster leaving, a blue/green in
+// invalid or under-placed RayService, a member not read, a cluster leaving, a foreign
+// RayService in a copy's place (its deletion maps to no hub RayService), a blue/green in
 // flight, traffic (the route's acceptance is read, not watched), or a rollout waiting on an
 // approval (an annotation on the binding, whose watch passes spec changes only). Everything
 // else a RayService waits on arrives by watch (its spec and annotations, its policy, the
@@ -281,7 +282,7 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 func polled(g *group, o *outcome) bool {
 	d := o.d
 	if o.res == nil || d.invalid != nil || d.placedCond.Status != metav1.ConditionTrue ||
-		len(d.departures) > 0 || len(o.kept()) > 0 || d.colors != nil || d.traffic != nil ||
+		len(d.departures) > 0 || len(d.foreign) > 0 || len(o.kept()) > 0 || d.colors != nil || d.traffic != nil ||
 		len(o.res.applyErrs) > 0 || o.res.trafficErr != nil {
 		return true
 	}

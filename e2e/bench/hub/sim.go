@@ -29,6 +29,9 @@ type simConfig struct {
 	profileDir string
 	// leaderElect runs simhub with --leader-elect, as the chart runs bin/hub.
 	leaderElect bool
+	// floor replaces simhub by the replay of its placement writes (floor.go); floorWatches
+	// keeps the hub's watches of the kinds it writes open meanwhile.
+	floor, floorWatches bool
 }
 
 // Defaults of the flags the scale benchmark shares with the others, where its own differ.
@@ -46,6 +49,10 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.statusChanges, "status-changes", 0, "member status changes to send (-sim); 0 turns every copy Ready")
 	fs.StringVar(&c.profileDir, "profile", "",
 		"directory for simhub's CPU profiles of each phase and its heap after placement (-sim); empty takes none")
+	fs.BoolVar(&c.floor, "floor", false,
+		"with -sim: no simhub; replay the API writes the hub makes to place each RayService, and measure what they cost the API servers")
+	fs.BoolVar(&c.floorWatches, "floor-watches", true,
+		"with -floor: hold open the watches a hub's informers would (hub RayServices, bindings, revisions; each member's copies)")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true,
 		"run simhub with leader election, as the hub chart runs bin/hub (-sim); its Lease writes are a steady-state figure")
 }
@@ -72,6 +79,9 @@ func simDefaults(c *config, set map[string]bool) {
 // runSim builds simhub once and measures -runs fresh runs, printing each run's figures as it
 // ends and the spread at the end.
 func runSim(ctx context.Context, cfg config) error {
+	if cfg.sim.floor {
+		return runFloor(ctx, cfg)
+	}
 	dir, err := os.MkdirTemp("", "rayfleet-simhub-")
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ type simRun struct {
 	sentIn, statusIn time.Duration
 	// usage is the hub process's at the end of each phase.
 	usage [numPhases]localcluster.Usage
+	// cpStart is the control planes' CPU just before the first create, cp at each phase's end.
+	cpStart cpUsage
+	cp      [numPhases]cpUsage
 	// windows are the phases' spans; reconciles and calls (by "hub" and "member") per phase.
 	windows    [numPhases]benchutil.Window
 	reconciles [numPhases]float64
@@ -150,6 +153,9 @@ func (m *simMeasure) endPhase(ctx context.Context, phase int, start time.Time) e
 		m.run.queueWait[phase] = (q[queueWaitSum] - m.lastWait[0]) / n
 	}
 	m.lastWait = [2]float64{q[queueWaitSum], q[queueWaitCount]}
+	if m.run.cp[phase], err = readControlPlanes(m.f.hub, m.f.member); err != nil {
+		return err
+	}
 	m.run.usage[phase], err = m.f.hubProc.Usage()
 	return err
 }
@@ -165,8 +171,12 @@ func (m *simMeasure) quiet(ctx context.Context) error {
 // quiet.
 func (m *simMeasure) place(ctx context.Context) error {
 	m.prof.cpu(ctx, "place", profilePlace)
+	var err error
+	if m.run.cpStart, err = readControlPlanes(m.f.hub, m.f.member); err != nil {
+		return err
+	}
 	start := time.Now()
-	if err := createSimServices(ctx, m.cfg, m.f.hubClient, m.f.copies.placed); err != nil {
+	if err = createSimServices(ctx, m.cfg, m.f.hubClient, m.f.copies.placed, nil); err != nil {
 		return err
 	}
 	m.run.createdIn = time.Since(start)
@@ -296,8 +306,10 @@ func (m *simMeasure) count() error {
 }
 
 // createSimServices creates the scale benchmark's RayServices, cfg.parallel at a time,
-// recording each one's creation time just before its request is sent.
-func createSimServices(ctx context.Context, cfg config, c client.Client, placed *benchutil.Readiness) error {
+// recording each one's creation time just before its request is sent; created, when set, is
+// handed RayService i as the create answered it (the floor's replay starts from it).
+func createSimServices(ctx context.Context, cfg config, c client.Client, placed *benchutil.Readiness,
+	created func(i int, rs *rayv1.RayService)) error {
 	sem := make(chan struct{}, cfg.parallel)
 	errs := make([]error, cfg.services)
 	var wg sync.WaitGroup
@@ -309,6 +321,8 @@ func createSimServices(ctx context.Context, cfg config, c client.Client, placed 
 			placed.MarkCreated(rs.Name, time.Now())
 			if err := c.Create(ctx, rs); err != nil {
 				errs[i] = fmt.Errorf("creating RayService %s: %w", rs.Name, err)
+			} else if created != nil {
+				created(i, rs)
 			}
 		})
 	}

@@ -69,7 +69,7 @@ func simFigures(cfg config) []simFigure {
 	members := float64(cfg.members)
 	intervals := func(r *simRun) float64 { return r.seconds(phaseSteady) / cfg.reportInterval.Seconds() }
 	pct := func(d []time.Duration, q float64) float64 { return benchutil.Percentile(d, q).Seconds() }
-	return []simFigure{
+	return append([]simFigure{
 		{name: "first create -> last member copy (s)", format: "%.1f", target: "< 60 s",
 			value: func(r *simRun) float64 { return r.placedIn.Seconds() },
 			ok:    func(v float64) bool { return v < simTargetPlaced.Seconds() }},
@@ -134,7 +134,7 @@ func simFigures(cfg config) []simFigure {
 			value: func(r *simRun) float64 { return r.reconciles[phaseSteady] / r.seconds(phaseSteady) }},
 		{name: "steady: API calls per second (hub+member, all)", format: "%.1f",
 			value: func(r *simRun) float64 { return r.calls(phaseSteady, nil, nil) / r.seconds(phaseSteady) }},
-	}
+	}, cpFigures([]int{phasePlace, phaseStatus, phaseSteady})...)
 }
 
 // printSimReport prints every figure of every run, its min / median / max, and its target.
@@ -144,13 +144,20 @@ func printSimReport(out io.Writer, cfg config, commit string, runs []simRun) {
 		"status changes at %.0f/s, heartbeat %v, steady %v, hub args %q\n",
 		cfg.services, cfg.members, commit, cfg.sim.statusRate, cfg.reportInterval, cfg.rollout.steady,
 		strings.Join(cfg.hubArgs, " "))
+	printFigures(w, simFigures(cfg), runs)
+	_ = w.Flush()
+}
+
+// printFigures prints a header and, per figure, its value in every run, the spread and the
+// target met or not.
+func printFigures(w io.Writer, figs []simFigure, runs []simRun) {
 	header := []string{"figure"}
 	for i := range runs {
 		header = append(header, fmt.Sprintf("run %d", i+1))
 	}
 	header = append(header, "min / median / max", "target")
 	fmt.Fprintln(w, strings.Join(header, "\t"))
-	for _, f := range simFigures(cfg) {
+	for _, f := range figs {
 		vals := make([]float64, len(runs))
 		row := []string{f.name}
 		met := 0
@@ -170,7 +177,6 @@ func printSimReport(out io.Writer, cfg config, commit string, runs []simRun) {
 		}
 		fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
-	_ = w.Flush()
 }
 
 // spread returns the minimum, the median (the lower middle of an even count) and the maximum.
@@ -211,7 +217,13 @@ func printSimBreakdown(out io.Writer, cfg config, run int, r simRun) {
 				}
 			}
 		}
-		fmt.Fprintf(w, "  reconciles\t%.0f\t%.3f\n", r.reconciles[p.phase], r.reconciles[p.phase]/p.by)
+		if !cfg.sim.floor {
+			fmt.Fprintf(w, "  reconciles\t%.0f\t%.3f\n", r.reconciles[p.phase], r.reconciles[p.phase]/p.by)
+		}
+		cp := r.cpPhase(p.phase)
+		for i := range numCP {
+			fmt.Fprintf(w, "  CPU: %s (s)\t%.1f\t%.3f\n", cpNames[i], cp[i].Seconds(), cp[i].Seconds()/p.by)
+		}
 	}
 	_ = w.Flush()
 }

@@ -76,13 +76,7 @@ func policyOf(i int) simPolicy {
 // copiesOn is how many copies p places in a fleet of members: its clusters, or fewer when
 // fewer members match its selector and have GPUs for it.
 func (p simPolicy) copiesOn(members int) int {
-	eligible := 0
-	for i := range members {
-		if (p.region == "" || simMemberLabels(i)[regionLabel] == p.region) && (!p.gpu || hasGPU(i)) {
-			eligible++
-		}
-	}
-	return min(int(p.clusters), eligible)
+	return min(int(p.clusters), len(p.eligible(members)))
 }
 
 // object is the PlacementPolicy of p in namespace ns.
