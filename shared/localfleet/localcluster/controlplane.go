@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -36,7 +37,7 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 	}
 	clientURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	c.etcd, err = c.start("etcd", c.bin("etcd"), []string{
+	c.etcd, err = c.start(etcdName, c.bin("etcd"), []string{
 		"--name=" + c.Name, "--data-dir=" + filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
@@ -270,4 +271,74 @@ func waitHTTP(ctx context.Context, p *Process, hc *http.Client, url string) erro
 		return fmt.Errorf("%w (last: %w)", err, last)
 	}
 	return err
+}
+
+// etcdName names etcd's process (and its log file).
+const etcdName = "etcd"
+
+// StopEtcd stops etcd alone (SIGTERM, its data kept): the API server and every other process
+// keep running, and every request that reaches storage fails until StartEtcd.
+func (c *Cluster) StopEtcd() {
+	c.mu.Lock()
+	etcd := c.etcd
+	c.mu.Unlock()
+	if etcd != nil {
+		etcd.Stop()
+	}
+}
+
+// StartEtcd starts the etcd StopEtcd stopped again, with the arguments it first started with
+// (the same data directory and ports, so that the running API server's --etcd-servers still
+// names it), and waits until etcd is healthy and, when the API server runs, until the API
+// server is ready again. The API server needs no restart: its etcd client reconnects to the
+// same address by itself. etcd's log is appended to the same file.
+func (c *Cluster) StartEtcd(ctx context.Context) error {
+	c.mu.Lock()
+	old, api := c.etcd, c.api
+	c.mu.Unlock()
+	if old == nil {
+		return fmt.Errorf("cluster %s: etcd was never started", c.Name)
+	}
+	if exited, _ := old.Exited(); !exited {
+		return fmt.Errorf("cluster %s: etcd (pid %d) still runs", c.Name, old.PID())
+	}
+	args := old.cmd.Args[1:]
+	clientURL, ok := flagValue(args, "--listen-client-urls")
+	if !ok {
+		return fmt.Errorf("cluster %s: etcd was started without --listen-client-urls", c.Name)
+	}
+	etcd, err := c.start(etcdName, old.Bin, args, nil)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.etcd = etcd
+	c.mu.Unlock()
+	if err := waitHTTP(ctx, etcd, http.DefaultClient, clientURL+"/health"); err != nil {
+		return fmt.Errorf("etcd of %s restarted: %w\n%s", c.Name, err, tail(etcd.LogPath, 40))
+	}
+	if api == nil {
+		return nil
+	}
+	if exited, _ := api.Exited(); exited {
+		return nil // StartAPIServer waits for it
+	}
+	httpClient, err := rest.HTTPClientFor(c.Config)
+	if err != nil {
+		return fmt.Errorf("building API server client: %w", err)
+	}
+	if err := waitHTTP(ctx, api, httpClient, c.host+"/readyz"); err != nil {
+		return fmt.Errorf("kube-apiserver of %s after etcd restarted: %w\n%s", c.Name, err, tail(api.LogPath, 40))
+	}
+	return nil
+}
+
+// flagValue is the value of the first --name=value among args.
+func flagValue(args []string, name string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }

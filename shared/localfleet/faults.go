@@ -1,0 +1,120 @@
+package localfleet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+)
+
+// Faults of one member beyond StopMemberAPIServer: its spoke killed as a crash would, its etcd
+// stopped and started again. While a fault lasts, the member is cut off: its spoke may exit
+// without Exited reporting it, and ending the fault starts the spoke again if it did.
+
+// KillSpoke kills the member's bin/spoke with SIGKILL, as a crash or an out-of-memory kill
+// would (no graceful shutdown, nothing flushed), and waits for it to exit. Exited does not
+// report that exit; StartSpoke brings the spoke back.
+func (f *Fleet) KillSpoke(name string) error {
+	spoke, err := f.cutOffMember(name)
+	if err != nil {
+		return err
+	}
+	spoke.Kill()
+	return nil
+}
+
+// StartSpoke starts the member's bin/spoke again with the flags it first started with, after
+// KillSpoke, and waits until it is ready; its log is appended to the same file. From then on
+// Exited reports the spoke's exit again. It fails if the spoke still runs.
+func (f *Fleet) StartSpoke(ctx context.Context, name string) error {
+	f.mu.Lock()
+	spoke := f.Spokes[name]
+	f.mu.Unlock()
+	if spoke == nil {
+		return fmt.Errorf("no member %q", name)
+	}
+	if exited, _ := spoke.Exited(); !exited {
+		return fmt.Errorf("member %s: bin/spoke (pid %d) still runs", name, spoke.PID())
+	}
+	if err := f.restartSpokeIfExited(ctx, name); err != nil {
+		return err
+	}
+	f.reconnect(name)
+	return nil
+}
+
+// StopMemberEtcd stops the member's etcd (SIGTERM; its data stays): its API server keeps
+// running but fails every request that reaches storage, as during an etcd restart or a lost
+// etcd quorum, until StartMemberEtcd. Meanwhile the spoke may exit without Exited reporting
+// it.
+func (f *Fleet) StopMemberEtcd(name string) error {
+	if _, err := f.cutOffMember(name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	member := f.Members[name]
+	f.mu.Unlock()
+	member.StopEtcd()
+	return nil
+}
+
+// StartMemberEtcd ends the fault StopMemberEtcd began: it starts the member's etcd again on the
+// same data directory and ports, waits until the API server (not restarted: it reconnects by
+// itself) is ready again, and starts the spoke again if it exited meanwhile. From then on
+// Exited reports the spoke's exit again.
+func (f *Fleet) StartMemberEtcd(ctx context.Context, name string) error {
+	f.mu.Lock()
+	member := f.Members[name]
+	f.mu.Unlock()
+	if member == nil {
+		return fmt.Errorf("no member %q", name)
+	}
+	if err := member.StartEtcd(ctx); err != nil {
+		return fmt.Errorf("member %s: %w", name, err)
+	}
+	if err := f.restartSpokeIfExited(ctx, name); err != nil {
+		return err
+	}
+	f.reconnect(name)
+	return nil
+}
+
+// cutOffMember marks the member cut off (see Exited) and returns its spoke.
+func (f *Fleet) cutOffMember(name string) (*localcluster.Manager, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	spoke := f.Spokes[name]
+	if f.Members[name] == nil || spoke == nil {
+		return nil, fmt.Errorf("no member %q", name)
+	}
+	if f.cutOff == nil {
+		f.cutOff = map[string]bool{}
+	}
+	f.cutOff[name] = true
+	return spoke, nil
+}
+
+// reconnect ends the member's cut-off: Exited reports its spoke's exit again.
+func (f *Fleet) reconnect(name string) {
+	f.mu.Lock()
+	delete(f.cutOff, name)
+	f.mu.Unlock()
+}
+
+// restartSpokeIfExited starts the member's spoke again with its flags if it is not running.
+func (f *Fleet) restartSpokeIfExited(ctx context.Context, name string) error {
+	f.mu.Lock()
+	member, spoke, args := f.Members[name], f.Spokes[name], f.spokeArgs[name]
+	f.mu.Unlock()
+	if exited, _ := spoke.Exited(); !exited {
+		return nil
+	}
+	restarted, err := member.StartManager(ctx, spoke.Name, spoke.Bin, args.kubeconfig, args.args, nil)
+	if err != nil {
+		return fmt.Errorf("member %s: restarting bin/spoke: %w", name, err)
+	}
+	f.mu.Lock()
+	f.Spokes[name] = restarted
+	f.mu.Unlock()
+	return nil
+}
