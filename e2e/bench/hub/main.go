@@ -7,14 +7,17 @@
 // API writes per RayService (from the audit logs of the hub and the members, by the hub's own
 // client certificate).
 // With -rollout it measures a fleet rollout instead, on a fleet with spokes: see rollout.go.
-// With -sim it measures the hub at fleet scale, against simulated members: see sim.go.
-// It imports only benchutil, simmembers (for its naming of the simulated members' objects)
-// and shared/ (the local fleet and test helpers), never hub/, spoke/ or cmd/: it measures
-// bin/hub, or simhub, as a process.
+// With -sim it measures the hub at fleet scale, against simulated members: see sim.go; with
+// -sim -floor, what the hub's placement writes cost the API servers with no hub: simfloor.go.
+// It imports only benchutil, simmembers (for its naming of the simulated members' objects),
+// floor (-floor's replay, which builds the hub's objects with hub/'s own functions) and shared/
+// (the local fleet and test helpers), never hub/, spoke/ or cmd/ itself: it measures bin/hub,
+// or simhub, as a process.
 //
 //	go run ./e2e/bench/hub -services 1000 -members 3
 //	go run ./e2e/bench/hub -rollout -runs 3
 //	go run ./e2e/bench/hub -sim -members 100 -services 10000 -runs 3
+//	go run ./e2e/bench/hub -sim -floor -members 100 -services 10000
 package main
 
 import (
@@ -98,6 +101,8 @@ func parseFlags() config {
 	spokeArgs := c.rollout.bindFlags(flag.CommandLine)
 	c.sim.bindFlags(flag.CommandLine)
 	flag.Parse()
+	// -floor is a mode of the scale benchmark: its fleet, its workload, its defaults.
+	c.sim.enabled = c.sim.enabled || c.sim.floor
 	if c.sim.enabled {
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -69,6 +69,8 @@ type simRun struct {
 	queueDepth, queueWait [numPhases]float64
 	// phasesDone counts the phases that ended (numPhases unless the run failed).
 	phasesDone int
+	// floor is what the replay writer saw (-floor only).
+	floor floorRun
 }
 
 // Names of the workqueue metrics the report reads.
