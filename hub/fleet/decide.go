@@ -137,7 +137,7 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) (rejected map[string
 	d.placeIn = placement.Input{
 		Demand:  placement.DemandOf(g.hub),
 		Policy:  policy,
-		Members: membersOf(g.memberClusters),
+		Members: membersOf(g.memberClusters, r.memberViews),
 		Current: g.placedBefore(),
 		Held:    heldBy(g),
 		Refused: refusedForPlanning(g),

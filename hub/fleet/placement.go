@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/policy"
@@ -54,13 +56,57 @@ func heldBy(g *group) map[string]corev1.ResourceList {
 	return held
 }
 
-// membersOf maps the MemberClusters to the planner's members, sorted by name.
-func membersOf(mcs map[string]*fleetv1alpha1.MemberCluster) []placement.Member {
+// membersOf maps the MemberClusters to the planner's members, sorted by name, through views
+// (nil: built afresh).
+func membersOf(mcs map[string]*fleetv1alpha1.MemberCluster, views *memberViews) []placement.Member {
 	out := make([]placement.Member, 0, len(mcs))
 	for _, name := range slices.Sorted(maps.Keys(mcs)) {
-		out = append(out, memberOf(mcs[name]))
+		out = append(out, views.of(mcs[name]))
 	}
 	return out
+}
+
+// memberViews keeps each MemberCluster's planner view by UID and resourceVersion. Every
+// reconcile plans against every member, and building the views afresh (labels, taints and
+// capacity copied) was a tenth of a reconcile that only mirrors a status at 100 members. The
+// views are shared between reconciles: read only (the planner copies what it changes).
+type memberViews struct {
+	mu     sync.Mutex
+	byName map[string]memberView
+}
+
+type memberView struct {
+	uid             types.UID
+	resourceVersion string
+	member          placement.Member
+}
+
+// of is mc's view, built when mc changed since it was last asked for.
+func (v *memberViews) of(mc *fleetv1alpha1.MemberCluster) placement.Member {
+	if v == nil || mc.ResourceVersion == "" {
+		return memberOf(mc)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if got, ok := v.byName[mc.Name]; ok && got.uid == mc.UID && got.resourceVersion == mc.ResourceVersion {
+		return got.member
+	}
+	if v.byName == nil {
+		v.byName = map[string]memberView{}
+	}
+	m := memberOf(mc)
+	v.byName[mc.Name] = memberView{uid: mc.UID, resourceVersion: mc.ResourceVersion, member: m}
+	return m
+}
+
+// forget drops the view of a MemberCluster that is gone.
+func (v *memberViews) forget(name string) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	delete(v.byName, name)
+	v.mu.Unlock()
 }
 
 // memberOf is what the planner needs of a MemberCluster: its Ready condition (kept up by the

@@ -447,3 +447,32 @@ func TestNoteShortfall(t *testing.T) {
 		})
 	}
 }
+
+func TestMemberViews(t *testing.T) {
+	mc := readyMember("a")
+	mc.UID, mc.ResourceVersion = "uid-1", "1"
+	views := &memberViews{}
+	first := views.of(mc)
+	if !first.Ready {
+		t.Fatalf("view of a Ready member not ready: %+v", first)
+	}
+	stale := mc.DeepCopy()
+	stale.Labels = map[string]string{"region": "us"}
+	if got := views.of(stale); got.Labels["region"] != "" {
+		t.Errorf("same resourceVersion: want the kept view, got labels %v", got.Labels)
+	}
+	stale.ResourceVersion = "2"
+	if got := views.of(stale); got.Labels["region"] != "us" {
+		t.Errorf("new resourceVersion: want a new view, got labels %v", got.Labels)
+	}
+	recreated := mc.DeepCopy()
+	recreated.UID, recreated.ResourceVersion = "uid-2", "2"
+	if got := views.of(recreated); got.Labels["region"] != "" {
+		t.Errorf("a MemberCluster created again under the name: want its own view, got labels %v", got.Labels)
+	}
+	views.forget("a")
+	var none *memberViews
+	if got := none.of(mc); !got.Ready {
+		t.Errorf("nil views: want the member built afresh, got %+v", got)
+	}
+}

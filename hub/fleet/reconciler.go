@@ -110,7 +110,9 @@ type Reconciler struct {
 	validSpecs *validation.SpecMemo
 	// deletes remembers the copies deleted recently (see deleteCopy).
 	deletes deletes
-	opts    Options
+	// memberViews are the MemberClusters as the planner sees them.
+	memberViews *memberViews
+	opts        Options
 }
 
 // NewReconciler returns a reconciler using the hub manager's client and event recorder and
@@ -136,14 +138,15 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		opts.MetricsRegisterer = ctrlmetrics.Registry
 	}
 	return &Reconciler{
-		client:     mgr.GetClient(),
-		apiReader:  mgr.GetAPIReader(),
-		members:    members,
-		recorder:   mgr.GetEventRecorder("rayfleet-hub"),
-		clock:      opts.Clock,
-		reserved:   placement.NewReservations(),
-		validSpecs: validation.NewSpecMemo(),
-		opts:       opts,
+		client:      mgr.GetClient(),
+		apiReader:   mgr.GetAPIReader(),
+		members:     members,
+		recorder:    mgr.GetEventRecorder("rayfleet-hub"),
+		clock:       opts.Clock,
+		reserved:    placement.NewReservations(),
+		validSpecs:  validation.NewSpecMemo(),
+		memberViews: &memberViews{},
+		opts:        opts,
 	}
 }
 

@@ -31,8 +31,8 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
-	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/policy"
+	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/sweep"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -184,7 +184,7 @@ func run(ctx context.Context, f flags, opts Options) error {
 // providerSettings are the member clusters' scheme, user agent and client-side rate limits.
 func providerSettings(f flags, sch *runtime.Scheme, userAgent string) ProviderSettings {
 	return ProviderSettings{
-		HubNamespace:   f.hubNamespace,
+		HubNamespace: f.hubNamespace,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			o.Scheme = sch
 			o.Cache.DefaultTransform = propagation.TrimManagedFields
