@@ -90,14 +90,16 @@ func TestMemberFlapping(t *testing.T) {
 	spells := flapWatchReady(t, f, memberAP)
 
 	began := time.Now()
-	cycles := flapRun(t, f, flapping)
+	stops, starts := flapRun(t, f, flapping)
 	eventually(t, flapSettle, func(g gomega.Gomega) { flapExpectSettled(g, f, ns, services) })
 	moves.stop()
 	spells.stop()
 	after := flapMeasure(t, f, pprof)
 
 	g := gomega.NewWithT(t)
-	transitions, longest := spells.result()
+	transitions, longest, notReadyAt, readyAt := spells.result()
+	detect, detected := flapLatency(stops, notReadyAt)
+	recovery, recovered := flapLatency(starts, readyAt)
 	g.Expect(transitions).To(gomega.BeNumerically(">", 0), "ap never turned NotReady in the hub's eyes: the flapping did not flap")
 	g.Expect(longest).To(gomega.BeNumerically("<", flapToleration),
 		"a NotReady spell of ap (%v) reached the failover toleration (%v): the scenario cannot tell a stampede from a due failover", longest, flapToleration)
@@ -108,8 +110,10 @@ func TestMemberFlapping(t *testing.T) {
 	apAfter := flapCopiesOn(t, f, ns, memberAP)
 	g.Expect(apAfter).To(gomega.Equal(onAP), "RayServices on ap after the flapping")
 
-	r.Add("outages of ap", cycles)
+	r.Add("outages of ap", len(stops))
 	r.Add("NotReady transitions seen (hub)", transitions)
+	r.Add("detect (stop → NotReady), longest", fmt.Sprintf("%v (%d of %d outages seen)", detect.Round(time.Millisecond), detected, len(stops)))
+	r.Add("recover (serving again → Ready), longest", fmt.Sprintf("%v (%d of %d returns seen)", recovery.Round(time.Millisecond), recovered, len(starts)))
 	r.Add("longest NotReady spell", longest)
 	r.Add("RayServices on ap before / after", fmt.Sprintf("%d / %d", len(onAP), len(apAfter)))
 	r.Add("copies moved", len(moves.moved()))
@@ -189,23 +193,39 @@ func flapCopiesOn(t *testing.T, f *localfleet.Fleet, ns, member string) []string
 }
 
 // flapRun stops and starts ap's API server until d has passed, ending with it started, and
-// returns how many outages it made.
-func flapRun(t *testing.T, f *localfleet.Fleet, d time.Duration) int {
+// returns when each outage began (stop) and ended (the API server serving again).
+func flapRun(t *testing.T, f *localfleet.Fleet, d time.Duration) (stops, starts []time.Time) {
 	t.Helper()
 	end := time.Now().Add(d)
-	cycles := 0
 	for time.Now().Before(end) {
+		stops = append(stops, time.Now())
 		if err := f.StopMemberAPIServer(memberAP); err != nil {
 			t.Fatalf("stopping the API server of %s: %v", memberAP, err)
 		}
-		cycles++
 		flapWait(t, flapDown)
 		if err := f.StartMemberAPIServer(t.Context(), memberAP); err != nil {
 			t.Fatalf("starting the API server of %s again: %v", memberAP, err)
 		}
+		starts = append(starts, time.Now())
 		flapWait(t, flapUp)
 	}
-	return cycles
+	return stops, starts
+}
+
+// flapLatency is the longest time from one of the instants at to the first of events after
+// it (and before the next instant), and how many instants had such an event.
+func flapLatency(at, events []time.Time) (longest time.Duration, matched int) {
+	for i, a := range at {
+		for _, e := range events {
+			if e.Before(a) || (i+1 < len(at) && !e.Before(at[i+1])) {
+				continue
+			}
+			longest = max(longest, e.Sub(a))
+			matched++
+			break
+		}
+	}
+	return longest, matched
 }
 
 // flapWait waits d, or fails the test if it ends first.
@@ -300,6 +320,8 @@ type flapSpells struct {
 	since       time.Time
 	transitions int
 	longest     time.Duration
+	// notReadyAt and readyAt are when the watch saw Ready turn False, and True again.
+	notReadyAt, readyAt []time.Time
 }
 
 // flapWatchReady watches the MemberCluster member's Ready condition.
@@ -319,17 +341,22 @@ func flapWatchReady(t *testing.T, f *localfleet.Fleet, member string) *flapSpell
 		case s.ready != nil && *s.ready && !ready:
 			s.transitions++
 			s.since = ev.At
-		case s.ready != nil && !*s.ready && ready && !s.since.IsZero():
-			s.longest = max(s.longest, ev.At.Sub(s.since))
+			s.notReadyAt = append(s.notReadyAt, ev.At)
+		case s.ready != nil && !*s.ready && ready:
+			s.readyAt = append(s.readyAt, ev.At)
+			if !s.since.IsZero() {
+				s.longest = max(s.longest, ev.At.Sub(s.since))
+			}
 		}
 		s.ready = ptr.To(ready)
 	})
 	return s
 }
 
-// result is the count of Ready → NotReady transitions and the longest NotReady spell seen.
-func (s *flapSpells) result() (int, time.Duration) {
+// result is the count of Ready → NotReady transitions, the longest NotReady spell seen, and
+// when Ready turned False and True.
+func (s *flapSpells) result() (transitions int, longest time.Duration, notReadyAt, readyAt []time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.transitions, s.longest
+	return s.transitions, s.longest, slices.Clone(s.notReadyAt), slices.Clone(s.readyAt)
 }
