@@ -52,15 +52,17 @@ const (
 // RayService is placed on all three members with a Rolling rollout. Watches record every spec
 // the hub RayService had, every state of the three copies and of their RayClusters. The fleet
 // must end on the last spec (every copy carries its hash, Ready, the rollout Complete); no
-// copy may ever carry a spec the hub RayService did not have; no member may ever run a third
-// RayCluster for the RayService besides its active and pending ones (a cluster the spoke
-// retired, awaiting its deletion delay, is not running a revision and is counted apart).
+// copy may ever carry a spec the hub RayService did not have; no member may run a third
+// revision: never a third RayCluster for the RayService besides its active and pending ones (a
+// cluster the spoke retired, awaiting its deletion delay, serves no revision and is counted
+// apart), and never a new spec while a RayCluster is pending (every write changes the
+// RayCluster, so such a spec would need a third).
 func TestConflictStorm(t *testing.T) {
 	r := scenario(t, 5, "conflict storm",
 		fmt.Sprintf("%d writers merge-patch one hub RayService's spec (RayCluster and Serve config) for %v, retrying on conflict; placed on 3 members, Rolling rollout (soak %ds)",
 			stormWriters, span(time.Minute, 20*time.Second), stormSoak),
 		"the fleet ends on the last spec (every copy carries its hash, Ready, rollout Complete); every spec seen on a copy is one the hub RayService had; "+
-			"no member ever has more than 2 live RayClusters for it (active + pending); nothing lost")
+			"no third revision: no member ever has more than 2 live RayClusters for it (active + pending), nor gets a new spec while a RayCluster is pending; nothing lost")
 	f := startFleet(t, nil)
 	ctx := t.Context()
 	const ns, name = "storm", "svc"
@@ -99,6 +101,9 @@ func TestConflictStorm(t *testing.T) {
 			t.Errorf("%s had %d live RayClusters for %s/%s at once (%s): a third revision", member, live, ns, name, rec.atMax[member])
 		}
 	}
+	for _, s := range rec.midUpgrade {
+		t.Errorf("a member was given a new spec mid-upgrade (a third revision): %s", s)
+	}
 	if rec.copyDeleted != "" {
 		t.Errorf("a member copy was deleted during the storm: %s", rec.copyDeleted)
 	}
@@ -117,6 +122,7 @@ func TestConflictStorm(t *testing.T) {
 	r.Add("hub specs observed by watch", len(rec.hubSpecs()))
 	r.Add("distinct specs seen on members", len(seen))
 	r.Add("member spec writes by the hub", fmt.Sprintf("%d (%s)", hubWrites, strings.Join(perMember, ", ")))
+	r.Add("specs applied to a member mid-upgrade", len(rec.midUpgrade))
 	r.Add("most live RayClusters per member", rec.maxOf(rec.maxLive))
 	r.Add("most RayClusters per member, retiring included", rec.maxOf(rec.maxAll))
 	r.Add("time to converge (last write → every copy on the last spec, Ready)", converged.Sub(lastWrite))
@@ -271,6 +277,10 @@ type stormRecord struct {
 	copies []stormCopy
 	// copyDeleted names a copy whose deletion a watch saw.
 	copyDeleted string
+	// last is each member copy's last state; midUpgrade lists the copies whose spec changed
+	// while their previous state still had a pending RayCluster: a third revision on its way.
+	last       map[string]stormCopy
+	midUpgrade []string
 	// clusters are each member's RayClusters of the RayService now, by name.
 	clusters map[string]map[string]*rayv1.RayCluster
 	// maxLive and maxAll are the most RayClusters each member had at once: live (neither
@@ -282,13 +292,15 @@ type stormRecord struct {
 // stormCopy is one state of a member copy.
 type stormCopy struct {
 	member, resourceVersion, annotation, spec string
+	// pending is the copy's pending RayCluster, "" when none.
+	pending string
 }
 
 // stormWatch starts the watches of the hub RayService ns/name, its copies and the copies'
 // RayClusters.
 func stormWatch(t *testing.T, f *localfleet.Fleet, ns, name string) *stormRecord {
 	t.Helper()
-	rec := &stormRecord{hub: map[string]bool{}, clusters: map[string]map[string]*rayv1.RayCluster{},
+	rec := &stormRecord{hub: map[string]bool{}, last: map[string]stormCopy{}, clusters: map[string]map[string]*rayv1.RayCluster{},
 		maxLive: map[string]int{}, maxAll: map[string]int{}, atMax: map[string]string{}}
 	byName := []client.ListOption{client.MatchingFields{"metadata.name": name}}
 	rec.stops = append(rec.stops, cWatch(t, "hub", f.Hub.Config, &rayv1.RayServiceList{}, ns, byName, func(ev cEvent) {
@@ -319,8 +331,14 @@ func (rec *stormRecord) onCopy(ev cEvent) {
 		rec.copyDeleted = ev.Source + " " + rs.Namespace + "/" + rs.Name
 		return
 	}
-	rec.copies = append(rec.copies, stormCopy{member: ev.Source, resourceVersion: rs.ResourceVersion,
-		annotation: rs.Annotations[labels.SpecHash], spec: cSpecHash(&rs.Spec)})
+	c := stormCopy{member: ev.Source, resourceVersion: rs.ResourceVersion, annotation: rs.Annotations[labels.SpecHash],
+		spec: cSpecHash(&rs.Spec), pending: rs.Status.PendingServiceStatus.RayClusterName}
+	if prev, ok := rec.last[ev.Source]; ok && prev.pending != "" && prev.annotation != c.annotation {
+		rec.midUpgrade = append(rec.midUpgrade, fmt.Sprintf("%s at resourceVersion %s: spec %.12s applied while RayCluster %s was pending for spec %.12s",
+			ev.Source, c.resourceVersion, c.annotation, prev.pending, prev.annotation))
+	}
+	rec.last[ev.Source] = c
+	rec.copies = append(rec.copies, c)
 }
 
 // onCluster keeps a member's RayClusters of the RayService and the most it had at once.
