@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -116,9 +117,9 @@ func newFloorWriter(ctx context.Context, cfg config, f *simFleet) (*floor.Writer
 	members := make([]floor.Member, len(f.names))
 	for i, name := range f.names {
 		// Its own transport, so its own connection, as each member's client in the hub.
-		c, err := client.New(rest.CopyConfig(memberCfg), client.Options{Scheme: localcluster.Scheme})
-		if err != nil {
-			return nil, fmt.Errorf("creating the floor's client of %s: %w", name, err)
+		c, cerr := client.New(rest.CopyConfig(memberCfg), client.Options{Scheme: localcluster.Scheme})
+		if cerr != nil {
+			return nil, fmt.Errorf("creating the floor's client of %s: %w", name, cerr)
 		}
 		members[i] = floor.Member{Name: name, Labels: simMemberLabels(i), Client: c}
 	}
@@ -166,8 +167,8 @@ func replay(ctx context.Context, cfg config, f *simFleet, w *floor.Writer, run *
 	close(items)
 	run.createdIn = time.Since(start)
 	if err != nil {
-		<-wrote
-		return err
+		// The writer ends once the items it has are placed.
+		return errors.Join(err, <-wrote)
 	}
 	if err = <-wrote; err != nil {
 		return fmt.Errorf("replaying the hub's writes: %w", err)
