@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +72,11 @@ type Options struct {
 	ReportInterval time.Duration
 	// HeartbeatTimeout is the hub's --heartbeat-timeout; zero keeps the hub's default.
 	HeartbeatTimeout time.Duration
+	// HubReplicas is how many bin/hub processes run; default 1. With more than one, every
+	// replica runs with --leader-elect and its Lease in HubNamespace, as the hub chart runs
+	// them: one leader reconciles, the others stand by (see Fleet.HubLeader). A single replica
+	// runs without leader election, so that a restarted hub does not wait out a Lease.
+	HubReplicas int
 	// DashboardDeployDelay is the stand-ins' deploy delay; default DefaultDashboardDeployDelay.
 	DashboardDeployDelay time.Duration
 	// HubArgs and SpokeArgs are extra flags for bin/hub and every bin/spoke.
@@ -124,8 +131,11 @@ type Fleet struct {
 	HubNamespace string
 	// Hub is the hub's control plane (etcd and kube-apiserver only).
 	Hub *localcluster.Cluster
-	// HubProcess is bin/hub.
+	// HubProcess is bin/hub: the first of HubProcesses, which KillHub and RestartHub act on.
 	HubProcess *localcluster.Manager
+	// HubProcesses are the bin/hub replicas (Options.HubReplicas), HubProcess first; an entry is
+	// replaced when its replica is started again.
+	HubProcesses []*localcluster.Manager
 	// Members are the members' control planes by name.
 	Members map[string]*localcluster.Cluster
 	// Spokes are the members' bin/spoke processes by member name.
@@ -150,8 +160,9 @@ type Fleet struct {
 	// cutOff are the members whose API server StopMemberAPIServer stopped: their spokes may
 	// exit on their own from then on, which Exited does not count as a failure.
 	cutOff map[string]bool
-	// hubKilled is set by KillHub until RestartHub: the hub's exit is the caller's doing.
-	hubKilled bool
+	// hubKilled are the hub replicas KillHub or KillHubReplica killed, until started again:
+	// their exit is the caller's doing.
+	hubKilled map[int]bool
 	// spokeArgs are how each member's spoke was started, for StartMemberAPIServer to start
 	// it again.
 	spokeArgs map[string]managerArgs
@@ -237,6 +248,12 @@ func withDefaults(o Options) (Options, error) {
 	if o.DashboardDeployDelay == 0 {
 		o.DashboardDeployDelay = DefaultDashboardDeployDelay
 	}
+	switch {
+	case o.HubReplicas == 0:
+		o.HubReplicas = 1
+	case o.HubReplicas < 0:
+		return o, fmt.Errorf("hub replicas %d: want 1 or more", o.HubReplicas)
+	}
 	seen := map[string]bool{}
 	for _, m := range o.Members {
 		if errs := validation.IsDNS1123Label(m.Name); len(errs) > 0 {
@@ -266,8 +283,10 @@ func (f *Fleet) Stop() {
 	f.stopOnce.Do(func() {
 		f.mu.Lock()
 		procs := slices.Collect(maps.Values(f.Spokes))
-		if f.HubProcess != nil {
-			procs = append(procs, f.HubProcess)
+		for _, hub := range f.HubProcesses {
+			if hub != nil {
+				procs = append(procs, hub)
+			}
 		}
 		clusters := slices.Collect(maps.Values(f.Members))
 		if f.Hub != nil {
@@ -328,8 +347,10 @@ func (f *Fleet) Exited() error {
 	defer f.mu.Unlock()
 	var errs []error
 	procs := maps.Clone(f.Spokes)
-	if f.HubProcess != nil && !f.hubKilled {
-		procs[hubClusterName] = f.HubProcess
+	for i, hub := range f.HubProcesses {
+		if hub != nil && !f.hubKilled[i] {
+			procs[hubReplicaName(i)] = hub
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(procs)) {
 		if f.cutOff[name] {
@@ -397,36 +418,139 @@ func (f *Fleet) StartMemberAPIServer(ctx context.Context, name string) error {
 	return nil
 }
 
-// KillHub kills bin/hub with SIGKILL, as a crash or an out-of-memory kill would, and waits for
-// it to exit. Exited does not report that exit; RestartHub brings the hub back.
+// KillHub kills bin/hub (HubProcess, the first replica) with SIGKILL, as a crash or an
+// out-of-memory kill would, and waits for it to exit. Exited does not report that exit;
+// RestartHub brings the hub back.
 func (f *Fleet) KillHub() error {
+	return f.KillHubReplica(0)
+}
+
+// RestartHub starts bin/hub (the first replica) again with the flags it started with,
+// stopping the running one first if KillHub did not, and waits until it is ready. Its log is
+// appended to the same file.
+func (f *Fleet) RestartHub(ctx context.Context) error {
+	return f.StartHubReplica(ctx, 0)
+}
+
+// KillHubReplica kills hub replica i (0 is HubProcess) with SIGKILL and waits for it to exit;
+// a leader killed so does not release its Lease, and the others wait it out. Exited does not
+// report that exit; StartHubReplica brings the replica back.
+func (f *Fleet) KillHubReplica(i int) error {
 	f.mu.Lock()
-	hub := f.HubProcess
+	var hub *localcluster.Manager
+	if i >= 0 && i < len(f.HubProcesses) {
+		hub = f.HubProcesses[i]
+	}
 	if hub != nil {
-		f.hubKilled = true
+		if f.hubKilled == nil {
+			f.hubKilled = map[int]bool{}
+		}
+		f.hubKilled[i] = true
 	}
 	f.mu.Unlock()
 	if hub == nil {
-		return errors.New("the fleet runs no bin/hub")
+		return fmt.Errorf("the fleet runs no bin/hub replica %d", i)
 	}
 	hub.Kill()
 	return nil
 }
 
-// RestartHub starts bin/hub again with the flags it started with, stopping the running one
-// first if KillHub did not, and waits until it is ready. Its log is appended to the same file.
-func (f *Fleet) RestartHub(ctx context.Context) error {
+// StartHubReplica starts hub replica i again with the flags it started with, stopping the
+// running one first if it was not killed, and waits until it is ready (which, with leader
+// election, is before it leads). Its log is appended to the same file.
+func (f *Fleet) StartHubReplica(ctx context.Context, i int) error {
 	f.mu.Lock()
-	hub := f.HubProcess
+	if i < 0 || i >= len(f.HubProcesses) {
+		f.mu.Unlock()
+		return fmt.Errorf("the fleet runs no bin/hub replica %d", i)
+	}
+	hub := f.HubProcesses[i]
 	f.mu.Unlock()
 	if hub != nil {
 		hub.Stop()
 	}
-	if err := f.startHub(ctx); err != nil {
-		return fmt.Errorf("restarting bin/hub: %w", err)
+	if err := f.startHubReplica(ctx, i); err != nil {
+		return fmt.Errorf("restarting bin/hub replica %d: %w", i, err)
 	}
 	f.mu.Lock()
-	f.hubKilled = false
+	delete(f.hubKilled, i)
 	f.mu.Unlock()
 	return nil
 }
+
+// HubLeader returns the index in HubProcesses of the replica that holds the leader-election
+// Lease, as its own metrics say (controller-runtime's leader_election_master_status is 1 on
+// the leader only): the Lease's holderIdentity is the host name and a random UUID, which does
+// not say which process it is. It returns -1 when no running replica leads (between a
+// leader's death and its successor's election), and an error when a running replica's metrics
+// cannot be read. With a single replica (no leader election) that replica is the leader.
+func (f *Fleet) HubLeader(ctx context.Context) (int, error) {
+	f.mu.Lock()
+	hubs := slices.Clone(f.HubProcesses)
+	killed := maps.Clone(f.hubKilled)
+	f.mu.Unlock()
+	if len(hubs) == 1 {
+		if killed[0] {
+			return -1, nil
+		}
+		return 0, nil
+	}
+	leader := -1
+	for i, hub := range hubs {
+		if hub == nil || killed[i] {
+			continue
+		}
+		if exited, _ := hub.Exited(); exited {
+			continue
+		}
+		leads, err := leads(ctx, hub.MetricsURL)
+		if err != nil {
+			return -1, fmt.Errorf("bin/hub replica %d: %w", i, err)
+		}
+		if leads {
+			leader = i
+		}
+	}
+	return leader, nil
+}
+
+// leads reads a manager's metrics and reports whether it leads a leader election.
+func leads(ctx context.Context, metricsURL string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("reading metrics %s: %w", metricsURL, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("reading metrics %s: %s", metricsURL, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false, fmt.Errorf("reading metrics %s: %w", metricsURL, err)
+	}
+	return leaderInMetrics(string(body)), nil
+}
+
+// leaderInMetrics reports whether Prometheus text exposition says its process leads:
+// a leader_election_master_status sample of 1.
+func leaderInMetrics(text string) bool {
+	for line := range strings.SplitSeq(text, "\n") {
+		if !strings.HasPrefix(line, leaderMetric+"{") && !strings.HasPrefix(line, leaderMetric+" ") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) >= 2 && fields[len(fields)-1] == "1" {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderMetric is controller-runtime's gauge of leadership: 1 on the leader, 0 on the others.
+const leaderMetric = "leader_election_master_status"

@@ -135,8 +135,28 @@ func (f *Fleet) onStart(cluster string) func(*localcluster.Process) {
 	return func(p *localcluster.Process) { f.opts.OnStart(cluster, p) }
 }
 
-// startHub runs bin/hub against the hub and waits until it is ready.
+// HubLeaderElectionID is the name of the hub replicas' leader-election Lease (bin/hub's
+// default --leader-election-id), in the hub namespace.
+const HubLeaderElectionID = "rayfleet-hub.rayfleet.io"
+
+// startHub runs Options.HubReplicas bin/hub processes against the hub, one after the other,
+// and waits until each is ready.
 func (f *Fleet) startHub(ctx context.Context) error {
+	f.mu.Lock()
+	f.HubProcesses = make([]*localcluster.Manager, f.opts.HubReplicas)
+	f.mu.Unlock()
+	for i := range f.opts.HubReplicas {
+		if err := f.startHubReplica(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startHubReplica runs hub replica i and waits until it is ready. Replicas after the first
+// are named hub-2, hub-3, … (their logs too). With several replicas each elects a leader
+// through the Lease in the hub namespace, as the hub chart runs them.
+func (f *Fleet) startHubReplica(ctx context.Context, i int) error {
 	kubeconfig, _, err := f.Hub.UserKubeconfig(HubUser)
 	if err != nil {
 		return err
@@ -145,15 +165,30 @@ func (f *Fleet) startHub(ctx context.Context) error {
 	if f.opts.HeartbeatTimeout > 0 {
 		args = append(args, "--heartbeat-timeout="+f.opts.HeartbeatTimeout.String())
 	}
-	m, err := f.Hub.StartManager(ctx, "hub", filepath.Join(f.opts.RayFleetBin, "hub"), kubeconfig,
+	if f.opts.HubReplicas > 1 {
+		args = append(args, "--leader-elect", "--leader-election-namespace="+f.HubNamespace)
+	}
+	name := hubReplicaName(i)
+	m, err := f.Hub.StartManager(ctx, name, filepath.Join(f.opts.RayFleetBin, "hub"), kubeconfig,
 		append(args, f.opts.HubArgs...), nil)
 	if err != nil {
-		return fmt.Errorf("starting bin/hub: %w", err)
+		return fmt.Errorf("starting bin/hub (%s): %w", name, err)
 	}
 	f.mu.Lock()
-	f.HubProcess = m
+	f.HubProcesses[i] = m
+	if i == 0 {
+		f.HubProcess = m
+	}
 	f.mu.Unlock()
 	return nil
+}
+
+// hubReplicaName names hub replica i as a process: hub, then hub-2, hub-3, ….
+func hubReplicaName(i int) string {
+	if i == 0 {
+		return "hub"
+	}
+	return fmt.Sprintf("hub-%d", i+1)
 }
 
 // startMembers brings up every member's agent and joins it, all members at once.
