@@ -126,6 +126,7 @@ func run(args []string) error {
 	}
 
 	f.manager.SetupLogging()
+	manageropts.SetMemoryLimit()
 	setupLog := ctrl.Log.WithName("setup")
 
 	// Bad templates are a configuration error: fail before connecting to anything.

@@ -138,6 +138,7 @@ func Run(ctx context.Context, args []string, opts Options) error {
 		return fmt.Errorf("parsing flags: %w", err)
 	}
 	f.manager.SetupLogging()
+	manageropts.SetMemoryLimit()
 	return run(ctx, f, opts)
 }
 

@@ -10,8 +10,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -134,6 +137,23 @@ func (o *Options) SetupLogging() {
 	logger := logcap.Logger(zap.New(zap.UseFlagOptions(&o.Zap)))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
+}
+
+// MemoryLimitRatio is the share of the container's memory limit given to the Go runtime as its
+// soft limit (GOMEMLIMIT): the garbage collector works harder as the heap nears it, instead of
+// letting the heap double past the container's limit and the kernel kill the process; the
+// rest is for memory the runtime does not count (stacks, the binary).
+const MemoryLimitRatio = 0.9
+
+// SetMemoryLimit sets the runtime's soft memory limit from the cgroup's memory limit (the
+// container's resources.limits.memory). GOMEMLIMIT in the environment, or AUTOMEMLIMIT
+// (a ratio, or "off"), take precedence; without a limit nothing changes. What was set is
+// logged.
+func SetMemoryLimit() {
+	log := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("memlimit")))
+	// Errors are logged by Set; the process runs on without a limit, as before.
+	_, _ = memlimit.Set(memlimit.WithRatio(MemoryLimitRatio), memlimit.WithProvider(memlimit.FromCgroup),
+		memlimit.WithLogger(log))
 }
 
 // RESTConfig loads the kubeconfig with the flags' client-side rate limits and userAgent.

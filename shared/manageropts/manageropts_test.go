@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -225,5 +226,14 @@ func TestAddProbes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSetMemoryLimitKeepsAnExplicitGOMEMLIMIT(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "123MiB")
+	before := debug.SetMemoryLimit(-1)
+	SetMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("memory limit %d after SetMemoryLimit, want %d: GOMEMLIMIT in the environment wins", got, before)
 	}
 }
