@@ -61,7 +61,9 @@ func TestMemberRestarts(t *testing.T) {
 			"hub RayService Ready at the new generation); the old RayCluster deleted by the spoke no earlier than %v "+
 			"after the switch (less %v of rounding) and not never; no third RayCluster; nothing else lost (ledger)",
 			spokeDeletionDelay, deletionSlack))
-	m := startMemberFaultFleet(t, nil)
+	// A pending RayCluster's Serve applications take this long to run: room for the test to
+	// see the cluster pending and hold it before the upgrade can finish.
+	m := startMemberFaultFleet(t, func(o *localfleet.Options) { o.DashboardDeployDelay = 3 * time.Second })
 	p := m.placeOnAP(ns, name, policy)
 	l := snapshot(t.Context(), t, m.f)
 

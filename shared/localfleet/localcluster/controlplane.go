@@ -314,7 +314,7 @@ func (c *Cluster) StartEtcd(ctx context.Context) error {
 	c.mu.Lock()
 	c.etcd = etcd
 	c.mu.Unlock()
-	if err := waitHTTP(ctx, etcd, http.DefaultClient, clientURL+"/health"); err != nil {
+	if err = waitHTTP(ctx, etcd, http.DefaultClient, clientURL+"/health"); err != nil {
 		return fmt.Errorf("etcd of %s restarted: %w\n%s", c.Name, err, tail(etcd.LogPath, 40))
 	}
 	if api == nil {
@@ -327,7 +327,7 @@ func (c *Cluster) StartEtcd(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building API server client: %w", err)
 	}
-	if err := waitHTTP(ctx, api, httpClient, c.host+"/readyz"); err != nil {
+	if err = waitHTTP(ctx, api, httpClient, c.host+"/readyz"); err != nil {
 		return fmt.Errorf("kube-apiserver of %s after etcd restarted: %w\n%s", c.Name, err, tail(api.LogPath, 40))
 	}
 	return nil

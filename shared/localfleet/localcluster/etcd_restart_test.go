@@ -20,14 +20,14 @@ func TestEtcdStopAndStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	if err := c.CreateNamespace(t.Context(), "before-restart"); err != nil {
+	if err = c.CreateNamespace(t.Context(), "before-restart"); err != nil {
 		t.Fatal(err)
 	}
 	var before corev1.Namespace
-	if err := c.Client.Get(t.Context(), client.ObjectKey{Name: "before-restart"}, &before); err != nil {
+	if err = c.Client.Get(t.Context(), client.ObjectKey{Name: "before-restart"}, &before); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.StartEtcd(t.Context()); err == nil {
+	if err = c.StartEtcd(t.Context()); err == nil {
 		t.Fatal("StartEtcd succeeded while etcd runs")
 	}
 	apiPID := c.api.PID()
@@ -47,20 +47,20 @@ func TestEtcdStopAndStart(t *testing.T) {
 	t.Logf("read while etcd was stopped: %v", err)
 
 	begin := time.Now()
-	if err := c.StartEtcd(t.Context()); err != nil {
+	if err = c.StartEtcd(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("etcd healthy and the API server ready again in %v", time.Since(begin).Round(time.Millisecond))
 	if exited, _ := c.api.Exited(); exited || c.api.PID() != apiPID {
 		t.Fatalf("the API server was restarted or exited (pid %d, was %d)", c.api.PID(), apiPID)
 	}
-	if err := c.Client.Get(t.Context(), client.ObjectKey{Name: "before-restart"}, &ns); err != nil {
+	if err = c.Client.Get(t.Context(), client.ObjectKey{Name: "before-restart"}, &ns); err != nil {
 		t.Fatalf("the namespace created before the restart: %v", err)
 	}
 	if ns.UID != before.UID {
 		t.Fatalf("the namespace created before the restart has UID %s, was %s", ns.UID, before.UID)
 	}
-	if err := c.CreateNamespace(t.Context(), "after-restart"); err != nil {
+	if err = c.CreateNamespace(t.Context(), "after-restart"); err != nil {
 		t.Fatalf("writing after the restart: %v", err)
 	}
 }
