@@ -8,8 +8,8 @@
 // (hub/revision.New), per member copy the member's Namespace (first copy on a member only) and
 // a server-side apply of hub/propagation.MemberRayService under the hub's field manager, then
 // the binding's and the RayService's status merge patches at once (the RayService's built by
-// hub/aggregate from the applied copies). Events go out asynchronously through one sender, as
-// the hub's event broadcaster does: one "Placed" per RayService and one "Propagated" per copy.
+// hub/aggregate from the applied copies). Events go out asynchronously, each on its own, as the
+// hub's event broadcaster sends them: one "Placed" per RayService and one "Propagated" per copy.
 // All as the hub's identity and user agent, so that the audit logs count them as the hub's and
 // the API servers record the same field managers.
 //
@@ -339,16 +339,28 @@ var reportingInstance = func() string {
 	return ReportingController + "-" + host
 }()
 
-// sendEvents creates the queued events one at a time, as the hub's broadcaster does; an event
-// that fails is counted, not retried: events are best effort for the hub too.
+// sendEvents creates each queued event in its own goroutine, as client-go's event broadcaster
+// does (none of the replay's events is a repeat, so none becomes a series); eventsInFlight
+// bounds them, where the hub's broadcaster has no bound but its HTTP/2 connection's streams.
+// An event that fails is counted, not retried: events are best effort for the hub too.
 func (w *Writer) sendEvents(ctx context.Context) {
+	sem := make(chan struct{}, eventsInFlight)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for ev := range w.events {
 		if ctx.Err() != nil {
 			continue
 		}
-		w.calls.Add(1)
-		if err := w.hub.Create(ctx, ev); err != nil {
-			w.eventsFailed.Add(1)
-		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			w.calls.Add(1)
+			if err := w.hub.Create(ctx, ev); err != nil {
+				w.eventsFailed.Add(1)
+			}
+		})
 	}
 }
+
+// eventsInFlight bounds the events being created at once.
+const eventsInFlight = 100
