@@ -265,8 +265,12 @@ func (x *killRun) run(t *testing.T, l *ledger) {
 	x.completedAt = time.Now()
 	x.rec.stop()
 	t.Logf("%s: kill to Complete %v; placed on %v", c.phase, x.completedAt.Sub(x.killed).Round(time.Millisecond), placed)
-	phases := bExpectPhasesForward(t, x.rec.snapshot(), x.rev2)
-	t.Logf("%s: cluster phases for %s: %v", c.phase, x.rev2, phases)
+	if c.rollsBack {
+		x.expectRollbackForward(t)
+	} else {
+		phases := bExpectPhasesForward(t, x.rec.snapshot(), x.rev2)
+		t.Logf("%s: cluster phases for %s: %v", c.phase, x.rev2, phases)
+	}
 	x.expectGenerations(t, placed)
 	x.allowReplaced(l, placed)
 	if c.check != nil {
@@ -485,6 +489,25 @@ func expectWeightsForward(t *testing.T, x *killRun) {
 		t.Errorf("no blue/green state of %s recorded", x.rev2)
 	}
 	t.Logf("shifting traffic: green's percent went %s (killed at %s)", strings.Join(steps, " → "), x.killed.Format(time.TimeOnly))
+}
+
+// expectRollbackForward checks the rollout's phases after the kill: RollingBack until
+// Complete, never Progressing again (which would try the failed revision once more).
+func (x *killRun) expectRollbackForward(t *testing.T) {
+	var seen []fleetv1alpha1.RolloutPhase
+	for _, s := range x.rec.snapshot() {
+		ro := s.b.Status.Rollout
+		if ro == nil || ro.TargetRevision != x.rev2 {
+			continue
+		}
+		if len(seen) == 0 || seen[len(seen)-1] != ro.Phase {
+			seen = append(seen, ro.Phase)
+		}
+		if s.at.After(x.killed) && ro.Phase != fleetv1alpha1.RolloutRollingBack && ro.Phase != fleetv1alpha1.RolloutComplete {
+			t.Errorf("rolling back: the rollout was %s after the restart (binding %s): %s", ro.Phase, s.b.ResourceVersion, ro.Message)
+		}
+	}
+	t.Logf("rolling back: rollout phases for %s: %v", x.rev2, seen)
 }
 
 // expectRolledBackOnce checks the rolled-back rollout: us never got the failed revision, and
