@@ -33,6 +33,9 @@ type floorRun struct {
 	wroteIn time.Duration
 	// calls are the requests the writer sent; eventsFailed the events refused or unanswered.
 	calls, eventsFailed int64
+	// selfCPU is this process's CPU in placement: the creates, the writer, and the watches'
+	// decoding (the benchmark's own and those held open for the hub), all on the same cores.
+	selfCPU time.Duration
 }
 
 // runFloor measures -runs fresh runs of the floor, printing each run's figures as it ends and
@@ -154,6 +157,10 @@ func replay(ctx context.Context, cfg config, f *simFleet, w *floor.Writer, run *
 	if run.cpStart, err = readControlPlanes(f.hub, f.member); err != nil {
 		return err
 	}
+	self, err := localcluster.ReadUsage(os.Getpid())
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	wrote := make(chan error, 1)
 	go func() { wrote <- w.Run(ctx, items, floor.DefaultWorkers) }()
@@ -179,6 +186,11 @@ func replay(ctx context.Context, cfg config, f *simFleet, w *floor.Writer, run *
 	if run.cp[phasePlace], err = readControlPlanes(f.hub, f.member); err != nil {
 		return err
 	}
+	selfEnd, err := localcluster.ReadUsage(os.Getpid())
+	if err != nil {
+		return err
+	}
+	run.floor.selfCPU = selfEnd.CPU - self.CPU
 	select {
 	case <-f.copies.placed.AllDone():
 	case <-time.After(cfg.timeout):
@@ -227,6 +239,8 @@ func floorFigures(cfg config) []simFigure {
 			value: writer(func(fr floorRun) float64 { return float64(fr.calls) / n })},
 		{name: "  events refused or unanswered", format: "%.0f",
 			value: writer(func(fr floorRun) float64 { return float64(fr.eventsFailed) })},
+		{name: "the benchmark's own CPU in placement: creates, writer, watches (s)", format: "%.1f",
+			value: writer(func(fr floorRun) float64 { return fr.selfCPU.Seconds() })},
 	}
 	return append(figs, cpFigures([]int{phasePlace})...)
 }
