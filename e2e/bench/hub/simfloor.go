@@ -33,6 +33,8 @@ type floorRun struct {
 	wroteIn time.Duration
 	// calls are the requests the writer sent; eventsFailed the events refused or unanswered.
 	calls, eventsFailed int64
+	// retries are the writes sent again after an overloaded or timed-out answer.
+	retries int64
 	// selfCPU is this process's CPU in placement: the creates, the writer, and the watches'
 	// decoding (the benchmark's own and those held open for the hub), all on the same cores.
 	selfCPU time.Duration
@@ -181,7 +183,7 @@ func replay(ctx context.Context, cfg config, f *simFleet, w *floor.Writer, run *
 		return fmt.Errorf("replaying the hub's writes: %w", err)
 	}
 	run.floor.wroteIn = time.Since(start)
-	run.floor.calls, run.floor.eventsFailed = w.Calls(), w.EventsFailed()
+	run.floor.calls, run.floor.eventsFailed, run.floor.retries = w.Calls(), w.EventsFailed(), w.Retries()
 	end := time.Now()
 	if run.cp[phasePlace], err = readControlPlanes(f.hub, f.member); err != nil {
 		return err
@@ -237,6 +239,8 @@ func floorFigures(cfg config) []simFigure {
 			value: func(r *simRun) float64 { return r.calls(phasePlace, rayServiceResources, isRead) / n }},
 		{name: "  requests the writer sent per RayService", format: "%.2f",
 			value: writer(func(fr floorRun) float64 { return float64(fr.calls) / n })},
+		{name: "  of which retries after an overloaded or timed-out answer", format: "%.0f",
+			value: writer(func(fr floorRun) float64 { return float64(fr.retries) })},
 		{name: "  events refused or unanswered", format: "%.0f",
 			value: writer(func(fr floorRun) float64 { return float64(fr.eventsFailed) })},
 		{name: "the benchmark's own CPU in placement: creates, writer, watches (s)", format: "%.1f",

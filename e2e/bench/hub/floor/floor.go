@@ -17,7 +17,8 @@
 // approximated by Watchers, one watch per kind and member), its MemberCluster and Lease
 // writes (on timers, whatever the RayServices do), the rollout's status details beyond the
 // target revision and phase (stages, per-cluster rollout entries), a second reconcile's
-// writes when the first one's status write raced a change, and conflicts and retries.
+// writes when the first one's status write raced a change, and the hub's backoff between
+// retries (an overloaded answer is retried at once, see send).
 package floor
 
 import (
@@ -37,6 +38,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -87,6 +90,8 @@ type Writer struct {
 	// calls counts the requests sent, for a cross-check of the audit logs; eventsFailed the
 	// events the API server did not take.
 	calls, eventsFailed atomic.Int64
+	// retries counts the writes sent again after an overloaded or timed-out answer.
+	retries atomic.Int64
 }
 
 // New is a Writer writing to the hub through hub and to members through their clients.
@@ -103,6 +108,9 @@ func New(hub client.Client, members []Member) *Writer {
 
 // Calls is how many requests the writer sent.
 func (w *Writer) Calls() int64 { return w.calls.Load() }
+
+// Retries is how many writes were sent again after an overloaded or timed-out answer.
+func (w *Writer) Retries() int64 { return w.retries.Load() }
 
 // EventsFailed is how many events the hub API server refused or did not answer.
 func (w *Writer) EventsFailed() int64 { return w.eventsFailed.Load() }
@@ -148,8 +156,9 @@ func (w *Writer) place(ctx context.Context, it Item) error {
 	key := rs.Namespace + "/" + rs.Name
 	orig := rs.DeepCopy()
 	controllerutil.AddFinalizer(rs, labels.MemberCleanupFinalizer)
-	w.calls.Add(1)
-	if err := w.hub.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := w.send(ctx, func() error {
+		return w.hub.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	}); err != nil {
 		return fmt.Errorf("add finalizer to RayService %s on the hub: %w", key, err)
 	}
 	placed := slices.Sorted(slices.Values(it.Members))
@@ -162,8 +171,7 @@ func (w *Writer) place(ctx context.Context, it Item) error {
 	if err != nil {
 		return fmt.Errorf("build revision of RayService %s: %w", key, err)
 	}
-	w.calls.Add(1)
-	if err = w.hub.Create(ctx, cr); err != nil {
+	if err = w.send(ctx, func() error { return w.hub.Create(ctx, cr) }); err != nil {
 		return fmt.Errorf("create revision %s of RayService %s on the hub: %w", cr.Name, key, err)
 	}
 	applied := make(map[string]*rayv1.RayService, len(placed))
@@ -194,8 +202,7 @@ func (w *Writer) createBinding(ctx context.Context, rs *rayv1.RayService, policy
 	if err = controllerutil.SetControllerReference(rs, b, w.hub.Scheme()); err != nil {
 		return nil, fmt.Errorf("own RayServiceBinding %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
-	w.calls.Add(1)
-	if err = w.hub.Create(ctx, b); err != nil {
+	if err = w.send(ctx, func() error { return w.hub.Create(ctx, b) }); err != nil {
 		return nil, fmt.Errorf("create RayServiceBinding %s/%s on the hub: %w", rs.Namespace, rs.Name, err)
 	}
 	return b, nil
@@ -222,9 +229,10 @@ func (w *Writer) applyCopy(ctx context.Context, rs *rayv1.RayService, rev, membe
 	if err != nil {
 		return nil, "", err
 	}
-	w.calls.Add(1)
-	if err = m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(labels.HubFieldManager), client.ForceOwnership); err != nil {
+	if err = w.send(ctx, func() error {
+		return m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(labels.HubFieldManager), client.ForceOwnership)
+	}); err != nil {
 		return nil, "", fmt.Errorf("apply RayService %s/%s on member %s: %w", rs.Namespace, rs.Name, member, err)
 	}
 	got, err := fromUnstructured(u)
@@ -245,8 +253,7 @@ func (w *Writer) ensureNamespace(ctx context.Context, m *Member, ns string) erro
 		Name:   simmembers.BackingName(m.Name, ns),
 		Labels: map[string]string{simmembers.MemberLabel: m.Name},
 	}}
-	w.calls.Add(1)
-	if err := m.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := w.send(ctx, func() error { return m.Client.Create(ctx, obj) }); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s on member %s: %w", ns, m.Name, err)
 	}
 	w.nsDone.Store(m.Name, true)
@@ -268,16 +275,14 @@ func (w *Writer) writeStatus(ctx context.Context, rs *rayv1.RayService, b *fleet
 	wg.Go(func() {
 		orig := b.DeepCopy()
 		b.Status = *next
-		w.calls.Add(1)
-		if err := w.hub.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil {
+		if err := w.send(ctx, func() error { return w.hub.Status().Patch(ctx, b, client.MergeFrom(orig)) }); err != nil {
 			bindingErr = fmt.Errorf("patch RayServiceBinding %s/%s status on the hub: %w", b.Namespace, b.Name, err)
 		}
 	})
 	wg.Go(func() {
 		orig := rs.DeepCopy()
 		rs.Status = hubStatus
-		w.calls.Add(1)
-		if err := w.hub.Status().Patch(ctx, rs, client.MergeFrom(orig)); err != nil {
+		if err := w.send(ctx, func() error { return w.hub.Status().Patch(ctx, rs, client.MergeFrom(orig)) }); err != nil {
 			hubErr = fmt.Errorf("patch RayService %s/%s status on the hub: %w", rs.Namespace, rs.Name, err)
 		}
 	})
@@ -332,6 +337,32 @@ func (w *Writer) event(rs *rayv1.RayService, member, eventType, reason, action, 
 	}
 	w.events <- ev
 }
+
+// send makes one write, retried while the API server answers that it is overloaded or timed
+// out, as the hub would retry it on its next reconcile (sooner here: the floor measures the
+// API servers, not the hub's backoff). A retried create that finds its object, or a retried
+// optimistic patch that finds it changed, counts as done: the first attempt landed.
+func (w *Writer) send(ctx context.Context, write func() error) error {
+	attempt := 0
+	return retry.OnError(overloaded, func(err error) bool {
+		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+			apierrors.IsServiceUnavailable(err)
+	}, func() error {
+		attempt++
+		w.calls.Add(1)
+		if attempt > 1 {
+			w.retries.Add(1)
+		}
+		err := write()
+		if attempt > 1 && (apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)) {
+			return nil
+		}
+		return err
+	})
+}
+
+// overloaded is send's backoff.
+var overloaded = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 6}
 
 // reportingInstance names the recorder's instance as client-go's does: controller and host.
 var reportingInstance = func() string {
