@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -201,7 +202,8 @@ type bAuditEvent struct {
 	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
 }
 
-// bWrite is one of the hub's writes of a member copy (RayService, not its status), accepted.
+// bWrite is one of the hub's writes of a member copy (RayService, not its status), accepted;
+// its verb is "create" for a write that made the copy.
 type bWrite struct {
 	member, namespace, name, verb string
 	at                            time.Time
@@ -231,7 +233,11 @@ func bHubWrites(t *testing.T, f *localfleet.Fleet, ns string, from, to time.Time
 				at.Before(from) || !at.Before(to) || ev.ResponseStatus == nil || ev.ResponseStatus.Code >= 300 {
 				continue
 			}
-			out = append(out, bWrite{member: member, namespace: ref.Namespace, name: ref.Name, verb: ev.Verb, at: at})
+			verb := ev.Verb
+			if ev.ResponseStatus.Code == http.StatusCreated {
+				verb = "create" // the hub applies its copies (a patch), which creates a missing one
+			}
+			out = append(out, bWrite{member: member, namespace: ref.Namespace, name: ref.Name, verb: verb, at: at})
 		}
 		err = sc.Err()
 		_ = file.Close()

@@ -140,9 +140,27 @@ func TestHubLeaderKilled(t *testing.T) {
 	r.Add("detect (kill → new leader's Lease acquired)", handover)
 	r.Add("kill → new leader's first member write", firstWrite)
 	r.Add("kill → rollout and placements complete", completedAt.Sub(killedAt))
-	r.Add("hub copy writes after the handover", fmt.Sprintf("%d (%d RayServices placed, 3 clusters updated)", len(writes), len(fresh)))
+	created, updated := 0, 0
+	for _, w := range writes {
+		if w.verb == "create" {
+			created++
+		} else {
+			updated++
+		}
+	}
+	r.Add("new leader's Lease → its first member write", writes0(writes, acquired.Spec.AcquireTime.Time))
+	r.Add("copy writes by the new leader", fmt.Sprintf("%d: %d copies of new RayServices made, %d copies updated by the rollout, none repeated (%d RayServices created at the kill)",
+		len(writes), created, updated, len(fresh)))
 	t.Logf("the hub's writes of copies after the handover: %s", bWritesText(writes))
 	l.count(t.Context(), t, f, r)
+}
+
+// writes0 is the time from since to the first of writes; zero when there is none.
+func writes0(writes []bWrite, since time.Time) time.Duration {
+	if len(writes) == 0 {
+		return 0
+	}
+	return writes[0].at.Sub(since)
 }
 
 // handoverLeader waits until a running replica other than not leads, as its metrics say, and
