@@ -141,7 +141,11 @@ func TestHubLeaderKilled(t *testing.T) {
 	r.Add("kill → new leader's first member write", firstWrite)
 	r.Add("kill → rollout and placements complete", completedAt.Sub(killedAt))
 	created, updated := 0, 0
+	perCopy := map[string]int{}
 	for _, w := range writes {
+		if perCopy[w.member+"/"+w.name]++; perCopy[w.member+"/"+w.name] == 2 {
+			t.Errorf("the new leader wrote the copy of %s on %s more than once: %s", w.name, w.member, bWritesText(writes))
+		}
 		if w.verb == "create" {
 			created++
 		} else {
