@@ -150,7 +150,7 @@ func TestTrimManagedFields(t *testing.T) {
 	if len(m.ManagedFields) != 1 {
 		t.Fatalf("kept %d entries, want the hub's apply only: %+v", len(m.ManagedFields), m.ManagedFields)
 	}
-	if got, want := string(m.ManagedFields[0].FieldsV1.Raw), `{"f:metadata":{"f:labels":{"f:app":{}}}}`; got != want {
+	if got, want := m.ManagedFields[0].FieldsV1.GetRawString(), `{"f:metadata":{"f:labels":{"f:app":{}}}}`; got != want {
 		t.Errorf("kept fields %s, want %s", got, want)
 	}
 	if got, err := TrimManagedFields("not an object"); err != nil || got != "not an object" {

@@ -36,16 +36,16 @@ func TrimManagedFields(obj any) (any, error) {
 // whole (Drifted skips what it cannot read, as it did before the trim).
 func metadataFields(fs *metav1.FieldsV1) *metav1.FieldsV1 {
 	var all map[string]json.RawMessage
-	if err := json.Unmarshal(fs.Raw, &all); err != nil {
+	if err := json.Unmarshal(fs.GetRawBytes(), &all); err != nil {
 		return fs
 	}
 	md, ok := all["f:metadata"]
 	if !ok {
-		return &metav1.FieldsV1{Raw: []byte("{}")}
+		return metav1.NewFieldsV1("{}")
 	}
 	raw, err := json.Marshal(map[string]json.RawMessage{"f:metadata": md})
 	if err != nil {
 		return fs
 	}
-	return &metav1.FieldsV1{Raw: raw}
+	return metav1.NewFieldsV1(string(raw))
 }
