@@ -305,6 +305,7 @@ func bRecord(t *testing.T, f *localfleet.Fleet, ns, name string) *bRecorder {
 			}
 			select {
 			case <-ctx.Done():
+				r.last(f, ns, name, last)
 				return
 			case <-tick.C:
 			}
@@ -312,6 +313,19 @@ func bRecord(t *testing.T, f *localfleet.Fleet, ns, name string) *bRecorder {
 	}()
 	t.Cleanup(r.stop)
 	return r
+}
+
+// last records the binding once more when the recording stops, so that the state the test
+// just waited for is among those recorded.
+func (r *bRecorder) last(f *localfleet.Fleet, ns, name, seen string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b fleetv1alpha1.RayServiceBinding
+	if err := f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &b); err == nil && b.ResourceVersion != seen {
+		r.mu.Lock()
+		r.states = append(r.states, bState{at: time.Now(), b: &b})
+		r.mu.Unlock()
+	}
 }
 
 // stop ends the recording; safe to call more than once.

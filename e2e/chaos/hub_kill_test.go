@@ -55,6 +55,9 @@ type killCase struct {
 	// rollsBack: the first cluster's new RayCluster never serves, so the rollout rolls back
 	// and ends with the new revision failed.
 	rollsBack bool
+	// down is how long the hub stays dead before it is started again (a crash-looping Pod
+	// waits too): long enough, when soaking, that a soak restarted at the restart would show.
+	down time.Duration
 	// reached says whether the binding shows the phase the hub is killed in.
 	reached func(b *fleetv1alpha1.RayServiceBinding) bool
 	// afterRestart runs once the hub is ready again (e.g. approve a stage); nil for none.
@@ -72,8 +75,12 @@ type killRun struct {
 	atKill             *fleetv1alpha1.RayServiceBinding
 	changedAt, killed  time.Time
 	ready, completedAt time.Time
-	rec                *bRecorder
-	faulty             *raydashboard.Cluster
+	// gate is when the rollout could move again after the restart: the hub ready, or later the
+	// end of the soak or the approval it waits for.
+	gate   time.Time
+	rec    *bRecorder
+	routes *bRouteRecorder // blue/green: the HTTPRoute's generations
+	faulty *raydashboard.Cluster
 }
 
 // killName is the RayService every case rolls out, each in its own namespace.
@@ -112,13 +119,18 @@ func TestHubKilledAtEveryRolloutPhase(t *testing.T) {
 	var resumes, extras []string
 	totalExtra := 0
 	for _, x := range runs {
-		if !t.Run(x.c.phase, func(t *testing.T) { x.run(t, l) }) {
-			continue
+		if !t.Run(x.c.phase, func(t *testing.T) { x.run(t, l) }) || x.completedAt.IsZero() {
+			continue // failed, or not selected by -run
 		}
 		writes := bHubWrites(t, f, x.c.ns, x.changedAt, x.completedAt.Add(time.Second))
 		extra := len(writes) - x.neededWrites()
 		totalExtra += extra
-		resumes = append(resumes, fmt.Sprintf("%s %v", x.c.phase, x.resume(t).Round(time.Millisecond)))
+		fromReady, fromGate := x.resume(t)
+		resume := fmt.Sprintf("%s %v", x.c.phase, fromReady.Round(time.Millisecond))
+		if !x.gate.Equal(x.ready) {
+			resume += fmt.Sprintf(" (%v after the %s)", fromGate.Round(time.Millisecond), map[bool]string{true: "soak's end", false: "approval"}[x.c.phase == "soaking"])
+		}
+		resumes = append(resumes, resume)
 		extras = append(extras, fmt.Sprintf("%s %d (%d writes, %d needed)", x.c.phase, extra, len(writes), x.neededWrites()))
 		t.Logf("%s: the hub's writes of the copies from the change to Complete: %s", x.c.phase, bWritesText(writes))
 	}
@@ -148,10 +160,10 @@ func killCases() []*killCase {
 	region := func(r string) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{regionKey: r}}
 	}
-	soak := span(60*time.Second, 20*time.Second)
+	soak := span(60*time.Second, 12*time.Second)
 	return []*killCase{
 		{
-			phase: "applying", ns: "kill-applying",
+			phase: "applying", ns: "kill-applying", down: 3 * time.Second,
 			spec: rolling(fleetv1alpha1.RolloutStrategy{SoakSeconds: ptr.To[int32](5)}),
 			reached: func(b *fleetv1alpha1.RayServiceBinding) bool {
 				cs := bClusterStatus(b, memberEU)
@@ -160,7 +172,7 @@ func killCases() []*killCase {
 			check: expectNotRewrittenAfterKill(memberEU),
 		},
 		{
-			phase: "soaking", ns: "kill-soaking",
+			phase: "soaking", ns: "kill-soaking", down: soak / 2,
 			spec: rolling(fleetv1alpha1.RolloutStrategy{SoakSeconds: ptr.To(int32(soak / time.Second))}),
 			reached: func(b *fleetv1alpha1.RayServiceBinding) bool {
 				cs := bClusterStatus(b, memberEU)
@@ -169,7 +181,7 @@ func killCases() []*killCase {
 			check: expectSoakKept(soak),
 		},
 		{
-			phase: "awaiting approval", ns: "kill-approval",
+			phase: "awaiting approval", ns: "kill-approval", down: 3 * time.Second,
 			spec: rolling(fleetv1alpha1.RolloutStrategy{SoakSeconds: ptr.To[int32](5), Stages: []fleetv1alpha1.RolloutStage{
 				{Name: "canary", ClusterSelector: region(memberEU)},
 				{Name: "prod", ClusterSelector: region(memberUS), Approval: true},
@@ -181,11 +193,12 @@ func killCases() []*killCase {
 			check:        expectNotRewrittenAfterKill(memberEU),
 		},
 		{
-			phase: "shifting traffic", ns: "kill-shifting", blueGreen: true,
+			phase: "shifting traffic", ns: "kill-shifting", blueGreen: true, down: 3 * time.Second,
 			spec: fleetv1alpha1.PlacementPolicySpec{
 				Clusters: ptr.To[int32](1),
 				Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen, BlueGreen: &fleetv1alpha1.BlueGreenStrategy{
-					StepPercent: ptr.To[int32](25), IntervalSeconds: ptr.To(int32(span(20*time.Second, 8*time.Second) / time.Second)),
+					StepPercent:        ptr.To(int32(span(25, 50))),
+					IntervalSeconds:    ptr.To(int32(span(20*time.Second, 6*time.Second) / time.Second)),
 					RetireAfterSeconds: ptr.To[int32](10),
 				}},
 				Traffic: &fleetv1alpha1.TrafficSpec{
@@ -200,7 +213,7 @@ func killCases() []*killCase {
 			check: expectWeightsForward,
 		},
 		{
-			phase: "rolling back", ns: "kill-rollback", rollsBack: true,
+			phase: "rolling back", ns: "kill-rollback", rollsBack: true, down: 3 * time.Second,
 			spec: rolling(fleetv1alpha1.RolloutStrategy{
 				SoakSeconds: ptr.To[int32](2), ProgressDeadlineSeconds: ptr.To[int32](20), AutoRollback: true,
 			}),
@@ -233,6 +246,9 @@ func (x *killRun) run(t *testing.T, l *ledger) {
 		x.before[m] = bCopy(g, f, m, c.ns, killName)
 	}
 	x.rec = bRecord(t, f, c.ns, killName)
+	if c.blueGreen {
+		x.routes = bRecordRoute(t, f, c.ns, killName)
+	}
 	x.changedAt = bSetImage(t, f, c.ns, killName, bNewImage)
 	if c.rollsBack {
 		x.holdFirstCluster(t)
@@ -249,12 +265,18 @@ func (x *killRun) run(t *testing.T, l *ledger) {
 	if err := f.KillHub(); err != nil {
 		t.Fatal(err)
 	}
+	// Nothing writes the binding while the hub is dead.
+	frozen := bBinding(gomega.NewWithT(t), f, c.ns, killName).ResourceVersion
+	consistently(t, c.down, func(g gomega.Gomega) {
+		g.Expect(bBinding(g, f, c.ns, killName).ResourceVersion).To(gomega.Equal(frozen), "binding written while the hub was dead")
+	})
 	if err := f.RestartHub(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	x.ready = time.Now()
-	t.Logf("%s: bin/hub killed with the binding at %s (%s) and ready again in %v", c.phase, x.atKill.Status.Rollout.Phase,
-		x.atKill.Status.Rollout.Message, x.ready.Sub(x.killed).Round(time.Millisecond))
+	x.gate = x.ready
+	t.Logf("%s: bin/hub killed with the binding at %s (%s), dead for %v and ready again %v after the kill", c.phase,
+		x.atKill.Status.Rollout.Phase, x.atKill.Status.Rollout.Message, c.down, x.ready.Sub(x.killed).Round(time.Millisecond))
 	if c.afterRestart != nil {
 		c.afterRestart(t, x)
 	}
@@ -264,6 +286,9 @@ func (x *killRun) run(t *testing.T, l *ledger) {
 	})
 	x.completedAt = time.Now()
 	x.rec.stop()
+	if x.routes != nil {
+		x.routes.stop()
+	}
 	t.Logf("%s: kill to Complete %v; placed on %v", c.phase, x.completedAt.Sub(x.killed).Round(time.Millisecond), placed)
 	if c.rollsBack {
 		x.expectRollbackForward(t)
@@ -351,17 +376,18 @@ func (x *killRun) allowReplaced(l *ledger, placed []string) {
 	}
 }
 
-// resume is the time from the hub ready again to its first write for this rollout: a new
-// state of the binding or a write of a copy.
-func (x *killRun) resume(t *testing.T) time.Duration {
+// resume is the time from the hub ready again, and from the moment the rollout could move
+// again (gate), to the hub's first write for this rollout: a new state of the binding or a
+// write of a copy.
+func (x *killRun) resume(t *testing.T) (fromReady, fromGate time.Duration) {
 	first := x.rec.firstAfter(x.ready)
 	if w := bHubWrites(t, x.f, x.c.ns, x.ready, x.completedAt.Add(time.Second)); len(w) > 0 && (first.IsZero() || w[0].at.Before(first)) {
 		first = w[0].at
 	}
 	if first.IsZero() {
-		return 0
+		return 0, 0
 	}
-	return first.Sub(x.ready)
+	return first.Sub(x.ready), max(first.Sub(x.gate), 0)
 }
 
 // expectNotRewrittenAfterKill checks that the hub did not write the copy on member again
@@ -389,6 +415,9 @@ func expectSoakKept(soak time.Duration) func(t *testing.T, x *killRun) {
 			t.Fatalf("no phaseTime for %s Soaking at the kill", memberEU)
 		}
 		earliest := started.Add(soak - time.Second) // phase times are whole seconds
+		if end := started.Add(soak); end.After(x.gate) {
+			x.gate = end
+		}
 		var done, usStart time.Time
 		for _, s := range x.rec.snapshot() {
 			if ro := s.b.Status.Rollout; ro == nil || ro.TargetRevision != x.rev2 {
@@ -434,7 +463,7 @@ func expectSoakKept(soak time.Duration) func(t *testing.T, x *killRun) {
 // approve` does.
 func approveAfterWaiting(stage string) func(t *testing.T, x *killRun) {
 	return func(t *testing.T, x *killRun) {
-		consistently(t, span(30*time.Second, 10*time.Second), func(g gomega.Gomega) {
+		consistently(t, span(30*time.Second, 8*time.Second), func(g gomega.Gomega) {
 			b := bBinding(g, x.f, x.c.ns, killName)
 			g.Expect(b.Status.Rollout.Phase).To(gomega.Equal(fleetv1alpha1.RolloutAwaitingApproval), "phase after the restart: %s", b.Status.Rollout.Message)
 			c := bCopy(g, x.f, memberUS, x.c.ns, killName)
@@ -449,21 +478,38 @@ func approveAfterWaiting(stage string) func(t *testing.T, x *killRun) {
 		if err := x.f.Hub.Client.Patch(t.Context(), b, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatalf("approving stage %s of %s: %v", stage, x.rev2, err)
 		}
+		x.gate = time.Now()
 		t.Logf("awaiting approval: still awaited after the restart; approved stage %s", stage)
 	}
 }
 
-// expectWeightsForward checks the blue/green states recorded: green's percent never went
-// down, a green cluster's weight never went down and a blue cluster's never up.
+// expectWeightsForward checks the traffic split: in the HTTPRoute (what the gateway is
+// told) and in the binding's report, green's share never went down and blue's never up.
 func expectWeightsForward(t *testing.T, x *killRun) {
 	var lastPercent int32 = -1
 	last := map[string]int32{}
-	var steps []string
+	var steps, history []string
 	for _, s := range x.rec.snapshot() {
 		ro := s.b.Status.Rollout
 		if ro == nil || ro.TargetRevision != x.rev2 || ro.BlueGreen == nil {
 			continue
 		}
+		var ws []string
+		for _, cs := range s.b.Status.Clusters {
+			if cs.Weight == nil {
+				continue
+			}
+			ws = append(ws, fmt.Sprintf("%s(%s)=%d", cs.Name, cs.Color, *cs.Weight))
+			w, had := last[cs.Name]
+			switch {
+			case had && cs.Color == fleetv1alpha1.ColorGreen && *cs.Weight < w:
+				t.Errorf("the binding reports green %s's weight down from %d to %d (binding %s)", cs.Name, w, *cs.Weight, s.b.ResourceVersion)
+			case had && cs.Color == fleetv1alpha1.ColorBlue && *cs.Weight > w:
+				t.Errorf("the binding reports blue %s's weight up from %d to %d (binding %s)", cs.Name, w, *cs.Weight, s.b.ResourceVersion)
+			}
+			last[cs.Name] = *cs.Weight
+		}
+		history = append(history, fmt.Sprintf("%d%% %v rv %s @%s", ro.BlueGreen.GreenPercent, ws, s.b.ResourceVersion, s.at.Format("15:04:05.000")))
 		if p := ro.BlueGreen.GreenPercent; p != lastPercent {
 			if p < lastPercent {
 				t.Errorf("green's percent went back from %d to %d (binding %s)", lastPercent, p, s.b.ResourceVersion)
@@ -471,24 +517,38 @@ func expectWeightsForward(t *testing.T, x *killRun) {
 			steps = append(steps, fmt.Sprintf("%d%%@%s", p, s.at.Format(time.TimeOnly)))
 			lastPercent = p
 		}
-		for _, cs := range s.b.Status.Clusters {
-			if cs.Weight == nil {
-				continue
-			}
-			w, had := last[cs.Name]
-			switch {
-			case had && cs.Color == fleetv1alpha1.ColorGreen && *cs.Weight < w:
-				t.Errorf("green %s's weight went down from %d to %d (binding %s)", cs.Name, w, *cs.Weight, s.b.ResourceVersion)
-			case had && cs.Color == fleetv1alpha1.ColorBlue && *cs.Weight > w:
-				t.Errorf("blue %s's weight went up from %d to %d (binding %s)", cs.Name, w, *cs.Weight, s.b.ResourceVersion)
-			}
-			last[cs.Name] = *cs.Weight
-		}
 	}
 	if lastPercent < 0 {
 		t.Errorf("no blue/green state of %s recorded", x.rev2)
 	}
-	t.Logf("shifting traffic: green's percent went %s (killed at %s)", strings.Join(steps, " → "), x.killed.Format(time.TimeOnly))
+	blue, green := x.atKill.Status.Rollout.BlueGreen.Blue, x.atKill.Status.Rollout.BlueGreen.Green
+	routes, errs := x.routes.snapshot()
+	var routeText []string
+	var prev *bRoute
+	for i := range routes {
+		s := &routes[i]
+		routeText = append(routeText, s.String())
+		if prev != nil && s.generation != 0 && prev.generation != 0 {
+			for _, m := range green {
+				if s.weights[m] < prev.weights[m] {
+					t.Errorf("the route gave green %s less: %s, then %s", m, prev, s)
+				}
+			}
+			for _, m := range blue {
+				if s.weights[m] > prev.weights[m] {
+					t.Errorf("the route gave blue %s more: %s, then %s", m, prev, s)
+				}
+			}
+		}
+		prev = s
+	}
+	if len(errs) > 0 {
+		t.Errorf("reading the route: %v", errs)
+	}
+	t.Logf("shifting traffic: green's percent went %s (killed at %s, ready %s)", strings.Join(steps, " → "),
+		x.killed.Format("15:04:05.000"), x.ready.Format("15:04:05.000"))
+	t.Logf("shifting traffic: the route went %s", strings.Join(routeText, " → "))
+	t.Logf("shifting traffic: the binding's weights went %s", strings.Join(history, " → "))
 }
 
 // expectRollbackForward checks the rollout's phases after the kill: RollingBack until
