@@ -28,8 +28,8 @@ func TestMemberAPIServerOutage(t *testing.T) {
 		fmt.Sprintf("ap's kube-apiserver stopped for %v (or until the hub noticed, if later) in a steady fleet of 4 "+
 			"RayServices, 3 of them with a copy on ap (failover toleration %v), then started again", outage, toleration),
 		fmt.Sprintf("ap NotReady on the hub within its heartbeat timeout (%v); no failover and no copy moved or added "+
-			"during the outage; nothing deleted anywhere (ledger); ap Ready again; no spec write by the hub on any "+
-			"member during a quiet %v after recovery", hubHeartbeatTimeout, quiet))
+			"during the outage; nothing deleted anywhere (ledger); ap Ready again, and every copy and hub RayService "+
+			"Ready throughout a quiet %v after recovery, during which the hub writes no spec on any member", hubHeartbeatTimeout, quiet))
 	m := startMemberFaultFleet(t, nil)
 	placed := m.placeSteadyFleet(ns, toleration)
 	l := snapshot(t.Context(), t, m.f)
@@ -58,16 +58,12 @@ func TestMemberAPIServerOutage(t *testing.T) {
 	m.down = ""
 	backAt := m.waitBack(memberAP, restoredAt, timeout)
 	r.Add("recover (ap Ready on the hub)", backAt.Sub(restoredAt))
-	m.eventually(timeout, func(g gomega.Gomega) {
-		m.expectSteady(g, ns, placed)
-		for _, p := range placed {
-			g.Expect(rayServiceIsReady(m.hubRayService(g, p.ns, p.name))).To(gomega.BeTrue(), "hub RayService %s Ready", p.name)
-		}
-	})
+	m.eventually(timeout, func(g gomega.Gomega) { m.expectServingAll(g, ns, placed) })
 	r.Add("recover (every hub RayService Ready)", time.Since(restoredAt))
 
-	// The quiet span after recovery: nothing moves, and the hub writes no spec on any member.
-	consistently(t, max(quiet-time.Since(backAt), poll), func(g gomega.Gomega) { m.expectSteady(g, ns, placed) })
+	// The quiet span after recovery: nothing moves, everything stays Ready, and the hub writes
+	// no spec on any member.
+	consistently(t, max(quiet-time.Since(backAt), poll), func(g gomega.Gomega) { m.expectServingAll(g, ns, placed) })
 	during := tallyMemberWrites(memberWrites(t, m.f, stoppedAt, backAt))
 	after := tallyMemberWrites(memberWrites(t, m.f, backAt, backAt.Add(quiet)))
 	r.Add("writes from the stop to Ready again", during)
@@ -102,15 +98,7 @@ func (m *memberFaults) placeSteadyFleet(ns string, toleration time.Duration) []p
 	for _, p := range placed {
 		m.createRayService(ns, p.name, policies[p.name])
 	}
-	m.eventually(timeout, func(g gomega.Gomega) {
-		for _, p := range placed {
-			m.expectPlaced(g, p)
-			for _, member := range p.clusters {
-				g.Expect(rayServiceIsReady(m.memberRayService(g, member, ns, p.name))).To(gomega.BeTrue(), "copy of %s on %s Ready", p.name, member)
-			}
-			g.Expect(rayServiceIsReady(m.hubRayService(g, ns, p.name))).To(gomega.BeTrue(), "hub RayService %s Ready", p.name)
-		}
-	})
+	m.eventually(timeout, func(g gomega.Gomega) { m.expectServingAll(g, ns, placed) })
 	// Widened only now that ap holds them: a member holding a RayService keeps it.
 	m.setPolicySelector(ns, "ap-or-us", selectRegions(memberAP, memberUS))
 	m.setPolicySelector(ns, "two-with-ap", selectRegions(memberAP, memberEU, memberUS))
@@ -125,4 +113,12 @@ func (m *memberFaults) expectSteady(g gomega.Gomega, ns string, placed []placedR
 		m.expectPlaced(g, p)
 	}
 	g.Expect(m.failoverEvents(g, ns)).To(gomega.BeZero(), "FailedOver or Moving events in %s", ns)
+}
+
+// expectServingAll checks expectServing (placed where they were, copies and hub RayServices
+// Ready, no failover announced) for every RayService of placed.
+func (m *memberFaults) expectServingAll(g gomega.Gomega, ns string, placed []placedRayService) {
+	for _, p := range placed {
+		m.expectServing(g, p)
+	}
 }

@@ -33,6 +33,9 @@ const spokeDeletionDelay = 60 * time.Second
 // (RFC 3339), and the test sees the switch by polling.
 const deletionSlack = 2 * time.Second
 
+// settleAfterFault is how long a recovered RayService must stay Ready after each fault.
+const settleAfterFault = 10 * time.Second
+
 // upgradeImage is the image the hub RayService is changed to: a change of rayClusterConfig
 // that the spoke can only roll out with a new (pending) RayCluster.
 const upgradeImage = "rayproject/ray:chaos-next"
@@ -56,11 +59,12 @@ func TestMemberRestarts(t *testing.T) {
 			"(b) ap's kube-apiserver stopped and started again, (c) the hub RayService's image changed and ap's spoke "+
 			"killed with SIGKILL while the pending RayCluster exists (its dashboard held at 503 until then), then started "+
 			"again; each started "+hold,
-		fmt.Sprintf("after each fault ap Ready on the hub with a fresh heartbeat and its copy Ready, nothing moved; the "+
+		fmt.Sprintf("after each fault ap Ready on the hub with a fresh heartbeat, its copy and the hub RayService Ready (and still "+
+			"so %v later), nothing moved; the "+
 			"upgrade finishes on the RayCluster pending at the kill (member copy's activeServiceStatus, the binding, the "+
 			"hub RayService Ready at the new generation); the old RayCluster deleted by the spoke no earlier than %v "+
 			"after the switch (less %v of rounding) and not never; no third RayCluster; nothing else lost (ledger)",
-			spokeDeletionDelay, deletionSlack))
+			settleAfterFault, spokeDeletionDelay, deletionSlack))
 	// A pending RayCluster's Serve applications take this long to run: room for the test to
 	// see the cluster pending and hold it before the upgrade can finish.
 	m := startMemberFaultFleet(t, func(o *localfleet.Options) { o.DashboardDeployDelay = 3 * time.Second })
@@ -128,9 +132,12 @@ func (m *memberFaults) restartMember(r *Result, what string, stop func() error, 
 	servingAt := time.Now()
 	backAt := m.waitBack(memberAP, restartedAt, timeout)
 	m.eventually(timeout, func(g gomega.Gomega) { m.expectServing(g, p) })
+	recoveredAt := time.Now()
+	// and stays so: a member's control plane back from an outage must not drop its Pods.
+	consistently(m.t, settleAfterFault, func(g gomega.Gomega) { m.expectServing(g, p) })
 	r.Add(what+": down", servingAt.Sub(stoppedAt))
 	r.Add(what+": recover (ap Ready on the hub)", backAt.Sub(restartedAt))
-	r.Add(what+": recover (copy and hub RayService Ready)", time.Since(restartedAt))
+	r.Add(what+": recover (copy and hub RayService Ready)", recoveredAt.Sub(restartedAt))
 }
 
 // upgradeThroughSpokeKill changes the hub RayService p so that ap's spoke upgrades it through a

@@ -197,6 +197,9 @@ leaderElection:
 	}, nil)
 }
 
+// nodeMonitorGracePeriod is the KCM's --node-monitor-grace-period: see startControllerManager.
+const nodeMonitorGracePeriod = 10 * time.Minute
+
 func (c *Cluster) startControllerManager() (*Process, error) {
 	return c.start("kube-controller-manager", c.bin("kube-controller-manager"), []string{
 		"--kubeconfig=" + c.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
@@ -204,6 +207,12 @@ func (c *Cluster) startControllerManager() (*Process, error) {
 		// kube-root-ca.crt, which projected ServiceAccount volumes reference.
 		"--service-account-private-key-file=" + c.files.SAKey, "--root-ca-file=" + c.files.CACert,
 		"--use-service-account-credentials=false", "--controllers=*", "--allocate-node-cidrs=false",
+		// kwok stands in for the kubelets, but unlike a kubelet it never marks a Running Pod
+		// Ready again: after a control-plane outage longer than the default grace (50 s), the
+		// node lifecycle controller would find every Node's heartbeat stale, mark the Nodes
+		// Unknown and their Pods not Ready, and the Pods would stay so for good. Past any
+		// outage the local fleet is put through, a Node goes Unknown only when kwok is gone.
+		"--node-monitor-grace-period=" + nodeMonitorGracePeriod.String(),
 		"--kube-api-qps=" + strconv.Itoa(int(c.opts.ClientQPS)), "--kube-api-burst=" + strconv.Itoa(c.opts.ClientBurst),
 	}, nil)
 }
