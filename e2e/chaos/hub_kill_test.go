@@ -128,7 +128,11 @@ func TestHubKilledAtEveryRolloutPhase(t *testing.T) {
 		fromReady, fromGate := x.resume(t)
 		resume := fmt.Sprintf("%s %v", x.c.phase, fromReady.Round(time.Millisecond))
 		if !x.gate.Equal(x.ready) {
-			resume += fmt.Sprintf(" (%v after the %s)", fromGate.Round(time.Millisecond), map[bool]string{true: "soak's end", false: "approval"}[x.c.phase == "soaking"])
+			what := "approval"
+			if x.c.phase == "soaking" {
+				what = "soak's end"
+			}
+			resume += fmt.Sprintf(" (%v after the %s)", fromGate.Round(time.Millisecond), what)
 		}
 		resumes = append(resumes, resume)
 		extras = append(extras, fmt.Sprintf("%s %d (%d writes, %d needed)", x.c.phase, extra, len(writes), x.neededWrites()))
