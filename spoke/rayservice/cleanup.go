@@ -72,7 +72,9 @@ func decideDeletion(rs *rayv1.RayService, rc *rayv1.RayCluster, now time.Time) (
 	}
 	at, err := time.Parse(time.RFC3339, rc.Annotations[labels.DeleteAfter])
 	if err != nil {
-		at = now.Add(deletionDelay(rs))
+		// The annotation keeps whole seconds: rounded up, so that the stored time is never
+		// before the delay has passed (rounded down, a cluster went up to a second early).
+		at = ceilSecond(now.Add(deletionDelay(rs)))
 		if !now.Before(at) {
 			return deleteCluster, at
 		}
@@ -82,6 +84,14 @@ func decideDeletion(rs *rayv1.RayService, rc *rayv1.RayCluster, now time.Time) (
 		return waitForDeletion, at
 	}
 	return deleteCluster, at
+}
+
+// ceilSecond is t rounded up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if down := t.Truncate(time.Second); !down.Equal(t) {
+		return down.Add(time.Second)
+	}
+	return t
 }
 
 // cleanUpClusters deletes the RayClusters rs owns but no longer uses, each after the

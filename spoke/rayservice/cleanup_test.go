@@ -66,6 +66,13 @@ func TestDecideDeletion(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a schedule made mid-second is rounded up, never early", func(t *testing.T) {
+		now := t0.Add(300 * time.Millisecond)
+		got, at := decideDeletion(rs, old, now)
+		if want := t0.Add(61 * time.Second); got != scheduleDeletion || !at.Equal(want) {
+			t.Fatalf("decideDeletion = %v at %v, want %v at %v", got, at, scheduleDeletion, want)
+		}
+	})
 }
 
 // testReconciler is a Reconciler on a fake client, for the phases that only talk to the API.
