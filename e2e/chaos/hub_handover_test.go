@@ -43,7 +43,7 @@ var handoverBound = handoverLease + 2*time.Duration(float64(handoverRetry)*(1+ha
 func TestHubLeaderKilled(t *testing.T) {
 	r := scenario(t, 4, "hub leader killed (two replicas)",
 		"two bin/hub replicas with leader election (Lease in the hub namespace, as the chart runs them); a rolling rollout over three members (one at a time, with a soak) and new RayServices in flight; the leader killed with SIGKILL; then started again",
-		fmt.Sprintf("the standby holds the Lease within the lease duration plus the retry period (%v: 15 s + 2 × 2 s jittered by client-go's 1.2, as the standby may see the last renewal one try late) and is the leader by its own metrics; the rollout completes on every cluster with each copy's spec changed once; every new RayService placed on one member, its copy created once and never deleted; no other copy written or replaced; the killed replica comes back as a standby; no member workload lost", handoverBound))
+		fmt.Sprintf("the standby holds the Lease within the lease duration plus the retry period (%v: 15 s + 2 × 2 s jittered by client-go's 1.2, as the standby may see the last renewal one try late) and is the leader by its own metrics; the rollout completes on every cluster with each copy's spec changed once; every new RayService placed on one member, its copy created at most once (by either replica) and never deleted; no other copy written or replaced; the killed replica comes back as a standby; no member workload lost", handoverBound))
 	f := startFleet(t, func(o *localfleet.Options) { o.HubReplicas = 2 })
 	bWaitMembersReady(t, f)
 	leader := handoverLeader(t, f, -1)
@@ -205,8 +205,8 @@ func handoverCopies(t *testing.T, f *localfleet.Fleet, ns, name string) map[stri
 }
 
 // handoverExpectWrites checks the copies after the handover: each copy of the rolled-out
-// RayService kept its UID and changed spec once; each new RayService's copy was created once,
-// never deleted, and is its only copy.
+// RayService kept its UID and changed spec once; each new RayService's copy was created at
+// most once, never deleted, and is its only copy.
 func handoverExpectWrites(t *testing.T, f *localfleet.Fleet, ns string, fresh []string, before map[string]*rayv1.RayService, from, to time.Time) {
 	t.Helper()
 	g := gomega.NewWithT(t)
@@ -224,7 +224,9 @@ func handoverExpectWrites(t *testing.T, f *localfleet.Fleet, ns string, fresh []
 		verbs[w.name][w.verb]++
 	}
 	for _, name := range fresh {
-		g.Expect(verbs[name]["create"]).To(gomega.Equal(1), "creations of %s's copy (writes %v)", name, verbs[name])
+		// A copy can only be made again after a deletion. A creation whose response the killed
+		// leader never read is logged 504 and not counted, so it may show no creation at all.
+		g.Expect(verbs[name]["create"]).To(gomega.BeNumerically("<=", 1), "creations of %s's copy (writes %v)", name, verbs[name])
 		g.Expect(verbs[name]["delete"]).To(gomega.BeZero(), "deletions of %s's copies (writes %v)", name, verbs[name])
 		g.Expect(bHolders(g, f, ns, name)).To(gomega.HaveLen(1), "members holding %s", name)
 	}
