@@ -152,7 +152,7 @@ fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the
 # running them side by side on two cores starves both. shared/localfleet holds the local fleet itself
 # (control planes, the dashboard stand-in), whose own tests start control planes too.
 e2e: build tools ## Run the end-to-end tests against local control planes.
-	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 30m ./e2e/... ./shared/localfleet/...
+	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 45m ./e2e/... ./shared/localfleet/...
 
 .PHONY: chaos
 chaos: build tools ## Run every fault scenario at full length on local fleets and write e2e/chaos/RESULTS.md.

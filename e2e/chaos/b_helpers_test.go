@@ -24,8 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/hubaccess"
-	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
@@ -33,9 +31,6 @@ import (
 
 // The helpers of the hub-fault scenarios (3 and 4): hub objects, member copies, the hub's
 // writes in the members' audit logs, and a recorder of a binding's states.
-
-// bHubUser is who the hub acts as on a member: the ServiceAccount `rayfleet join` makes.
-var bHubUser = hubpolicy.HubUsername(hubaccess.DefaultNamespace, hubaccess.ServiceAccountName)
 
 // bNewImage is the image of a second revision: a RayCluster spec change, so that each member
 // brings up a new RayCluster next to the serving one (a zero-downtime upgrade).
@@ -183,25 +178,6 @@ func bExpectComplete(g gomega.Gomega, f *localfleet.Fleet, ns, name, target stri
 	return b.Spec.Clusters
 }
 
-// bAuditEvent is the part of an audit.k8s.io/v1 Event the hub-fault scenarios read.
-type bAuditEvent struct {
-	Verb  string `json:"verb"`
-	Stage string `json:"stage"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
-}
-
 // bWrite is one of the hub's writes of a member copy (RayService, not its status), accepted;
 // its verb is "create" for a write that made the copy.
 type bWrite struct {
@@ -223,12 +199,12 @@ func bHubWrites(t *testing.T, f *localfleet.Fleet, ns string, from, to time.Time
 		sc := bufio.NewScanner(file)
 		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 		for sc.Scan() {
-			var ev bAuditEvent
+			var ev memberAuditLine
 			if json.Unmarshal(sc.Bytes(), &ev) != nil {
 				continue // a line cut short by a write in progress
 			}
 			ref, at := ev.ObjectRef, ev.RequestReceivedTimestamp.Time
-			if ev.Stage != "ResponseComplete" || ev.User.Username != bHubUser || ref == nil ||
+			if ev.Stage != "ResponseComplete" || ev.User.Username != hubOnMember || ref == nil ||
 				ref.Resource != "rayservices" || ref.Subresource != "" || (ns != "" && ref.Namespace != ns) ||
 				at.Before(from) || !at.Before(to) || ev.ResponseStatus == nil || ev.ResponseStatus.Code >= 300 {
 				continue

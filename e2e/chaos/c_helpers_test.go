@@ -30,8 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/hubaccess"
-	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
@@ -169,28 +167,6 @@ func cMemberReady(mc *fleetv1alpha1.MemberCluster) bool {
 	return meta.IsStatusConditionTrue(mc.Status.Conditions, fleetv1alpha1.ConditionReady)
 }
 
-// cHubUsername is who the hub acts as on a member (the ServiceAccount `rayfleet join` makes).
-var cHubUsername = hubpolicy.HubUsername(hubaccess.DefaultNamespace, hubaccess.ServiceAccountName)
-
-// cAuditEvent is the part of an audit.k8s.io/v1 Event the scenarios read.
-type cAuditEvent struct {
-	Verb  string `json:"verb"`
-	Stage string `json:"stage"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
-}
-
 // cWrites counts writes from a member's audit log.
 type cWrites struct {
 	// Spec and Status are accepted writes of the objects and of their status subresource.
@@ -211,12 +187,12 @@ func cHubRayServiceWrites(t *testing.T, f *localfleet.Fleet, member, ns string, 
 	sc := bufio.NewScanner(file)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
-		var ev cAuditEvent
+		var ev memberAuditLine
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			continue // a line cut short by a stop of the API server
 		}
 		ref, at := ev.ObjectRef, ev.RequestReceivedTimestamp.Time
-		if ev.Stage != "ResponseComplete" || ev.User.Username != cHubUsername || ref == nil || ref.Resource != "rayservices" ||
+		if ev.Stage != "ResponseComplete" || ev.User.Username != hubOnMember || ref == nil || ref.Resource != "rayservices" ||
 			ref.Namespace != ns || at.Before(from) || !at.Before(to) || ev.ResponseStatus == nil || ev.ResponseStatus.Code >= 300 {
 			continue
 		}

@@ -20,8 +20,8 @@ import (
 const (
 	envTable   = "RAYFLEET_CHAOS_TABLE"
 	envCommand = "RAYFLEET_CHAOS_COMMAND"
-	// envFull runs every scenario at full length; without it (make e2e, .ci/run) the scenarios
-	// run shortened, and the long ones are skipped.
+	// envFull runs every scenario at full length; without it (make e2e, .ci/run) every
+	// scenario runs shortened: shorter outages and storms, fewer RayServices.
 	envFull = "RAYFLEET_CHAOS_FULL"
 )
 
@@ -34,14 +34,6 @@ func span(long, short time.Duration) time.Duration {
 		return long
 	}
 	return short
-}
-
-// fullOnly skips a scenario outside the full run.
-func fullOnly(t *testing.T) {
-	t.Helper()
-	if !full() {
-		t.Skipf("runs in make chaos only (%s=1)", envFull)
-	}
 }
 
 // collected are the rows the scenarios filled, in the order they ended.
