@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/rayfleet/rayfleet/hub/placement"
@@ -114,6 +115,8 @@ type Reconciler struct {
 	deletes deletes
 	// memberViews are the MemberClusters as the planner sees them.
 	memberViews *memberViews
+	// started is when the reconciler was made, for engageGrace.
+	started time.Time
 	opts        Options
 }
 
@@ -148,6 +151,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		reserved:    placement.NewReservations(),
 		validSpecs:  validation.NewSpecMemo(),
 		memberViews: &memberViews{},
+		started:     opts.Clock.Now(),
 		opts:        opts,
 	}
 }
@@ -198,6 +202,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if waiting := r.engaging(g); len(waiting) > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the hub to engage members it has just started with", "members", waiting)
+		return ctrl.Result{RequeueAfter: engageRetry}, nil
+	}
 	d := r.decide(g)
 	r.announce(g, d)
 	o := &outcome{g: g, d: d}
@@ -214,6 +222,34 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(g, o)}, nil
+}
+
+// engageGrace is how long after the hub starts a member it has not engaged yet is taken for
+// one still being engaged, not for an unreachable one: the kubeconfig provider engages the
+// members one by one as it reads their Secrets, and until then their copies cannot be read.
+// Deciding meanwhile would take a member that holds a copy for one that is down: a rollout
+// awaiting an approval went back to Progressing and re-applied the old revision on a member
+// that had the new one (deleting its RayCluster), and a blue/green shifting traffic sent all
+// of it to green for a moment (chaos scenario 3, the hub killed and restarted).
+const engageGrace = 30 * time.Second
+
+// engageRetry is how soon a RayService waiting for engagement is tried again.
+const engageRetry = time.Second
+
+// engaging names the members of g that hold or are placed with a copy and that the hub has not
+// engaged yet, while within engageGrace of its start; nil otherwise, and then a member not
+// engaged counts as unreachable.
+func (r *Reconciler) engaging(g *group) []string {
+	if r.clock.Since(r.started) >= engageGrace {
+		return nil
+	}
+	var out []string
+	for _, name := range g.holding() {
+		if m := g.members[name]; m != nil && m.mc != nil && errors.Is(m.readErr, multicluster.ErrClusterNotFound) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // announce records the decision's events and metrics: a new placement outcome, a new set of

@@ -3,11 +3,14 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/rayfleet/rayfleet/hub/rollout"
@@ -111,5 +114,32 @@ func TestReconcileDropsMemberClusterRequests(t *testing.T) {
 	req.Namespace, req.Name = "ns", "svc"
 	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("Reconcile(member request) = %v, %v; want nothing done", res, err)
+	}
+}
+
+func TestEngaging(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	r := &Reconciler{clock: clk, started: t0}
+	notEngaged := fmt.Errorf("cluster us: %w", fmt.Errorf("member us: %w", multicluster.ErrClusterNotFound))
+	g := &group{
+		binding: &fleetv1alpha1.RayServiceBinding{Spec: fleetv1alpha1.RayServiceBindingSpec{Clusters: []string{"eu", "us"}}},
+		members: map[string]*memberRecord{
+			"eu": {name: "eu", mc: readyMember("eu")},
+			"us": {name: "us", mc: readyMember("us"), readErr: notEngaged},
+			"ap": {name: "ap", mc: readyMember("ap"), readErr: notEngaged},
+		},
+	}
+	if got := r.engaging(g); !slices.Equal(got, []string{"us"}) {
+		t.Errorf("just started: engaging = %v, want [us] (ap holds no copy)", got)
+	}
+	g.members["us"].readErr = errors.New("connection refused")
+	if got := r.engaging(g); got != nil {
+		t.Errorf("an unreachable member: engaging = %v, want none (it is down, not being engaged)", got)
+	}
+	g.members["us"].readErr = notEngaged
+	clk.Step(engageGrace)
+	if got := r.engaging(g); got != nil {
+		t.Errorf("past the grace: engaging = %v, want none", got)
 	}
 }
