@@ -117,7 +117,7 @@ type Reconciler struct {
 	memberViews *memberViews
 	// started is when the reconciler was made, for engageGrace.
 	started time.Time
-	opts        Options
+	opts    Options
 }
 
 // NewReconciler returns a reconciler using the hub manager's client and event recorder and
