@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -186,18 +187,31 @@ func ReadUsage(pid int) (Usage, error) {
 	return u, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// Ports FreePort picks from: below Linux's default ephemeral range (32768-60999). A port the
+// kernel hands out for ":0" is an ephemeral one, which any outgoing connection on the machine
+// may take as its source port before the process meant to listen on it binds it; with several
+// fleets starting at once, a control plane then failed with "address already in use".
+const (
+	portRangeLow   = 20000
+	portRangeCount = 12000
+	portTries      = 200
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, picked at random below
+// the ephemeral range.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
+	for range portTries {
+		port := portRangeLow + rand.IntN(portRangeCount) //nolint:gosec // a port number, not a secret
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: try another
+		}
+		if err := l.Close(); err != nil {
+			return 0, fmt.Errorf("releasing port %d: %w", port, err)
+		}
+		return port, nil
 	}
-	defer func() { _ = l.Close() }()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("listener address is not TCP")
-	}
-	return addr.Port, nil
+	return 0, errors.New("finding a free port: every one tried is taken")
 }
 
 // freePorts returns n distinct free ports.
