@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -237,17 +235,10 @@ func ensureNamespace(ctx context.Context, cl client.Client, name string) error {
 // applyCopy server-side applies desired under the hub's field manager, taking over fields
 // another manager changed (that is drift to revert), and returns the object as stored.
 func applyCopy(ctx context.Context, cl client.Client, desired *rayv1.RayService) (*rayv1.RayService, error) {
-	data, err := json.Marshal(desired)
+	u, err := propagation.ApplyConfiguration(desired)
 	if err != nil {
-		return nil, fmt.Errorf("encode RayService %s/%s: %w", desired.Namespace, desired.Name, err)
+		return nil, err
 	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &u.Object); err != nil {
-		return nil, fmt.Errorf("decode RayService %s/%s: %w", desired.Namespace, desired.Name, err)
-	}
-	// The hub owns no status on members, and a null creationTimestamp is noise in the request.
-	delete(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(labels.HubFieldManager), client.ForceOwnership); err != nil {
 		return nil, fmt.Errorf("apply RayService %s/%s: %w", desired.Namespace, desired.Name, err)

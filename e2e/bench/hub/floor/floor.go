@@ -225,7 +225,7 @@ func (w *Writer) applyCopy(ctx context.Context, rs *rayv1.RayService, rev, membe
 	}
 	desired.Annotations[labels.Revision] = rev
 	desired.Namespace = simmembers.BackingNamespace(member, rs.Namespace)
-	u, err := applyConfiguration(desired)
+	u, err := propagation.ApplyConfiguration(desired)
 	if err != nil {
 		return nil, "", err
 	}

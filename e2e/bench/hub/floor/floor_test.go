@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
@@ -50,7 +51,7 @@ func TestApplyConfiguration(t *testing.T) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayService"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "sim-001-bench", Name: "rs", Labels: map[string]string{"a": "b"}},
 	}
-	u, err := applyConfiguration(desired)
+	u, err := propagation.ApplyConfiguration(desired)
 	if err != nil {
 		t.Fatal(err)
 	}
