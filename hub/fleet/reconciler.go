@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -225,13 +226,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 }
 
 // engageGrace is how long after the hub starts a member it has not engaged yet is taken for
-// one still being engaged, not for an unreachable one: the kubeconfig provider engages the
-// members one by one as it reads their Secrets, and until then their copies cannot be read.
+// one still being engaged, not for an unreachable one (membership.EngageGrace, which keeps
+// such a member's MemberCluster status meanwhile): until then its copies cannot be read.
 // Deciding meanwhile would take a member that holds a copy for one that is down: a rollout
 // awaiting an approval went back to Progressing and re-applied the old revision on a member
 // that had the new one (deleting its RayCluster), and a blue/green shifting traffic sent all
 // of it to green for a moment (chaos scenario 3, the hub killed and restarted).
-const engageGrace = 30 * time.Second
+const engageGrace = membership.EngageGrace
 
 // engageRetry is how soon a RayService waiting for engagement is tried again.
 const engageRetry = time.Second

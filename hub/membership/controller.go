@@ -53,6 +53,18 @@ const (
 // not bunched up.
 const waitingRequeue = 2 * time.Second
 
+// EngageGrace is how long after the hub starts a member it has not engaged yet is taken for
+// one still being engaged rather than one that is down. The kubeconfig provider engages the
+// members one by one as its cache delivers their Secrets, a few milliseconds after the
+// controllers start; a restarted hub that wrote "not engaged" meanwhile would turn every
+// member NotReady for a moment, and whatever follows Ready (placement, the traffic split)
+// would act on it.
+const EngageGrace = 30 * time.Second
+
+// engageRetry is how soon a member that was Joined, and that a hub within EngageGrace of its
+// start has not engaged yet, is looked at again.
+const engageRetry = 500 * time.Millisecond
+
 // ReasonReadmitted is the reason of the Normal event on a MemberCluster whose Ready condition
 // turned True again after an outage (not its first Ready).
 const ReasonReadmitted = "Readmitted"
@@ -87,6 +99,9 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	streaks map[string]FailureStreak // by member; in memory only: after a restart, hysteresis starts afresh
+
+	// started is when the reconciler was made, for EngageGrace.
+	started time.Time
 }
 
 // New returns a Reconciler reading and writing the hub through hub and reaching members
@@ -115,7 +130,7 @@ func New(hub client.Client, clusters ClusterGetter, recorder events.EventRecorde
 		return nil, err
 	}
 	return &Reconciler{hub: hub, clusters: clusters, recorder: recorder, opts: opts, metrics: m,
-		streaks: map[string]FailureStreak{}}, nil
+		streaks: map[string]FailureStreak{}, started: opts.Clock.Now()}, nil
 }
 
 // SetupWithManager registers the reconciler with the hub's local manager: MemberClusters are
@@ -159,6 +174,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.stillEngaging(&mc, obs.Join) {
+		log.V(1).Info("Waiting for the hub, just started, to engage a member that was Joined; status kept")
+		return ctrl.Result{RequeueAfter: engageRetry}, nil
+	}
 	st := Status(mc.Status, obs)
 	r.metrics.observe(mc.Name, &st, obs.Now)
 	requeue := r.requeueAfter(&st)
@@ -200,6 +219,15 @@ func (r *Reconciler) requeueAfter(st *fleetv1alpha1.MemberClusterStatus) time.Du
 		return min(waitingRequeue, r.opts.ResyncInterval)
 	}
 	return r.opts.ResyncInterval
+}
+
+// stillEngaging reports whether the member's status should be kept as it is for now: it was
+// Joined, the hub started less than EngageGrace ago and has not engaged it yet, and nothing
+// else is wrong with its Secret.
+func (r *Reconciler) stillEngaging(mc *fleetv1alpha1.MemberCluster, js JoinState) bool {
+	return !js.Joined && js.Reason == fleetv1alpha1.ReasonEngaging &&
+		meta.IsStatusConditionTrue(mc.Status.Conditions, fleetv1alpha1.ConditionJoined) &&
+		r.opts.Clock.Since(r.started) < EngageGrace
 }
 
 // observe gathers the inputs of Status: the join state, and when joined a probe of the member.

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -135,6 +136,38 @@ func TestRequeueAfter(t *testing.T) {
 			st := &fleetv1alpha1.MemberClusterStatus{Conditions: tt.conds}
 			if got := r.requeueAfter(st); got != tt.want {
 				t.Errorf("requeueAfter = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStillEngaging(t *testing.T) {
+	started := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	joined := func(status metav1.ConditionStatus) *fleetv1alpha1.MemberCluster {
+		return &fleetv1alpha1.MemberCluster{Status: fleetv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{
+			{Type: fleetv1alpha1.ConditionJoined, Status: status, Reason: fleetv1alpha1.ReasonEngaged}}}}
+	}
+	engaging := JoinState{Reason: fleetv1alpha1.ReasonEngaging}
+	tests := []struct {
+		name  string
+		mc    *fleetv1alpha1.MemberCluster
+		js    JoinState
+		after time.Duration
+		want  bool
+	}{
+		{name: "joined member, hub just started: status kept", mc: joined(metav1.ConditionTrue), js: engaging, after: time.Second, want: true},
+		{name: "joined member, grace over: not engaged is written", mc: joined(metav1.ConditionTrue), js: engaging, after: EngageGrace},
+		{name: "new member: Engaging is written at once", mc: &fleetv1alpha1.MemberCluster{}, js: engaging, after: time.Second},
+		{name: "member already not joined", mc: joined(metav1.ConditionFalse), js: engaging, after: time.Second},
+		{name: "Secret gone: written at once", mc: joined(metav1.ConditionTrue), after: time.Second,
+			js: JoinState{Reason: fleetv1alpha1.ReasonKubeconfigSecretNotFound}},
+		{name: "engaged", mc: joined(metav1.ConditionTrue), js: JoinState{Joined: true}, after: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Reconciler{started: started, opts: Options{Clock: clocktesting.NewFakePassiveClock(started.Add(tt.after))}}
+			if got := r.stillEngaging(tt.mc, tt.js); got != tt.want {
+				t.Errorf("stillEngaging = %v, want %v", got, tt.want)
 			}
 		})
 	}
