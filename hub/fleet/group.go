@@ -99,12 +99,9 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 		memberClusters: map[string]*fleetv1alpha1.MemberCluster{},
 		members:        map[string]*memberRecord{},
 	}
-	var binding fleetv1alpha1.RayServiceBinding
-	switch err := r.client.Get(ctx, g.key, &binding); {
-	case err == nil:
-		g.binding = &binding
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get RayServiceBinding %s: %w", g.key, err)
+	var err error
+	if g.binding, err = r.readBinding(ctx, g.key); err != nil {
+		return nil, err
 	}
 	var mcs fleetv1alpha1.MemberClusterList
 	// Read-only: the planner and the records copy what they keep (memberOf).
@@ -136,6 +133,20 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 		g.members[name] = r.readMember(ctx, g, name)
 	}
 	return g, nil
+}
+
+// readBinding reads the RayService's binding, nil when there is none. Its status is the one
+// this hub wrote last while the cache does not show that write yet (bindingStatuses).
+func (r *Reconciler) readBinding(ctx context.Context, key types.NamespacedName) (*fleetv1alpha1.RayServiceBinding, error) {
+	var binding fleetv1alpha1.RayServiceBinding
+	if err := r.client.Get(ctx, key, &binding); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get RayServiceBinding %s: %w", key, err)
+	}
+	r.bindingStatuses.Apply(&binding, &binding.Status)
+	return &binding, nil
 }
 
 // readPolicy finds the PlacementPolicy the RayService names (or its namespace's default).

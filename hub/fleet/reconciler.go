@@ -47,6 +47,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/validation"
 )
@@ -116,6 +117,10 @@ type Reconciler struct {
 	deletes deletes
 	// memberViews are the MemberClusters as the planner sees them.
 	memberViews *memberViews
+	// bindingStatuses remembers each binding status written until the cache shows it: the
+	// binding holds the rollout's state, and a reconcile reading it stale would decide from
+	// an older step (a blue/green step's time taken again, a phase restarted).
+	bindingStatuses *cachememo.Statuses[fleetv1alpha1.RayServiceBindingStatus]
 	// started is when the reconciler was made, for engageGrace.
 	started time.Time
 	opts    Options
@@ -144,16 +149,17 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		opts.MetricsRegisterer = ctrlmetrics.Registry
 	}
 	return &Reconciler{
-		client:      mgr.GetClient(),
-		apiReader:   mgr.GetAPIReader(),
-		members:     members,
-		recorder:    mgr.GetEventRecorder("rayfleet-hub"),
-		clock:       opts.Clock,
-		reserved:    placement.NewReservations(),
-		validSpecs:  validation.NewSpecMemo(),
-		memberViews: &memberViews{},
-		started:     opts.Clock.Now(),
-		opts:        opts,
+		client:          mgr.GetClient(),
+		apiReader:       mgr.GetAPIReader(),
+		members:         members,
+		recorder:        mgr.GetEventRecorder("rayfleet-hub"),
+		clock:           opts.Clock,
+		reserved:        placement.NewReservations(),
+		validSpecs:      validation.NewSpecMemo(),
+		memberViews:     &memberViews{},
+		bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+		started:         opts.Clock.Now(),
+		opts:            opts,
 	}
 }
 
@@ -179,6 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 			r.metrics.forget(req.NamespacedName)
 			r.reserved.Forget(req.NamespacedName)
 			r.validSpecs.Forget(req.NamespacedName)
+			r.bindingStatuses.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get RayService %s: %w", req.NamespacedName, err)

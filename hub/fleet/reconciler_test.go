@@ -8,13 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/cachememo"
+	"github.com/rayfleet/rayfleet/shared/scheme"
 )
 
 func TestRequeueAfter(t *testing.T) {
@@ -141,5 +147,65 @@ func TestEngaging(t *testing.T) {
 	clk.Step(engageGrace)
 	if got := r.engaging(g); got != nil {
 		t.Errorf("past the grace: engaging = %v, want none", got)
+	}
+}
+
+// A reconcile that reads the binding from a cache not yet showing the hub's last status write
+// decides from that write, not from the older status: the rollout's state lives there.
+func TestBindingReadStale(t *testing.T) {
+	sch, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepAt := func(sec int) fleetv1alpha1.RayServiceBindingStatus {
+		return fleetv1alpha1.RayServiceBindingStatus{Rollout: &fleetv1alpha1.RolloutStatus{
+			TargetRevision: "svc-2", BlueGreen: &fleetv1alpha1.BlueGreenStatus{
+				Step: fleetv1alpha1.BlueGreenDeploying, StepTime: &metav1.Time{Time: time.Date(2026, 1, 1, 12, 0, sec, 0, time.UTC)}}}}
+	}
+	old := &fleetv1alpha1.RayServiceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "b1"}}
+	cached := old.DeepCopy() // what a lagging cache still returns
+	stale := true
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(sch).WithObjects(old).
+		WithStatusSubresource(&fleetv1alpha1.RayServiceBinding{}).Build(), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if b, ok := obj.(*fleetv1alpha1.RayServiceBinding); ok && stale {
+				cached.DeepCopyInto(b)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	r := &Reconciler{client: c, bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakePassiveClock(time.Now()), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy)}
+	key := client.ObjectKeyFromObject(old)
+	ctx := context.Background()
+
+	g := &group{key: key, binding: old.DeepCopy()}
+	written := stepAt(41)
+	if err := r.patchBindingStatus(ctx, g, &written); err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.readBinding(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(b.Status, written) {
+		t.Errorf("read from a lagging cache: status %+v, want the one just written %+v", b.Status, written)
+	}
+
+	// Once the cache shows the write, the memory is dropped and the cache is read as it is.
+	stale = false
+	if b, err = r.readBinding(ctx, key); err != nil || !equality.Semantic.DeepEqual(b.Status, written) {
+		t.Fatalf("cache caught up: status %+v, %v; want %+v", b.Status, err, written)
+	}
+	stale = true
+	if b, err = r.readBinding(ctx, key); err != nil || b.Status.Rollout != nil {
+		t.Errorf("after the cache caught up once, a cache read is taken as it is: status %+v, %v", b.Status, err)
+	}
+
+	// A binding recreated under the same name is another object: nothing remembered applies.
+	r.bindingStatuses.Remember(g.binding, &written)
+	cached.UID = "b2"
+	if b, err = r.readBinding(ctx, key); err != nil || b.Status.Rollout != nil {
+		t.Errorf("recreated binding: status %+v, %v; want its own (empty)", b.Status, err)
 	}
 }

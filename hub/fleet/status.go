@@ -152,6 +152,7 @@ func (r *Reconciler) patchBindingStatus(ctx context.Context, g *group, next *fle
 	if err := r.client.Status().Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("patch RayServiceBinding %s status: %w", g.key, err)
 	}
+	r.bindingStatuses.Remember(g.binding, &g.binding.Status)
 	return nil
 }
 

@@ -14,8 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/conditions"
-	"github.com/rayfleet/rayfleet/spoke/cachememo"
 )
 
 // ConditionControllerConflict is the condition the spoke sets on a RayCluster or RayService it

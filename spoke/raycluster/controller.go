@@ -22,10 +22,10 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/spoke/builder"
-	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/expectations"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
@@ -89,7 +89,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		recorder:     recorder,
 		clock:        clk,
 		expectations: expectations.NewScale(clk),
-		statuses:     cachememo.NewStatuses((*rayv1.RayClusterStatus).DeepCopy),
+		statuses:     cachememo.NewStatuses(clk, (*rayv1.RayClusterStatus).DeepCopy),
 		holds:        newProgressHolds(clk, progressHold),
 		metrics:      opts.Metrics,
 		enforcer: exclusivity.NewEnforcer(exclusivity.EnforcerOptions{Gate: opts.Gate, Client: mgr.GetClient(),

@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
-	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/expectations"
 	"github.com/rayfleet/rayfleet/spoke/raycluster/status"
 )
@@ -46,7 +46,7 @@ func newTestReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Obj
 	opts := OptionsFromEnv(func(string) string { return "" })
 	return &Reconciler{
 		client: c, apiReader: c, recorder: rec, clock: clk,
-		expectations: expectations.NewScale(clk), statuses: cachememo.NewStatuses((*rayv1.RayClusterStatus).DeepCopy),
+		expectations: expectations.NewScale(clk), statuses: cachememo.NewStatuses(clk, (*rayv1.RayClusterStatus).DeepCopy),
 		holds: newProgressHolds(clk, progressHold), build: opts.Build, opts: opts,
 	}, base, rec
 }

@@ -14,11 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 	"github.com/rayfleet/rayfleet/shared/validation"
-	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/internal/fixture"
 )
 
@@ -81,7 +81,7 @@ func testReconciler(t *testing.T, c client.Client, clk *clocktesting.FakeClock) 
 	opts := OptionsFromEnv(func(string) string { return "" })
 	opts.Clock = clk
 	return &Reconciler{client: c, apiReader: c, recorder: events.NewFakeRecorder(100), clock: clk, rand: cryptoRandString,
-		statuses: cachememo.NewStatuses((*rayv1.RayServiceStatuses).DeepCopy), tokens: newTokenCache(c, clk), validSpecs: validation.NewSpecMemo(), writes: cachememo.NewWrites(clk), build: opts.Build, opts: opts}
+		statuses: cachememo.NewStatuses(clk, (*rayv1.RayServiceStatuses).DeepCopy), tokens: newTokenCache(c, clk), validSpecs: validation.NewSpecMemo(), writes: cachememo.NewWrites(clk), build: opts.Build, opts: opts}
 }
 
 // TestDanglingClusterSurvivesRestart schedules the deletion of a dangling cluster with one

@@ -41,11 +41,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/shared/validation"
 	"github.com/rayfleet/rayfleet/spoke/builder"
-	"github.com/rayfleet/rayfleet/spoke/cachememo"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
@@ -144,7 +144,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 		writes:     cachememo.NewWrites(opts.Clock),
 		nodes:      newNodeLister(mgr.GetAPIReader(), opts.Clock),
 		exportKind: newExportKind(mgr.GetRESTMapper(), opts.Clock),
-		statuses:   cachememo.NewStatuses((*rayv1.RayServiceStatuses).DeepCopy),
+		statuses:   cachememo.NewStatuses(opts.Clock, (*rayv1.RayServiceStatuses).DeepCopy),
 		metrics:    opts.Metrics,
 		enforcer: exclusivity.NewEnforcer(exclusivity.EnforcerOptions{Gate: opts.Gate, Client: mgr.GetClient(),
 			Recorder: recorder, FieldManager: fieldManager, Clock: opts.Clock}),

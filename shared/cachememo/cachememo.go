@@ -1,9 +1,11 @@
-// Package cachememo remembers the spoke's own recent writes until its informer cache shows
+// Package cachememo remembers a controller's own recent writes until its informer cache shows
 // them. A reconcile that runs between a write and that write's watch event reads the object
 // as it was before; without a memory it would write the same thing again (a second label patch
 // and event, a 409 on an optimistically locked patch) or, worse, decide from the stale status
-// (name a second pending cluster, repeat a traffic step, write an older status back).
-// A leaf: it imports no other RayFleet package, so never hub/ or shared/testing.
+// (name a second pending cluster, repeat a traffic step, restart a rollout's step, write an
+// older status back). The spoke keeps its RayClusters' and RayServices' statuses here, the hub
+// its bindings' (the rollout's state).
+// A leaf: it imports no other RayFleet package, so never hub/, spoke/ or shared/testing.
 package cachememo
 
 import (
@@ -17,36 +19,48 @@ import (
 )
 
 // Statuses remembers the status last written to each object of one kind (S is its status
-// type) until the cache shows it. The spoke is the only writer of these statuses, so the
-// remembered one is what the API server holds.
+// type) until the cache shows it, for at most CacheLag. Its controller must be the only
+// writer of these statuses, so that the remembered one is what the API server holds.
 type Statuses[S any] struct {
+	clock    clock.PassiveClock
 	deepCopy func(*S) *S
 	mu       sync.Mutex
 	written  map[types.NamespacedName]writtenStatus[S]
 }
 
-// writtenStatus is a status written to the object with the given UID (an object recreated
-// under the same name is another object).
+// writtenStatus is a status written at a time to the object with the given UID (an object
+// recreated under the same name is another object).
 type writtenStatus[S any] struct {
 	uid    types.UID
 	status *S
+	at     time.Time
 }
 
-// NewStatuses returns an empty memory; deepCopy is the status type's DeepCopy.
-func NewStatuses[S any](deepCopy func(*S) *S) *Statuses[S] {
-	return &Statuses[S]{deepCopy: deepCopy, written: map[types.NamespacedName]writtenStatus[S]{}}
+// NewStatuses returns an empty memory on clk; deepCopy is the status type's DeepCopy.
+func NewStatuses[S any](clk clock.PassiveClock, deepCopy func(*S) *S) *Statuses[S] {
+	return &Statuses[S]{clock: clk, deepCopy: deepCopy, written: map[types.NamespacedName]writtenStatus[S]{}}
 }
 
-// Remember records status as just written to obj.
+// Remember records status as just written to obj. Objects that are not reconciled again soon
+// after a write (nothing else changed) would keep their entry for good: entries older than
+// CacheLag are dropped as the memory grows.
 func (m *Statuses[S]) Remember(obj metav1.Object, status *S) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.written[keyOf(obj)] = writtenStatus[S]{uid: obj.GetUID(), status: m.deepCopy(status)}
+	now := m.clock.Now()
+	if len(m.written) >= sweepAt {
+		for k, w := range m.written {
+			if now.Sub(w.at) >= CacheLag {
+				delete(m.written, k)
+			}
+		}
+	}
+	m.written[keyOf(obj)] = writtenStatus[S]{uid: obj.GetUID(), status: m.deepCopy(status), at: now}
 }
 
 // Apply overwrites status, read from the cache with obj, with the remembered one while the
-// cache has not caught up; once it has (or obj is another object of the same name), the
-// memory is dropped.
+// cache has not caught up; once it has (or obj is another object of the same name, or the
+// write is CacheLag old), the memory is dropped.
 func (m *Statuses[S]) Apply(obj metav1.Object, status *S) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -55,7 +69,7 @@ func (m *Statuses[S]) Apply(obj metav1.Object, status *S) {
 	if !ok {
 		return
 	}
-	if w.uid != obj.GetUID() || equality.Semantic.DeepEqual(*w.status, *status) {
+	if w.uid != obj.GetUID() || m.clock.Since(w.at) >= CacheLag || equality.Semantic.DeepEqual(*w.status, *status) {
 		delete(m.written, key)
 		return
 	}
@@ -73,9 +87,9 @@ func keyOf(obj metav1.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// CacheLag bounds how long Writes trusts a write over a cache that does not show it yet. The
-// informer normally catches up within milliseconds; past this, the cache is believed again,
-// so a value someone else changed meanwhile is not ignored for good.
+// CacheLag bounds how long Writes and Statuses trust a write over a cache that does not show
+// it yet. The informer normally catches up within milliseconds; past this, the cache is
+// believed again, so a value someone else changed meanwhile is not ignored for good.
 const CacheLag = 10 * time.Second
 
 // sweepAt is the size at which Note drops expired entries: keys of deleted objects are never

@@ -29,9 +29,10 @@ func TestStatuses(t *testing.T) {
 		{"caught-up cache drops the memory", cluster("a", 1), 1, false},
 		{"a recreated object is another object", cluster("b", 2), 2, false},
 	}
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewStatuses((*rayv1.RayClusterStatus).DeepCopy)
+			m := NewStatuses(clk, (*rayv1.RayClusterStatus).DeepCopy)
 			written := cluster("a", 1)
 			m.Remember(written, &written.Status)
 			written.Status.ReadyWorkerReplicas = 9 // the memory holds a copy
@@ -44,12 +45,33 @@ func TestStatuses(t *testing.T) {
 			}
 		})
 	}
-	m := NewStatuses((*rayv1.RayClusterStatus).DeepCopy)
+	m := NewStatuses(clk, (*rayv1.RayClusterStatus).DeepCopy)
 	rc := cluster("a", 1)
 	m.Remember(rc, &rc.Status)
 	m.Forget(key)
 	if len(m.written) != 0 {
 		t.Fatal("Forget must drop the memory")
+	}
+
+	// A write CacheLag old is no longer trusted over the cache.
+	m.Remember(rc, &rc.Status)
+	clk.Step(CacheLag)
+	stale := cluster("a", 2)
+	if m.Apply(stale, &stale.Status); stale.Status.ReadyWorkerReplicas != 2 || len(m.written) != 0 {
+		t.Fatalf("after CacheLag: ready = %d, remembered %d; want the cache's 2 and nothing remembered",
+			stale.Status.ReadyWorkerReplicas, len(m.written))
+	}
+
+	// Entries of objects never read again go once they are CacheLag old and the memory grows.
+	for i := range sweepAt {
+		old := cluster("a", 1)
+		old.Name = fmt.Sprint("old", i)
+		m.Remember(old, &old.Status)
+	}
+	clk.Step(CacheLag)
+	m.Remember(rc, &rc.Status)
+	if len(m.written) != 1 {
+		t.Fatalf("after a sweep: %d remembered, want 1", len(m.written))
 	}
 }
 
