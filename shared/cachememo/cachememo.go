@@ -9,6 +9,7 @@
 package cachememo
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -26,6 +27,8 @@ type Statuses[S any] struct {
 	deepCopy func(*S) *S
 	mu       sync.Mutex
 	written  map[types.NamespacedName]writtenStatus[S]
+	// nextSweep is the size at which Remember sweeps next.
+	nextSweep int
 }
 
 // writtenStatus is a status written at a time to the object with the given UID (an object
@@ -48,13 +51,7 @@ func (m *Statuses[S]) Remember(obj metav1.Object, status *S) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()
-	if len(m.written) >= sweepAt {
-		for k, w := range m.written {
-			if now.Sub(w.at) >= CacheLag {
-				delete(m.written, k)
-			}
-		}
-	}
+	sweep(m.written, &m.nextSweep, now, func(w writtenStatus[S]) time.Time { return w.at })
 	m.written[keyOf(obj)] = writtenStatus[S]{uid: obj.GetUID(), status: m.deepCopy(status), at: now}
 }
 
@@ -92,15 +89,28 @@ func keyOf(obj metav1.Object) types.NamespacedName {
 // believed again, so a value someone else changed meanwhile is not ignored for good.
 const CacheLag = 10 * time.Second
 
-// sweepAt is the size at which Note drops expired entries: keys of deleted objects are never
-// asked for again.
+// sweepAt is the least size at which Note and Remember drop expired entries: keys of deleted
+// objects, and of objects not read again soon, are never asked for again.
 const sweepAt = 256
+
+// sweep drops the entries of written that are CacheLag old at now (at says when each was
+// written) once there are *next of them, and sets *next to twice what is left (at least
+// sweepAt), so that a memory of many fresh entries is not swept on every write.
+func sweep[K comparable, V any](written map[K]V, next *int, now time.Time, at func(V) time.Time) {
+	if len(written) < max(*next, sweepAt) {
+		return
+	}
+	maps.DeleteFunc(written, func(_ K, v V) bool { return now.Sub(at(v)) >= CacheLag })
+	*next = max(2*len(written), sweepAt)
+}
 
 // Writes remembers small writes (a label value, a finalizer) for CacheLag.
 type Writes struct {
 	clock   clock.PassiveClock
 	mu      sync.Mutex
 	written map[string]writeEntry
+	// nextSweep is the size at which Note sweeps next.
+	nextSweep int
 }
 
 type writeEntry struct {
@@ -118,13 +128,7 @@ func (m *Writes) Note(key, value string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()
-	if len(m.written) >= sweepAt {
-		for k, e := range m.written {
-			if now.Sub(e.at) >= CacheLag {
-				delete(m.written, k)
-			}
-		}
-	}
+	sweep(m.written, &m.nextSweep, now, func(e writeEntry) time.Time { return e.at })
 	m.written[key] = writeEntry{value: value, at: now}
 }
 

@@ -73,6 +73,16 @@ func TestStatuses(t *testing.T) {
 	if len(m.written) != 1 {
 		t.Fatalf("after a sweep: %d remembered, want 1", len(m.written))
 	}
+
+	// Fresh entries stay; the next sweep waits until the memory doubled.
+	for i := range sweepAt {
+		fresh := cluster("a", 1)
+		fresh.Name = fmt.Sprint("fresh", i)
+		m.Remember(fresh, &fresh.Status)
+	}
+	if len(m.written) != sweepAt+1 || m.nextSweep != 2*sweepAt {
+		t.Fatalf("fresh entries: %d remembered, next sweep at %d; want %d and %d", len(m.written), m.nextSweep, sweepAt+1, 2*sweepAt)
+	}
 }
 
 func TestWrites(t *testing.T) {
