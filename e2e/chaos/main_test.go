@@ -90,11 +90,13 @@ func writeTable(path string) error {
 	if command == "" {
 		command = "go test -tags e2e ./e2e/chaos"
 	}
+	// Before the file is opened: truncating the committed table makes the tree dirty.
+	h := Header{Commit: commit(), Date: time.Now(), CPUs: runtime.NumCPU(), Command: command}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	if err = Render(f, Header{Commit: commit(), Date: time.Now(), CPUs: runtime.NumCPU(), Command: command}, rows); err != nil {
+	if err = Render(f, h, rows); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("writing the table to %s: %w", path, err)
 	}
