@@ -105,7 +105,7 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 	}
 	var mcs fleetv1alpha1.MemberClusterList
 	// Read-only: the planner and the records copy what they keep (memberOf).
-	if err := r.client.List(ctx, &mcs, client.UnsafeDisableDeepCopy); err != nil {
+	if err = r.client.List(ctx, &mcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list MemberClusters: %w", err)
 	}
 	for i := range mcs.Items {
