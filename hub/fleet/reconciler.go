@@ -121,8 +121,8 @@ type Reconciler struct {
 	// binding holds the rollout's state, and a reconcile reading it stale would decide from
 	// an older step (a blue/green step's time taken again, a phase restarted).
 	bindingStatuses *cachememo.Statuses[fleetv1alpha1.RayServiceBindingStatus]
-	// started is when the reconciler was made, for engageGrace.
-	started time.Time
+	// started is when the reconciler first reconciled, for engageGrace.
+	started *membership.Start
 	opts    Options
 }
 
@@ -158,7 +158,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		validSpecs:      validation.NewSpecMemo(),
 		memberViews:     &memberViews{},
 		bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
-		started:         opts.Clock.Now(),
+		started:         &membership.Start{},
 		opts:            opts,
 	}
 }
@@ -232,7 +232,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 	return ctrl.Result{RequeueAfter: r.requeueAfter(g, o)}, nil
 }
 
-// engageGrace is how long after the hub starts a member it has not engaged yet is taken for
+// engageGrace is how long after the hub starts (or a standby replica starts to lead) a member it has not engaged yet is taken for
 // one still being engaged, not for an unreachable one (membership.EngageGrace, which keeps
 // such a member's MemberCluster status meanwhile): until then its copies cannot be read.
 // Deciding meanwhile would take a member that holds a copy for one that is down: a rollout
@@ -248,7 +248,7 @@ const engageRetry = time.Second
 // engaged yet, while within engageGrace of its start; nil otherwise, and then a member not
 // engaged counts as unreachable.
 func (r *Reconciler) engaging(g *group) []string {
-	if r.clock.Since(r.started) >= engageGrace {
+	if r.started.Since(r.clock) >= engageGrace {
 		return nil
 	}
 	var out []string

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/cachememo"
@@ -126,7 +127,7 @@ func TestReconcileDropsMemberClusterRequests(t *testing.T) {
 func TestEngaging(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
-	r := &Reconciler{clock: clk, started: t0}
+	r := &Reconciler{clock: clk, started: membership.StartedAt(t0)}
 	notEngaged := fmt.Errorf("cluster us: %w", fmt.Errorf("member us: %w", multicluster.ErrClusterNotFound))
 	g := &group{
 		binding: &fleetv1alpha1.RayServiceBinding{Spec: fleetv1alpha1.RayServiceBindingSpec{Clusters: []string{"eu", "us"}}},

@@ -53,12 +53,12 @@ const (
 // not bunched up.
 const waitingRequeue = 2 * time.Second
 
-// EngageGrace is how long after the hub starts a member it has not engaged yet is taken for
-// one still being engaged rather than one that is down. The kubeconfig provider engages the
-// members one by one as its cache delivers their Secrets, a few milliseconds after the
-// controllers start; a restarted hub that wrote "not engaged" meanwhile would turn every
-// member NotReady for a moment, and whatever follows Ready (placement, the traffic split)
-// would act on it.
+// EngageGrace is how long after the hub starts (or a standby replica starts to lead, see Start)
+// a member it has not engaged yet is taken for one still being engaged rather than one that is
+// down. The kubeconfig provider engages the members one by one as its cache delivers their
+// Secrets, a few milliseconds after the controllers start; a restarted hub that wrote "not
+// engaged" meanwhile would turn every member NotReady for a moment, and whatever follows
+// Ready (placement, the traffic split) would act on it.
 const EngageGrace = 30 * time.Second
 
 // engageRetry is how soon a member that was Joined, and that a hub within EngageGrace of its
@@ -100,8 +100,8 @@ type Reconciler struct {
 	mu      sync.Mutex
 	streaks map[string]FailureStreak // by member; in memory only: after a restart, hysteresis starts afresh
 
-	// started is when the reconciler was made, for EngageGrace.
-	started time.Time
+	// started is when the reconciler first reconciled, for EngageGrace.
+	started *Start
 }
 
 // New returns a Reconciler reading and writing the hub through hub and reaching members
@@ -130,7 +130,7 @@ func New(hub client.Client, clusters ClusterGetter, recorder events.EventRecorde
 		return nil, err
 	}
 	return &Reconciler{hub: hub, clusters: clusters, recorder: recorder, opts: opts, metrics: m,
-		streaks: map[string]FailureStreak{}, started: opts.Clock.Now()}, nil
+		streaks: map[string]FailureStreak{}, started: &Start{}}, nil
 }
 
 // SetupWithManager registers the reconciler with the hub's local manager: MemberClusters are
@@ -227,7 +227,32 @@ func (r *Reconciler) requeueAfter(st *fleetv1alpha1.MemberClusterStatus) time.Du
 func (r *Reconciler) stillEngaging(mc *fleetv1alpha1.MemberCluster, js JoinState) bool {
 	return !js.Joined && js.Reason == fleetv1alpha1.ReasonEngaging &&
 		meta.IsStatusConditionTrue(mc.Status.Conditions, fleetv1alpha1.ConditionJoined) &&
-		r.opts.Clock.Since(r.started) < EngageGrace
+		r.started.Since(r.opts.Clock) < EngageGrace
+}
+
+// Start is when a reconciler first reconciled, the start EngageGrace counts from: with leader
+// election, when its replica began to lead, which is when the provider (a controller that
+// runs on the leader only) began to engage the members. A replica that waited as a standby
+// for an hour gets its grace too. The zero value is unset: the first Since sets it.
+type Start struct {
+	once sync.Once
+	at   time.Time
+}
+
+// StartedAt returns a Start that began at t.
+func StartedAt(t time.Time) *Start {
+	return &Start{at: t}
+}
+
+// Since is how long ago the start was, read from clk; the first call is the start unless it
+// was set.
+func (s *Start) Since(clk clock.PassiveClock) time.Duration {
+	s.once.Do(func() {
+		if s.at.IsZero() {
+			s.at = clk.Now()
+		}
+	})
+	return clk.Since(s.at)
 }
 
 // observe gathers the inputs of Status: the join state, and when joined a probe of the member.

@@ -165,10 +165,27 @@ func TestStillEngaging(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Reconciler{started: started, opts: Options{Clock: clocktesting.NewFakePassiveClock(started.Add(tt.after))}}
+			r := &Reconciler{started: StartedAt(started), opts: Options{Clock: clocktesting.NewFakePassiveClock(started.Add(tt.after))}}
 			if got := r.stillEngaging(tt.mc, tt.js); got != tt.want {
 				t.Errorf("stillEngaging = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestStart(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	s := &Start{}
+	clk.Step(time.Hour) // a standby's wait before it leads does not count
+	if got := s.Since(clk); got != 0 {
+		t.Errorf("first Since = %v, want 0: the first call is the start", got)
+	}
+	clk.Step(5 * time.Second)
+	if got := s.Since(clk); got != 5*time.Second {
+		t.Errorf("Since = %v, want 5s", got)
+	}
+	if got := StartedAt(t0).Since(clk); got != time.Hour+5*time.Second {
+		t.Errorf("StartedAt(t0).Since = %v, want 1h0m5s", got)
 	}
 }
