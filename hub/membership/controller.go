@@ -225,9 +225,10 @@ func (r *Reconciler) requeueAfter(st *fleetv1alpha1.MemberClusterStatus) time.Du
 // Joined, the hub started less than EngageGrace ago and has not engaged it yet, and nothing
 // else is wrong with its Secret.
 func (r *Reconciler) stillEngaging(mc *fleetv1alpha1.MemberCluster, js JoinState) bool {
-	return !js.Joined && js.Reason == fleetv1alpha1.ReasonEngaging &&
-		meta.IsStatusConditionTrue(mc.Status.Conditions, fleetv1alpha1.ConditionJoined) &&
-		r.started.Since(r.opts.Clock) < EngageGrace
+	// Read first: the first reconcile is the start.
+	within := r.started.Since(r.opts.Clock) < EngageGrace
+	return within && !js.Joined && js.Reason == fleetv1alpha1.ReasonEngaging &&
+		meta.IsStatusConditionTrue(mc.Status.Conditions, fleetv1alpha1.ConditionJoined)
 }
 
 // Start is when a reconciler first reconciled, the start EngageGrace counts from: with leader
