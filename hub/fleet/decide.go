@@ -108,6 +108,11 @@ func (r *Reconciler) decideCopy(g *group, d *decision, name string) propagation.
 		rev = planned
 	}
 	p.Desired, p.DesiredErr = r.copyOf(g, d, name, rev)
+	if m.covered != "" && p.Desired != nil {
+		// A spec that cannot be hashed leaves DesiredDigest empty: drift, and so re-applied.
+		p.Covered = m.covered
+		p.DesiredDigest, _ = propagation.SpecHash(&p.Desired.Spec)
+	}
 	_, p.Refused = g.refusals[name]
 	return propagation.ForPlaced(p)
 }

@@ -77,8 +77,12 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 			res.applyErrs[name] = fmt.Errorf("cluster %s: %w", name, a.Err)
 			continue
 		}
-		if a.Kind == propagation.Apply {
+		switch {
+		case a.Kind == propagation.Apply:
 			r.applyTo(ctx, g, res, name, a.Desired)
+		case a.Reason == propagation.ReasonInSync && g.members[name].covered == "":
+			// Compared whole just now: remembered until the copy's generation moves.
+			r.rememberCovered(name, g.members[name].copy, a.Desired)
 		}
 	}
 	for name, a := range d.actions {
@@ -195,8 +199,19 @@ func (r *Reconciler) applyTo(ctx context.Context, g *group, res *results, name s
 		return
 	}
 	res.copies[name] = got
+	r.rememberCovered(name, got, desired)
 	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Propagated", "Propagate",
 		"applied RayService %s to cluster %s", g.key, name)
+}
+
+// rememberCovered records that copy, on cluster name, contains desired's spec.
+func (r *Reconciler) rememberCovered(name string, copy, desired *rayv1.RayService) {
+	if copy == nil || desired == nil {
+		return
+	}
+	if digest, err := propagation.SpecHash(&desired.Spec); err == nil {
+		r.covered.Record(name, copy, digest)
+	}
 }
 
 // applyFailed records why a copy could not be written to cluster name: a refusal by the
@@ -278,6 +293,7 @@ func (r *Reconciler) deleteCopy(ctx context.Context, g *group, name, reason, why
 		return false, fmt.Errorf("delete RayService %s on cluster %s: %w", g.key, name, err)
 	}
 	r.deletes.issued(member.UID, g.now)
+	r.covered.Forget(name, g.key)
 	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, reason, "Remove",
 		"deleted RayService %s from cluster %s: %s", g.key, name, why)
 	return false, nil

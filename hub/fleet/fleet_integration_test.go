@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
+	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
@@ -46,16 +48,30 @@ const (
 // staticMembers is the Members of the tests: clients of the member API servers by name.
 type staticMembers map[string]client.Client
 
+// Client reads RayServices as the hub's member caches keep them, without their spec
+// (propagation.TrimCopy), so that the drift check takes the path it takes in the hub.
 func (m staticMembers) Client(_ context.Context, name string) (client.Client, error) {
+	c, ok := m[name]
+	if !ok {
+		return nil, fmt.Errorf("member %s is not engaged", name)
+	}
+	return interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			_, err := propagation.TrimCopy(obj)
+			return err
+		},
+	}), nil
+}
+
+// Reader reads the member's API server directly, specs included.
+func (m staticMembers) Reader(_ context.Context, name string) (client.Reader, error) {
 	if c, ok := m[name]; ok {
 		return c, nil
 	}
 	return nil, fmt.Errorf("member %s is not engaged", name)
-}
-
-// Reader is Client: the tests' member clients read the API server directly.
-func (m staticMembers) Reader(ctx context.Context, name string) (client.Reader, error) {
-	return m.Client(ctx, name)
 }
 
 // fleetHarness is a hub and two members (eu and us) with the hub reconciler running; the test
@@ -273,6 +289,29 @@ func TestFleetReconciler(t *testing.T) {
 			g.Expect(rs).NotTo(BeNil())
 			g.Expect(rs.UID).NotTo(Equal(old.UID))
 		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("a member copy's spec edited by hand is reverted, once", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		g.Eventually(func(g Gomega) {
+			rs := h.memberCopy(g, "eu", "two")
+			g.Expect(rs).NotTo(BeNil())
+			raybuilder.SetImage(&rs.Spec.RayClusterSpec, "rayproject/ray:edited")
+			g.Expect(h.members["eu"].Update(ctx, rs)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		var restored *rayv1.RayService
+		g.Eventually(func(g Gomega) {
+			restored = h.memberCopy(g, "eu", "two")
+			g.Expect(restored.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image).NotTo(Equal("rayproject/ray:edited"))
+		}, timeout, interval).Should(Succeed())
+		// The reverted copy is remembered at its new generation: the resyncs that follow
+		// compare nothing and apply nothing.
+		applies := len(h.writes.naming("two"))
+		g.Consistently(func(g Gomega) {
+			g.Expect(h.writes.naming("two")).To(HaveLen(applies))
+			g.Expect(h.memberCopy(g, "eu", "two").Generation).To(Equal(restored.Generation))
+		}, settle, interval).Should(Succeed())
 	})
 
 	t.Run("a spec change reaches both members", func(t *testing.T) {

@@ -52,7 +52,12 @@ type memberRecord struct {
 	mc     *fleetv1alpha1.MemberCluster
 	client client.Client
 	// copy is the member's RayService of the hub RayService's name, nil when it has none.
+	// Read from the member's cache it has no spec (propagation.TrimCopy); readSpecs replaces
+	// it by the whole copy, or sets covered.
 	copy *rayv1.RayService
+	// covered is the SpecHash of the desired spec the copy was last seen to contain at its
+	// generation (propagation.Covered); empty when copy carries its spec, or has none.
+	covered string
 	// readErr is why the copy could not be read (member not engaged, API error): the member
 	// counts as unreachable and nothing is decided from its absent copy.
 	readErr error
@@ -189,4 +194,36 @@ func (r *Reconciler) readMember(ctx context.Context, g *group, name string) *mem
 		m.copy = &member
 	}
 	return m
+}
+
+// readSpecs gives the drift check what it needs of every copy the hub made: the hash of the
+// desired spec the copy was last seen to contain, when the copy is still at the generation it
+// was seen at, or else the whole copy, read from its member's API server (the caches keep no
+// specs). That read happens once per copy and generation: after a hub restart, or when
+// someone else changed the copy's spec. A copy that is gone by then is read as none; a read
+// that fails makes the member unreachable, as a failed cached read does.
+func (r *Reconciler) readSpecs(ctx context.Context, g *group) {
+	for name, m := range g.members {
+		if m.copy == nil || m.readErr != nil || propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
+			continue
+		}
+		if digest, ok := r.covered.Digest(name, m.copy); ok {
+			m.covered = digest
+			continue
+		}
+		reader, err := r.members.Reader(ctx, name)
+		if err != nil {
+			m.readErr = fmt.Errorf("cluster %s: %w", name, err)
+			continue
+		}
+		var whole rayv1.RayService
+		switch err := reader.Get(ctx, g.key, &whole); {
+		case apierrors.IsNotFound(err):
+			m.copy = nil
+		case err != nil:
+			m.readErr = fmt.Errorf("get RayService %s on cluster %s from its API server: %w", g.key, name, err)
+		default:
+			m.copy = &whole
+		}
+	}
 }

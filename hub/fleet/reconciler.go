@@ -46,6 +46,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/placement"
+	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -113,6 +114,9 @@ type Reconciler struct {
 	// which costs up to a few hundred milliseconds for the largest accepted one, and a resync
 	// must not pay that for a spec that did not change.
 	validSpecs *validation.SpecMemo
+	// covered remembers which desired spec each copy contains, the drift check's answer while
+	// the copy's generation holds (its spec is not cached).
+	covered *propagation.Covered
 	// deletes remembers the copies deleted recently (see deleteCopy).
 	deletes deletes
 	// memberViews are the MemberClusters as the planner sees them.
@@ -156,6 +160,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		clock:           opts.Clock,
 		reserved:        placement.NewReservations(),
 		validSpecs:      validation.NewSpecMemo(),
+		covered:         propagation.NewCovered(),
 		memberViews:     &memberViews{},
 		bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
 		started:         &membership.Start{},
@@ -214,6 +219,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the hub to engage members it has just started with", "members", waiting)
 		return ctrl.Result{RequeueAfter: engageRetry}, nil
 	}
+	r.readSpecs(ctx, g)
 	d := r.decide(g)
 	r.announce(g, d)
 	o := &outcome{g: g, d: d}

@@ -58,6 +58,10 @@ type Placed struct {
 	HubName string
 	// Copy is the member's RayService of that name, nil when it has none.
 	Copy *rayv1.RayService
+	// Covered is set when Copy was read without its spec: the SpecHash of the desired spec the
+	// copy was last seen to contain at its generation (see Covered), which the drift check
+	// compares with DesiredDigest instead of comparing specs.
+	Covered, DesiredDigest string
 	// Unreachable is why the member's copy could not be read; nil when it was.
 	Unreachable error
 	// Desired is the copy the hub would apply there, DesiredErr why there is none.
@@ -82,10 +86,18 @@ func ForPlaced(p Placed) Action {
 		return Action{Reason: ReasonRefused}
 	case p.Copy == nil:
 		return Action{Kind: Apply, Desired: p.Desired, Reason: ReasonMissing}
-	case Drifted(p.Desired, p.Copy):
+	case p.drifted():
 		return Action{Kind: Apply, Desired: p.Desired, Reason: ReasonDrifted}
 	}
 	return Action{Desired: p.Desired, Reason: ReasonInSync}
+}
+
+// drifted is Drifted, or DriftedCovered for a copy read without its spec.
+func (p Placed) drifted() bool {
+	if p.Covered != "" {
+		return DriftedCovered(p.Desired, p.Copy, p.DesiredDigest, p.Covered)
+	}
+	return Drifted(p.Desired, p.Copy)
 }
 
 // Leaving is what the decision for one cluster the RayService left depends on: a cluster that

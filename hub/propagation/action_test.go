@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
@@ -17,6 +18,17 @@ func TestForPlaced(t *testing.T) {
 	drifted := desired.DeepCopy()
 	raybuilder.SetImage(&drifted.Spec.RayClusterSpec, "someone/else:1")
 	foreign := raybuilder.MakeRayService("svc", "ns").Obj()
+	digest, err := SpecHash(&desired.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy as the hub's cache keeps it: no spec.
+	trimmed := desired.DeepCopy()
+	if _, err := TrimCopy(trimmed); err != nil {
+		t.Fatal(err)
+	}
+	relabelled := trimmed.DeepCopy()
+	delete(relabelled.Labels, labels.OriginHub)
 	tests := []struct {
 		name       string
 		in         Placed
@@ -27,6 +39,14 @@ func TestForPlaced(t *testing.T) {
 		{name: "no copy: apply", in: Placed{Hub: hub, HubName: testHub, Desired: desired}, wantKind: Apply, wantReason: ReasonMissing},
 		{name: "a copy as applied: keep", in: Placed{Hub: hub, HubName: testHub, Copy: desired.DeepCopy(), Desired: desired}, wantKind: Keep, wantReason: ReasonInSync},
 		{name: "drift is reverted", in: Placed{Hub: hub, HubName: testHub, Copy: drifted, Desired: desired}, wantKind: Apply, wantReason: ReasonDrifted},
+		{name: "a copy without its spec that contains this desired spec: keep",
+			in: Placed{Hub: hub, HubName: testHub, Copy: trimmed, Desired: desired, Covered: digest, DesiredDigest: digest}, wantKind: Keep, wantReason: ReasonInSync},
+		{name: "a copy without its spec that contains another desired spec: apply",
+			in: Placed{Hub: hub, HubName: testHub, Copy: trimmed, Desired: desired, Covered: "older", DesiredDigest: digest}, wantKind: Apply, wantReason: ReasonDrifted},
+		{name: "a copy without its spec, desired spec not hashed: apply",
+			in: Placed{Hub: hub, HubName: testHub, Copy: trimmed, Desired: desired, Covered: digest}, wantKind: Apply, wantReason: ReasonDrifted},
+		{name: "a copy without its spec still has its labels compared",
+			in: Placed{Hub: hub, HubName: testHub, Copy: relabelled, Desired: desired, Covered: digest, DesiredDigest: digest}, wantKind: Apply, wantReason: ReasonDrifted},
 		{name: "unreachable: nothing is decided from a copy not read",
 			in: Placed{Hub: hub, HubName: testHub, Unreachable: errors.New("timeout"), Desired: desired}, wantKind: Keep, wantReason: ReasonUnreachable},
 		{name: "someone else's RayService is left alone", in: Placed{Hub: hub, HubName: testHub, Copy: foreign, Desired: desired}, wantKind: Keep, wantReason: ReasonForeign},

@@ -29,13 +29,28 @@ func Drifted(desired, member *rayv1.RayService) bool {
 	if desired == nil {
 		return false
 	}
-	if !keysContained(desired.Labels, member.Labels) || !keysContained(desired.Annotations, member.Annotations) {
+	return metadataDrifted(desired, member) || !specContained(&desired.Spec, &member.Spec)
+}
+
+// DriftedCovered is Drifted for a copy read without its spec (TrimCopy): its labels and
+// annotations are compared as Drifted compares them, its spec by covered, the SpecHash of the
+// desired spec it was last seen to contain at its current generation (Covered), against
+// desiredDigest, the SpecHash of desired's spec.
+func DriftedCovered(desired, member *rayv1.RayService, desiredDigest, covered string) bool {
+	if member == nil {
 		return true
 	}
-	if hubOwnedKeysDropped(desired, member) {
-		return true
+	if desired == nil {
+		return false
 	}
-	return !specContained(&desired.Spec, &member.Spec)
+	return metadataDrifted(desired, member) || desiredDigest != covered
+}
+
+// metadataDrifted reports whether a label or annotation desired sets is missing or different
+// on member, or one the hub applied earlier is no longer desired.
+func metadataDrifted(desired, member *rayv1.RayService) bool {
+	return !keysContained(desired.Labels, member.Labels) || !keysContained(desired.Annotations, member.Annotations) ||
+		hubOwnedKeysDropped(desired, member)
 }
 
 // keysContained reports whether every key of want is in have with the same value.

@@ -6,6 +6,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -154,6 +155,25 @@ func TestTrimManagedFields(t *testing.T) {
 		t.Errorf("kept fields %s, want %s", got, want)
 	}
 	if got, err := TrimManagedFields("not an object"); err != nil || got != "not an object" {
+		t.Errorf("a non-object: %v, %v; want it back untouched", got, err)
+	}
+}
+
+func TestTrimCopy(t *testing.T) {
+	m := raybuilder.MakeRayService("svc", "ns").Obj()
+	m.Labels = map[string]string{"app": "x"}
+	m.Status.NumServeEndpoints = 2
+	m.ManagedFields = []metav1.ManagedFieldsEntry{hubOwned(`{"f:labels":{"f:app":{}}}`)}
+	if _, err := TrimCopy(m); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(m.Spec, rayv1.RayServiceSpec{}) {
+		t.Errorf("the spec is kept: %+v", m.Spec)
+	}
+	if m.Labels["app"] != "x" || m.Status.NumServeEndpoints != 2 || len(m.ManagedFields) != 1 {
+		t.Errorf("more than the spec went: labels %v, status %+v, managedFields %d", m.Labels, m.Status, len(m.ManagedFields))
+	}
+	if got, err := TrimCopy("not an object"); err != nil || got != "not an object" {
 		t.Errorf("a non-object: %v, %v; want it back untouched", got, err)
 	}
 }

@@ -3,6 +3,7 @@ package propagation
 import (
 	"encoding/json"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -30,6 +31,19 @@ func TrimManagedFields(obj any) (any, error) {
 	}
 	o.SetManagedFields(kept)
 	return obj, nil
+}
+
+// TrimCopy is the member caches' transform of RayServices: TrimManagedFields, and the spec
+// dropped. The hub reads a copy's metadata (origin, revision, spec hash) and status from its
+// cache; the spec only for the drift check, which compares it whole once per generation and
+// remembers the answer (Covered), reading the spec from the member's API server. A decoded
+// spec is about 6 KB where the rest of a copy is 2: at 10,000 RayServices, 16,000 specs.
+func TrimCopy(obj any) (any, error) {
+	obj, err := TrimManagedFields(obj)
+	if rs, ok := obj.(*rayv1.RayService); ok {
+		rs.Spec = rayv1.RayServiceSpec{}
+	}
+	return obj, err
 }
 
 // metadataFields is the f:metadata part of a field set; a set that does not parse is kept

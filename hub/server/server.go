@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"time"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -189,6 +190,9 @@ func providerSettings(f flags, sch *runtime.Scheme, userAgent string) ProviderSe
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			o.Scheme = sch
 			o.Cache.DefaultTransform = propagation.TrimManagedFields
+			// The copies are cached without their specs: the drift check reads those from
+			// the member's API server, once per generation.
+			o.Cache.ByObject = map[client.Object]cache.ByObject{&rayv1.RayService{}: {Transform: propagation.TrimCopy}}
 		}},
 		RESTOptions: []func(*rest.Config) error{func(c *rest.Config) error {
 			c.UserAgent = userAgent
