@@ -17,8 +17,11 @@ import (
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -265,6 +268,14 @@ func managerOptions(f flags, sch *runtime.Scheme, namespaces []string) ctrl.Opti
 	return opts
 }
 
+// hubRevisions selects the ControllerRevisions the hub makes (hub/revision labels each with
+// the RayService it belongs to).
+func hubRevisions() k8slabels.Selector {
+	// A constant, valid key: the requirement cannot fail.
+	req, _ := k8slabels.NewRequirement(labels.OriginName, selection.Exists, nil)
+	return k8slabels.NewSelector().Add(*req)
+}
+
 // cacheOptions restricts the cache to the watched namespaces (nil: all) and drops
 // managedFields, which nothing in the hub reads. Secrets are cached in the hub namespace only,
 // whatever --watch-namespace says: the hub reads the members' kubeconfigs there and has no
@@ -274,6 +285,9 @@ func cacheOptions(namespaces []string, hubNamespace string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{hubNamespace: {}}},
+			// The hub's own revisions only: a hub cluster that runs StatefulSets or DaemonSets
+			// has theirs too, which the hub never reads.
+			&appsv1.ControllerRevision{}: {Label: hubRevisions()},
 		},
 	}
 	if len(namespaces) == 0 {

@@ -11,11 +11,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
 )
 
@@ -91,6 +94,15 @@ func TestCacheOptions(t *testing.T) {
 			}
 			if len(secretOpts) != 1 || secretOpts[0] != "fleet" {
 				t.Errorf("Secrets cached in %v, want only the hub namespace", secretOpts)
+			}
+			for obj, by := range opts.ByObject {
+				if _, ok := obj.(*appsv1.ControllerRevision); !ok {
+					continue
+				}
+				if by.Label == nil || !by.Label.Matches(k8slabels.Set{labels.OriginName: "svc"}) ||
+					by.Label.Matches(k8slabels.Set{"controller-revision-hash": "abc"}) {
+					t.Errorf("ControllerRevisions cached by %v, want the hub's only", by.Label)
+				}
 			}
 		})
 	}
