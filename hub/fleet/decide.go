@@ -98,7 +98,7 @@ func (r *Reconciler) decideCopy(g *group, d *decision, name string) propagation.
 	if m == nil || m.readErr != nil {
 		return propagation.ForPlaced(propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Unreachable: unreachableErr(m)})
 	}
-	p := propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Copy: m.copy}
+	p := propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Copy: m.copy, SpecUnread: m.specErr}
 	if propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
 		d.foreign = append(d.foreign, name)
 		return propagation.ForPlaced(p)

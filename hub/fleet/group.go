@@ -11,6 +11,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/hub/placement"
@@ -58,6 +59,9 @@ type memberRecord struct {
 	// covered is the SpecHash of the desired spec the copy was last seen to contain at its
 	// generation (propagation.Covered); empty when copy carries its spec, or has none.
 	covered string
+	// specErr is why the whole copy could not be read (readSpecs): the copy stays as cached,
+	// and its drift is checked at the next reconcile.
+	specErr error
 	// readErr is why the copy could not be read (member not engaged, API error): the member
 	// counts as unreachable and nothing is decided from its absent copy.
 	readErr error
@@ -201,7 +205,8 @@ func (r *Reconciler) readMember(ctx context.Context, g *group, name string) *mem
 // was seen at, or else the whole copy, read from its member's API server (the caches keep no
 // specs). That read happens once per copy and generation: after a hub restart, or when
 // someone else changed the copy's spec. A copy that is gone by then is read as none; a read
-// that fails makes the member unreachable, as a failed cached read does.
+// that fails leaves the copy as cached, its status still counted, and nothing applied to it
+// (specErr) until a reconcile reads it.
 func (r *Reconciler) readSpecs(ctx context.Context, g *group) {
 	for name, m := range g.members {
 		if m.copy == nil || m.readErr != nil || propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
@@ -213,7 +218,7 @@ func (r *Reconciler) readSpecs(ctx context.Context, g *group) {
 		}
 		reader, err := r.members.Reader(ctx, name)
 		if err != nil {
-			m.readErr = fmt.Errorf("cluster %s: %w", name, err)
+			m.specErr = fmt.Errorf("cluster %s: %w", name, err)
 			continue
 		}
 		var whole rayv1.RayService
@@ -221,9 +226,12 @@ func (r *Reconciler) readSpecs(ctx context.Context, g *group) {
 		case apierrors.IsNotFound(err):
 			m.copy = nil
 		case err != nil:
-			m.readErr = fmt.Errorf("get RayService %s on cluster %s from its API server: %w", g.key, name, err)
+			m.specErr = fmt.Errorf("get RayService %s on cluster %s from its API server: %w", g.key, name, err)
 		default:
 			m.copy = &whole
+		}
+		if m.specErr != nil {
+			ctrl.LoggerFrom(ctx).Error(m.specErr, "Reading a copy's spec failed; its drift is checked next time", "cluster", name)
 		}
 	}
 }

@@ -327,7 +327,7 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 
 // polled reports whether this RayService waits on something no watch reports, so that it is
 // reconciled every Resync: a reconcile that stopped early or failed to write a member, an
-// invalid or under-placed RayService, a member not read, a cluster leaving, a foreign
+// invalid or under-placed RayService, a member or a copy's spec not read, a cluster leaving, a foreign
 // RayService in a copy's place (its deletion maps to no hub RayService), a blue/green in
 // flight, traffic (the route's acceptance is read, not watched), or a rollout waiting on an
 // approval (an annotation on the binding, whose watch passes spec changes only). Everything
@@ -350,7 +350,7 @@ func polled(g *group, o *outcome) bool {
 		return true
 	}
 	for _, m := range g.members {
-		if m.readErr != nil {
+		if m.readErr != nil || m.specErr != nil {
 			return true
 		}
 	}

@@ -30,6 +30,7 @@ const (
 	ReasonForeign     = "a RayService of that name the hub did not make; left alone"
 	ReasonRefused     = "the member refused this spec; a copy it runs is left as it is"
 	ReasonNoCopy      = "no copy could be built"
+	ReasonSpecUnread  = "the copy's spec could not be read from the member; it is compared next time"
 	ReasonNotPlaced   = "no longer placed there"
 	ReasonNotRemoved  = "no longer placed there, but the member is not Ready or not reachable: the copy stays until it is"
 	// ReasonNoReplacement and the constants after it are ForLeaving's.
@@ -62,6 +63,9 @@ type Placed struct {
 	// copy was last seen to contain at its generation (see Covered), which the drift check
 	// compares with DesiredDigest instead of comparing specs.
 	Covered, DesiredDigest string
+	// SpecUnread is why Copy, read without its spec, could not be read whole; nil when it was
+	// (or did not need to be).
+	SpecUnread error
 	// Unreachable is why the member's copy could not be read; nil when it was.
 	Unreachable error
 	// Desired is the copy the hub would apply there, DesiredErr why there is none.
@@ -86,6 +90,8 @@ func ForPlaced(p Placed) Action {
 		return Action{Reason: ReasonRefused}
 	case p.Copy == nil:
 		return Action{Kind: Apply, Desired: p.Desired, Reason: ReasonMissing}
+	case p.SpecUnread != nil:
+		return Action{Reason: ReasonSpecUnread}
 	case p.drifted():
 		return Action{Kind: Apply, Desired: p.Desired, Reason: ReasonDrifted}
 	}

@@ -47,6 +47,8 @@ func TestForPlaced(t *testing.T) {
 			in: Placed{Hub: hub, HubName: testHub, Copy: trimmed, Desired: desired, Covered: digest}, wantKind: Apply, wantReason: ReasonDrifted},
 		{name: "a copy without its spec still has its labels compared",
 			in: Placed{Hub: hub, HubName: testHub, Copy: relabelled, Desired: desired, Covered: digest, DesiredDigest: digest}, wantKind: Apply, wantReason: ReasonDrifted},
+		{name: "a copy whose spec could not be read: keep, compared next time",
+			in: Placed{Hub: hub, HubName: testHub, Copy: trimmed, Desired: desired, SpecUnread: errors.New("timeout")}, wantKind: Keep, wantReason: ReasonSpecUnread},
 		{name: "unreachable: nothing is decided from a copy not read",
 			in: Placed{Hub: hub, HubName: testHub, Unreachable: errors.New("timeout"), Desired: desired}, wantKind: Keep, wantReason: ReasonUnreachable},
 		{name: "someone else's RayService is left alone", in: Placed{Hub: hub, HubName: testHub, Copy: foreign, Desired: desired}, wantKind: Keep, wantReason: ReasonForeign},

@@ -16,6 +16,10 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rayfleet/rayfleet/shared/manageropts"
 )
 
 // simConfig is the scale benchmark's part of the command line.
@@ -29,6 +33,9 @@ type simConfig struct {
 	profileDir string
 	// leaderElect runs simhub with --leader-elect, as the chart runs bin/hub.
 	leaderElect bool
+	// memoryLimit is the container memory limit simhub runs as if under: its soft limit
+	// (GOMEMLIMIT) is the share of it bin/hub takes from its cgroup; empty or "0" sets none.
+	memoryLimit string
 	// floor replaces simhub by the replay of its placement writes (floor.go); floorWatches
 	// keeps the hub's watches of the kinds it writes open meanwhile.
 	floor, floorWatches bool
@@ -49,12 +56,31 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.statusChanges, "status-changes", 0, "member status changes to send (-sim); 0 turns every copy Ready")
 	fs.StringVar(&c.profileDir, "profile", "",
 		"directory for simhub's CPU profiles of each phase and its heap after placement (-sim); empty takes none")
+	fs.StringVar(&c.memoryLimit, "hub-memory-limit", defaultHubMemoryLimit,
+		"the hub container's memory limit simhub runs as if under (-sim): GOMEMLIMIT is set to the share of it bin/hub gives the Go runtime from its cgroup; the default is the hub chart's resources.limits.memory, 0 sets no soft limit")
 	fs.BoolVar(&c.floor, "floor", false,
 		"with -sim: no simhub; replay the API writes the hub makes to place each RayService, and measure what they cost the API servers")
 	fs.BoolVar(&c.floorWatches, "floor-watches", true,
 		"with -floor: hold open the watches a hub's informers would (hub RayServices, bindings, revisions; each member's copies)")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true,
 		"run simhub with leader election, as the hub chart runs bin/hub (-sim); its Lease writes are a steady-state figure")
+}
+
+// defaultHubMemoryLimit is the hub chart's default resources.limits.memory
+// (charts/rayfleet-hub/values.yaml).
+const defaultHubMemoryLimit = "512Mi"
+
+// softMemoryLimit is the GOMEMLIMIT environment entry bin/hub would run with under a container
+// memory limit of limit (manageropts.SetMemoryLimit: MemoryLimitRatio of it); nil for none.
+func softMemoryLimit(limit string) ([]string, error) {
+	if limit == "" || limit == "0" {
+		return nil, nil
+	}
+	q, err := resource.ParseQuantity(limit)
+	if err != nil {
+		return nil, fmt.Errorf("-hub-memory-limit %q: %w", limit, err)
+	}
+	return []string{fmt.Sprintf("GOMEMLIMIT=%d", int64(float64(q.Value())*manageropts.MemoryLimitRatio))}, nil
 }
 
 // simDefaults applies the scale benchmark's defaults to the shared flags the command line did

@@ -193,7 +193,11 @@ func (f *simFleet) startHub(ctx context.Context, cfg config, bin string, extra .
 		"--sim-namespaces=" + benchNamespace,
 	}, extra...)
 	args = append(args, cfg.hubArgs...)
-	if f.hubProc, err = f.hub.StartManager(ctx, "simhub", bin, hubKubeconfig, args, nil); err != nil {
+	env, err := softMemoryLimit(cfg.sim.memoryLimit)
+	if err != nil {
+		return err
+	}
+	if f.hubProc, err = f.hub.StartManager(ctx, "simhub", bin, hubKubeconfig, args, env); err != nil {
 		return fmt.Errorf("starting simhub: %w", err)
 	}
 	return nil

@@ -141,9 +141,9 @@ func simFigures(cfg config) []simFigure {
 func printSimReport(out io.Writer, cfg config, commit string, runs []simRun) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "Hub at fleet scale: %d RayServices on %d simulated members (one member API server), hub %s, "+
-		"status changes at %.0f/s, heartbeat %v, steady %v, hub args %q\n",
+		"status changes at %.0f/s, heartbeat %v, steady %v, hub args %q, hub memory limit %q\n",
 		cfg.services, cfg.members, commit, cfg.sim.statusRate, cfg.reportInterval, cfg.rollout.steady,
-		strings.Join(cfg.hubArgs, " "))
+		strings.Join(cfg.hubArgs, " "), cfg.sim.memoryLimit)
 	printFigures(w, simFigures(cfg), runs)
 	_ = w.Flush()
 }
