@@ -163,6 +163,10 @@ func TestTrimCopy(t *testing.T) {
 	m := raybuilder.MakeRayService("svc", "ns").Obj()
 	m.Labels = map[string]string{"app": "x"}
 	m.Status.NumServeEndpoints = 2
+	m.Status.ActiveServiceStatus.RayClusterName = "active"
+	m.Status.ActiveServiceStatus.RayClusterStatus.Endpoints = map[string]string{"dashboard": "8265"}
+	m.Status.PendingServiceStatus.RayClusterName = "pending"
+	m.Status.PendingServiceStatus.RayClusterStatus.Reason = "starting"
 	m.ManagedFields = []metav1.ManagedFieldsEntry{hubOwned(`{"f:labels":{"f:app":{}}}`)}
 	if _, err := TrimCopy(m); err != nil {
 		t.Fatal(err)
@@ -170,8 +174,14 @@ func TestTrimCopy(t *testing.T) {
 	if !equality.Semantic.DeepEqual(m.Spec, rayv1.RayServiceSpec{}) {
 		t.Errorf("the spec is kept: %+v", m.Spec)
 	}
-	if m.Labels["app"] != "x" || m.Status.NumServeEndpoints != 2 || len(m.ManagedFields) != 1 {
-		t.Errorf("more than the spec went: labels %v, status %+v, managedFields %d", m.Labels, m.Status, len(m.ManagedFields))
+	for _, st := range []rayv1.RayServiceStatus{m.Status.ActiveServiceStatus, m.Status.PendingServiceStatus} {
+		if !equality.Semantic.DeepEqual(st.RayClusterStatus, rayv1.RayClusterStatus{}) {
+			t.Errorf("a RayCluster status is kept: %+v", st.RayClusterStatus)
+		}
+	}
+	if m.Labels["app"] != "x" || m.Status.NumServeEndpoints != 2 || len(m.ManagedFields) != 1 ||
+		m.Status.ActiveServiceStatus.RayClusterName != "active" || m.Status.PendingServiceStatus.RayClusterName != "pending" {
+		t.Errorf("more went than the spec and the RayCluster statuses: labels %v, status %+v, managedFields %d", m.Labels, m.Status, len(m.ManagedFields))
 	}
 	if got, err := TrimCopy("not an object"); err != nil || got != "not an object" {
 		t.Errorf("a non-object: %v, %v; want it back untouched", got, err)
