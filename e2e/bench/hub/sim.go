@@ -34,7 +34,8 @@ type simConfig struct {
 	// leaderElect runs simhub with --leader-elect, as the chart runs bin/hub.
 	leaderElect bool
 	// memoryLimit is the container memory limit simhub runs as if under: its soft limit
-	// (GOMEMLIMIT) is the share of it bin/hub takes from its cgroup; empty or "0" sets none.
+	// (GOMEMLIMIT) is the share of it bin/hub takes from its cgroup; empty or "0" sets none,
+	// so that the default run shows what the hub holds, not what a limit makes it collect.
 	memoryLimit string
 	// floor replaces simhub by the replay of its placement writes (floor.go); floorWatches
 	// keeps the hub's watches of the kinds it writes open meanwhile.
@@ -56,8 +57,8 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.statusChanges, "status-changes", 0, "member status changes to send (-sim); 0 turns every copy Ready")
 	fs.StringVar(&c.profileDir, "profile", "",
 		"directory for simhub's CPU profiles of each phase and its heap after placement (-sim); empty takes none")
-	fs.StringVar(&c.memoryLimit, "hub-memory-limit", defaultHubMemoryLimit,
-		"the hub container's memory limit simhub runs as if under (-sim): GOMEMLIMIT is set to the share of it bin/hub gives the Go runtime from its cgroup; the default is the hub chart's resources.limits.memory, 0 sets no soft limit")
+	fs.StringVar(&c.memoryLimit, "hub-memory-limit", "0",
+		"the hub container's memory limit simhub runs as if under (-sim), 512Mi being the hub chart's default: GOMEMLIMIT is set to the share of it bin/hub gives the Go runtime from its cgroup; 0 sets no soft limit")
 	fs.BoolVar(&c.floor, "floor", false,
 		"with -sim: no simhub; replay the API writes the hub makes to place each RayService, and measure what they cost the API servers")
 	fs.BoolVar(&c.floorWatches, "floor-watches", true,
@@ -65,10 +66,6 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.leaderElect, "leader-elect", true,
 		"run simhub with leader election, as the hub chart runs bin/hub (-sim); its Lease writes are a steady-state figure")
 }
-
-// defaultHubMemoryLimit is the hub chart's default resources.limits.memory
-// (charts/rayfleet-hub/values.yaml).
-const defaultHubMemoryLimit = "512Mi"
 
 // softMemoryLimit is the GOMEMLIMIT environment entry bin/hub would run with under a container
 // memory limit of limit (manageropts.SetMemoryLimit: MemoryLimitRatio of it); nil for none.
