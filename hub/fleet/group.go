@@ -138,8 +138,14 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 	}
 	names := slices.Concat(slices.Collect(maps.Keys(g.memberClusters)), g.holding())
 	slices.Sort(names)
+	// Most members hold no copy: one RayService (2 KB before anything is read into it)
+	// serves their reads, and a new one is made only once a copy is found in it.
+	probe := &rayv1.RayService{}
 	for _, name := range slices.Compact(names) {
-		g.members[name] = r.readMember(ctx, g, name)
+		g.members[name] = r.readMember(ctx, g, name, probe)
+		if g.members[name].copy == probe {
+			probe = &rayv1.RayService{}
+		}
 	}
 	return g, nil
 }
@@ -176,8 +182,9 @@ func (r *Reconciler) readPolicy(ctx context.Context, hub *rayv1.RayService) (pol
 	return out, nil
 }
 
-// readMember reads one member's copy through its (cached) client.
-func (r *Reconciler) readMember(ctx context.Context, g *group, name string) *memberRecord {
+// readMember reads one member's copy through its (cached) client into into, an empty
+// RayService that becomes the record's copy when there is one.
+func (r *Reconciler) readMember(ctx context.Context, g *group, name string, into *rayv1.RayService) *memberRecord {
 	m := &memberRecord{name: name, mc: g.memberClusters[name]}
 	if m.mc == nil {
 		m.readErr = errors.New("the member has left the fleet")
@@ -189,14 +196,16 @@ func (r *Reconciler) readMember(ctx context.Context, g *group, name string) *mem
 		return m
 	}
 	m.client = cl
-	var member rayv1.RayService
-	switch err := cl.Get(ctx, g.key, &member); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
+	err = cl.Get(ctx, g.key, into)
+	switch {
+	case err == nil:
+		m.copy = into
+		return m
+	case !apierrors.IsNotFound(err):
 		m.readErr = fmt.Errorf("get RayService %s on cluster %s: %w", g.key, name, err)
-	default:
-		m.copy = &member
 	}
+	// Emptied for the next member, whatever a failed read left in it.
+	*into = rayv1.RayService{}
 	return m
 }
 
