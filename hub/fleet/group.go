@@ -215,10 +215,14 @@ func (r *Reconciler) readMember(ctx context.Context, g *group, name string, into
 // specs). That read happens once per copy and generation: after a hub restart, or when
 // someone else changed the copy's spec. A copy that is gone by then is read as none; a read
 // that fails leaves the copy as cached, its status still counted, and nothing applied to it
-// (specErr) until a reconcile reads it.
+// (specErr) until a reconcile reads it. Only the clusters the binding places the RayService on
+// are read: a copy on a cluster it left is never compared (one retained there would be read at
+// every resync), and one on a cluster chosen by this reconcile is applied, its spec unknown.
 func (r *Reconciler) readSpecs(ctx context.Context, g *group) {
+	placed := g.placedBefore()
 	for name, m := range g.members {
-		if m.copy == nil || m.readErr != nil || propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
+		if m.copy == nil || m.readErr != nil || !slices.Contains(placed, name) ||
+			propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
 			continue
 		}
 		if digest, ok := r.covered.Digest(name, m.copy); ok {
