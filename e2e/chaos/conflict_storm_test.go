@@ -204,23 +204,26 @@ func stormRun(t *testing.T, f *localfleet.Fleet, ns, name string, d time.Duratio
 		t.Fatalf("reading the hub RayService: %v", err)
 	}
 	w := &stormWrites{results: map[string]bool{}}
-	ctx, cancel := context.WithTimeout(t.Context(), d)
+	// The storm's end only stops new writes: a write under way finishes under the test's own
+	// context, since a request cut by the end (the client's rate limiter refuses a wait that
+	// would pass a deadline) is not a writer giving up.
+	stop, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range stormWriters {
 		// Each writer has its own num_replicas, 1 to stormWriters.
 		serve := strings.Replace(base.Spec.ServeConfigV2, "num_replicas: 1", fmt.Sprintf("num_replicas: %d", i+1), 1)
-		wg.Go(func() { w.writer(ctx, f, ns, name, i, serve) })
+		wg.Go(func() { w.writer(t.Context(), stop, f, ns, name, i, serve) })
 	}
 	wg.Wait()
 	return w
 }
 
-// writer patches until ctx ends: write n of writer i sets stormKey to "w<i>-<n>" and the Serve
-// config to serve.
-func (w *stormWrites) writer(ctx context.Context, f *localfleet.Fleet, ns, name string, i int, serve string) {
+// writer patches under ctx until stop ends: write n of writer i sets stormKey to "w<i>-<n>" and
+// the Serve config to serve.
+func (w *stormWrites) writer(ctx, stop context.Context, f *localfleet.Fleet, ns, name string, i int, serve string) {
 	backoff := wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 1, Steps: 30, Cap: time.Second}
-	for n := 0; ctx.Err() == nil; n++ {
+	for n := 0; stop.Err() == nil; n++ {
 		err := retry.OnError(backoff, apierrors.IsConflict, func() error {
 			var cur rayv1.RayService
 			if err := f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cur); err != nil {
@@ -261,7 +264,7 @@ func (w *stormWrites) writer(ctx context.Context, f *localfleet.Fleet, ns, name 
 			return
 		}
 		select {
-		case <-ctx.Done():
+		case <-stop.Done():
 		case <-time.After(stormPace + rand.N(stormPace)):
 		}
 	}
