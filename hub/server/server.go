@@ -192,6 +192,7 @@ func providerSettings(f flags, sch *runtime.Scheme, userAgent string) ProviderSe
 		HubNamespace: f.hubNamespace,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			o.Scheme = sch
+			o.MapperProvider = membership.NewMapper
 			o.Cache.DefaultTransform = propagation.TrimManagedFields
 			// The copies are cached without their specs: the drift check reads those from
 			// the member's API server, once per generation.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
 )
@@ -220,6 +222,9 @@ func TestRunOptions(t *testing.T) {
 	settings.ClusterOptions[0](&co)
 	if co.Scheme == nil || !co.Scheme.IsGroupRegistered("fleet.rayfleet.io") {
 		t.Error("member clusters do not get the hub's scheme")
+	}
+	if co.MapperProvider == nil || reflect.ValueOf(co.MapperProvider).Pointer() != reflect.ValueOf(membership.NewMapper).Pointer() {
+		t.Error("member clusters do not get the member mapper (they would keep every kind a member serves)")
 	}
 }
 
