@@ -19,6 +19,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -277,13 +278,31 @@ func hubRevisions() k8slabels.Selector {
 	return k8slabels.NewSelector().Add(*req)
 }
 
-// cacheOptions restricts the cache to the watched namespaces (nil: all) and drops
-// managedFields, which nothing in the hub reads. Secrets are cached in the hub namespace only,
+// trimHubObject drops an object's managedFields and kubectl's last-applied configuration
+// before the hub caches it. The hub writes its objects by patch and apply only, never by
+// update, so what its cache lacks is never written back. The last-applied configuration is the
+// whole manifest kubectl (or Argo CD) last applied, Serve config included: the size of the
+// RayService again, and copies leave it behind (propagation.MemberRayService).
+func trimHubObject(obj any) (any, error) {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		// A tombstone or another non-object passes untouched, as the stock transforms do.
+		return obj, nil //nolint:nilerr // not an object: nothing to trim
+	}
+	o.SetManagedFields(nil)
+	if a := o.GetAnnotations(); a != nil {
+		delete(a, corev1.LastAppliedConfigAnnotation)
+	}
+	return obj, nil
+}
+
+// cacheOptions restricts the cache to the watched namespaces (nil: all) and drops what
+// nothing in the hub reads (trimHubObject). Secrets are cached in the hub namespace only,
 // whatever --watch-namespace says: the hub reads the members' kubeconfigs there and has no
 // business with other Secrets.
 func cacheOptions(namespaces []string, hubNamespace string) cache.Options {
 	opts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: trimHubObject,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{hubNamespace: {}}},
 			// The hub's own revisions only: a hub cluster that runs StatefulSets or DaemonSets

@@ -12,10 +12,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -107,6 +111,49 @@ func TestCacheOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTrimHubObject(t *testing.T) {
+	tests := []struct {
+		name            string
+		in              any
+		wantAnnotations map[string]string
+	}{
+		{
+			name: "kubectl's last-applied configuration and managedFields are dropped, the rest kept",
+			in: &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{
+				Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"RayService"}`, "team": "search"},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+			}},
+			wantAnnotations: map[string]string{"team": "search"},
+		},
+		{name: "no annotations", in: &corev1.Secret{}},
+		{name: "a tombstone passes", in: toolscache.DeletedFinalStateUnknown{Key: "ns/name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := trimHubObject(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, ok := out.(metav1.Object)
+			if !ok {
+				if diff := cmp.Diff(tt.in, out); diff != "" {
+					t.Errorf("a non-object changed (-in +out):\n%s", diff)
+				}
+				return
+			}
+			if len(o.GetManagedFields()) != 0 {
+				t.Errorf("managedFields kept: %v", o.GetManagedFields())
+			}
+			if diff := cmp.Diff(tt.wantAnnotations, o.GetAnnotations(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if opts := cacheOptions(nil, "fleet"); opts.DefaultTransform == nil {
+		t.Error("the hub cache has no transform")
 	}
 }
 
