@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -121,8 +122,11 @@ func startFleetOf(t *testing.T, clk clock.Clock, names ...string) *fleetHarness 
 			t.Fatal(err)
 		}
 	}
+	// The hub cache keeps RayServices without their specs, as bin/hub's does.
+	specs := NewHubSpecs()
 	mgr, err := mcmanager.New(envs[0].Config, provider, ctrl.Options{
 		Scheme:     envs[0].Scheme,
+		Cache:      cache.Options{ByObject: map[client.Object]cache.ByObject{&rayv1.RayService{}: {Transform: specs.Transform(nil)}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 	})
@@ -134,7 +138,7 @@ func startFleetOf(t *testing.T, clk clock.Clock, names ...string) *fleetHarness 
 	// fire: every RayService resyncs every second instead, as one waiting on something unwatched
 	// does (TestRequeueAfterSettled covers the choice).
 	r := NewReconciler(mgr.GetLocalManager(), members, Options{Resync: time.Second, SettledResync: time.Second, Clock: clk,
-		MetricsRegisterer: prometheus.NewRegistry()})
+		MetricsRegisterer: prometheus.NewRegistry(), Specs: specs})
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,9 @@ type Options struct {
 	// MetricsRegisterer is where the metrics are registered; nil means controller-runtime's
 	// registry.
 	MetricsRegisterer prometheus.Registerer
+	// Specs is what the hub cache's RayService transform (Specs.Transform) keeps of the specs
+	// it drops; nil when the cache keeps them.
+	Specs *HubSpecs
 }
 
 // Reconciler reconciles hub RayServices. Build it with NewReconciler.
@@ -185,8 +188,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		return ctrl.Result{}, nil
 	}
 	var hub rayv1.RayService
-	if err := r.client.Get(ctx, req.NamespacedName, &hub); err != nil {
+	err := r.client.Get(ctx, req.NamespacedName, &hub)
+	if err == nil {
+		err = r.readSpec(ctx, &hub)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
+			r.opts.Specs.forget(req.NamespacedName)
 			r.metrics.forget(req.NamespacedName)
 			r.reserved.Forget(req.NamespacedName)
 			r.validSpecs.Forget(req.NamespacedName)
@@ -206,6 +214,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		}
 	}
 	return r.reconcileNormal(ctx, &hub)
+}
+
+// readSpec gives hub, read from the cache, its spec when the cache keeps none (Options.Specs):
+// the one remembered for its generation or, when the informer is storing a newer generation at
+// that instant, the whole RayService read again from the API server.
+func (r *Reconciler) readSpec(ctx context.Context, hub *rayv1.RayService) error {
+	if r.opts.Specs == nil {
+		return nil
+	}
+	if ok, err := r.opts.Specs.fill(hub); ok || err != nil {
+		return err
+	}
+	key := client.ObjectKeyFromObject(hub)
+	ctrl.LoggerFrom(ctx).V(1).Info("Reading the RayService from the API server: its spec is not remembered for generation", "generation", hub.Generation)
+	*hub = rayv1.RayService{}
+	if err := r.apiReader.Get(ctx, key, hub); err != nil {
+		return fmt.Errorf("get RayService %s from the API server: %w", key, err)
+	}
+	return nil
 }
 
 // reconcileNormal is read → decide → execute, with the status written from a defer so that

@@ -165,7 +165,8 @@ func run(ctx context.Context, f flags, opts Options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := mcmanager.New(restCfg, provider, managerOptions(f, sch, namespaces))
+	specs := fleet.NewHubSpecs()
+	mgr, err := mcmanager.New(restCfg, provider, managerOptions(f, sch, namespaces, specs))
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
@@ -177,7 +178,7 @@ func run(ctx context.Context, f flags, opts Options) error {
 			return fmt.Errorf("setting up the member-cluster provider: %w", err)
 		}
 	}
-	if err = setupControllers(mgr, f); err != nil {
+	if err = setupControllers(mgr, f, specs); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("starting hub", "version", opts.Version, "hubNamespace", f.hubNamespace)
@@ -226,8 +227,9 @@ func newProvider(f flags, opts Options, s ProviderSettings) (multicluster.Provid
 }
 
 // setupControllers registers the hub's controllers: MemberClusters, hub RayServices, the
-// orphan sweep and PlacementPolicies.
-func setupControllers(mgr mcmanager.Manager, f flags) error {
+// orphan sweep and PlacementPolicies. specs holds the hub RayServices' specs, which the cache
+// drops (managerOptions).
+func setupControllers(mgr mcmanager.Manager, f flags, specs *fleet.HubSpecs) error {
 	local := mgr.GetLocalManager()
 	members, err := membership.New(local.GetClient(), mgr, local.GetEventRecorder("membercluster-controller"),
 		membership.Options{
@@ -245,6 +247,7 @@ func setupControllers(mgr mcmanager.Manager, f flags) error {
 		Resync:                  f.resync,
 		MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles,
 		HubName:                 f.hubName,
+		Specs:                   specs,
 	})
 	if err = rayServices.SetupWithManager(mgr); err != nil {
 		return err
@@ -259,10 +262,10 @@ func setupControllers(mgr mcmanager.Manager, f flags) error {
 // managerOptions are the shared manager flags' options plus the hub's: its scheme and cache,
 // the worker count, and the leader-election Lease in the hub namespace unless
 // --leader-election-namespace says otherwise.
-func managerOptions(f flags, sch *runtime.Scheme, namespaces []string) ctrl.Options {
+func managerOptions(f flags, sch *runtime.Scheme, namespaces []string, specs *fleet.HubSpecs) ctrl.Options {
 	opts := f.manager.Manager()
 	opts.Scheme = sch
-	opts.Cache = cacheOptions(namespaces, f.hubNamespace)
+	opts.Cache = cacheOptions(namespaces, f.hubNamespace, specs)
 	opts.Controller = ctrlconfig.Controller{MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles}
 	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = f.hubNamespace
@@ -297,10 +300,11 @@ func trimHubObject(obj any) (any, error) {
 }
 
 // cacheOptions restricts the cache to the watched namespaces (nil: all) and drops what
-// nothing in the hub reads (trimHubObject). Secrets are cached in the hub namespace only,
-// whatever --watch-namespace says: the hub reads the members' kubeconfigs there and has no
-// business with other Secrets.
-func cacheOptions(namespaces []string, hubNamespace string) cache.Options {
+// nothing in the hub reads (trimHubObject), and the RayServices' specs, which specs keeps as
+// JSON for the reconciler. Secrets are cached in the hub namespace only, whatever
+// --watch-namespace says: the hub reads the members' kubeconfigs there and has no business
+// with other Secrets.
+func cacheOptions(namespaces []string, hubNamespace string, specs *fleet.HubSpecs) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: trimHubObject,
 		ByObject: map[client.Object]cache.ByObject{
@@ -308,6 +312,8 @@ func cacheOptions(namespaces []string, hubNamespace string) cache.Options {
 			// The hub's own revisions only: a hub cluster that runs StatefulSets or DaemonSets
 			// has theirs too, which the hub never reads.
 			&appsv1.ControllerRevision{}: {Label: hubRevisions()},
+			// Hub RayServices without their specs, which specs keeps as JSON.
+			&rayv1.RayService{}: {Transform: specs.Transform(trimHubObject)},
 		},
 	}
 	if len(namespaces) == 0 {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
@@ -81,7 +82,7 @@ func TestCacheOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := cacheOptions(tt.watch, "fleet")
+			opts := cacheOptions(tt.watch, "fleet", fleet.NewHubSpecs())
 			if len(opts.DefaultNamespaces) != len(tt.wantNamespaces) {
 				t.Errorf("namespaces = %v, want %v", opts.DefaultNamespaces, tt.wantNamespaces)
 			}
@@ -152,9 +153,29 @@ func TestTrimHubObject(t *testing.T) {
 			}
 		})
 	}
-	if opts := cacheOptions(nil, "fleet"); opts.DefaultTransform == nil {
+	opts := cacheOptions(nil, "fleet", fleet.NewHubSpecs())
+	if opts.DefaultTransform == nil {
 		t.Error("the hub cache has no transform")
 	}
+	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*rayv1.RayService); !ok {
+			continue
+		}
+		rs := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{
+			Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: "{}"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		}, Spec: rayv1.RayServiceSpec{ServeConfigV2: "applications: []"}}
+		out, err := by.Transform(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(*rayv1.RayService)
+		if got.Spec.ServeConfigV2 != "" || len(got.ManagedFields) != 0 || len(got.Annotations) != 0 {
+			t.Errorf("a hub RayService is cached as %+v, want no spec, managedFields or last-applied configuration", got)
+		}
+		return
+	}
+	t.Error("the hub cache keeps RayServices' specs")
 }
 
 // TestManagerOptions checks what the hub adds to the shared manager options: the Lease lives
@@ -183,7 +204,7 @@ func TestManagerOptions(t *testing.T) {
 			if err := fs.Parse(append([]string{"--leader-elect"}, tt.args...)); err != nil {
 				t.Fatal(err)
 			}
-			opts := managerOptions(f, nil, nil)
+			opts := managerOptions(f, nil, nil, nil)
 			if !opts.LeaderElection || opts.LeaderElectionID != "rayfleet-hub.rayfleet.io" || opts.LeaderElectionNamespace != tt.wantNamespace {
 				t.Errorf("leader election %v, Lease %s/%s; want true, %s/rayfleet-hub.rayfleet.io",
 					opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaderElectionID, tt.wantNamespace)
