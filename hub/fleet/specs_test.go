@@ -26,7 +26,7 @@ func cachedHub(t *testing.T, s *HubSpecs, rs *rayv1.RayService) *rayv1.RayServic
 		t.Fatal(err)
 	}
 	var decoded rayv1.RayService
-	if err := json.Unmarshal(raw, &decoded); err != nil {
+	if err = json.Unmarshal(raw, &decoded); err != nil {
 		t.Fatal(err)
 	}
 	out, err := s.Transform(nil)(&decoded)

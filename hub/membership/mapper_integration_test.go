@@ -41,8 +41,8 @@ func TestMapperDiscoversOnlyWhatIsUsed(t *testing.T) {
 		{rayv1.GroupVersion.WithKind("RayService"), "rayservices", meta.RESTScopeNameNamespace},
 		{fleetv1alpha1.GroupVersion.WithKind("ClusterReport"), "clusterreports", meta.RESTScopeNameRoot},
 	} {
-		m, err := mapper.RESTMapping(tc.gvk.GroupKind(), tc.gvk.Version)
-		g.Expect(err).NotTo(HaveOccurred(), "%s", tc.gvk)
+		m, mapErr := mapper.RESTMapping(tc.gvk.GroupKind(), tc.gvk.Version)
+		g.Expect(mapErr).NotTo(HaveOccurred(), "%s", tc.gvk)
 		g.Expect(m.Resource.Resource).To(Equal(tc.resource))
 		g.Expect(m.Scope.Name()).To(Equal(tc.scope), "%s", tc.gvk)
 	}
