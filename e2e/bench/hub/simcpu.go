@@ -76,18 +76,13 @@ func (u cpUsage) total() time.Duration {
 	return t
 }
 
-// cpPhase is the control planes' CPU in phase: from the previous phase's end (placement: from
-// just before the first create) to this one's.
-// A phase that did not end has none.
+// cpPhase is the control planes' CPU in phase, from its start to its end (placement: from
+// just before the first create). A phase that did not end has none.
 func (r *simRun) cpPhase(phase int) cpUsage {
 	if r.cp[phase].total() == 0 {
 		return cpUsage{}
 	}
-	before := r.cpStart
-	if phase > 0 {
-		before = r.cp[phase-1]
-	}
-	return r.cp[phase].sub(before)
+	return r.cp[phase].sub(r.cpFrom[phase])
 }
 
 // machineFloor is the least wall time the control planes' CPU in placement takes on cores

@@ -10,7 +10,10 @@ import (
 func TestCPPhase(t *testing.T) {
 	s := time.Second
 	r := simRun{
-		cpStart: cpUsage{10 * s, 1 * s, 5 * s, 1 * s},
+		cpFrom: [numPhases]cpUsage{
+			{10 * s, 1 * s, 5 * s, 1 * s},
+			{45 * s, 4 * s, 20 * s, 3 * s},
+		},
 		cp: [numPhases]cpUsage{
 			{40 * s, 4 * s, 20 * s, 3 * s},
 			{50 * s, 5 * s, 30 * s, 4 * s},
@@ -22,7 +25,7 @@ func TestCPPhase(t *testing.T) {
 		want  cpUsage
 	}{
 		{name: "placement counts from just before the first create", phase: phasePlace, want: cpUsage{30 * s, 3 * s, 15 * s, 2 * s}},
-		{name: "a later phase counts from the previous one's end", phase: phaseStatus, want: cpUsage{10 * s, 1 * s, 10 * s, 1 * s}},
+		{name: "a later phase counts from its own start, not the previous one's end", phase: phaseStatus, want: cpUsage{5 * s, 1 * s, 10 * s, 1 * s}},
 		{name: "a phase that did not end has none", phase: phaseSteady, want: cpUsage{}},
 	}
 	for _, tt := range tests {

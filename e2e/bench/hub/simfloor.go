@@ -156,7 +156,7 @@ func replay(ctx context.Context, cfg config, f *simFleet, w *floor.Writer, run *
 	plan := floorPlan(cfg.services, cfg.members)
 	items := make(chan floor.Item, cfg.services)
 	var err error
-	if run.cpStart, err = readControlPlanes(f.hub, f.member); err != nil {
+	if run.cpFrom[phasePlace], err = readControlPlanes(f.hub, f.member); err != nil {
 		return err
 	}
 	self, err := localcluster.ReadUsage(os.Getpid())

@@ -55,11 +55,10 @@ type simRun struct {
 	statusLat        []time.Duration
 	changes          int
 	sentIn, statusIn time.Duration
-	// usage is the hub process's at the end of each phase.
-	usage [numPhases]localcluster.Usage
-	// cpStart is the control planes' CPU just before the first create, cp at each phase's end.
-	cpStart cpUsage
-	cp      [numPhases]cpUsage
+	// usageFrom and usage are the hub process's at the start and the end of each phase;
+	// cpFrom and cp the control planes' CPU (placement starts just before the first create).
+	usageFrom, usage [numPhases]localcluster.Usage
+	cpFrom, cp       [numPhases]cpUsage
 	// windows are the phases' spans; reconciles and calls (by "hub" and "member") per phase.
 	windows    [numPhases]benchutil.Window
 	reconciles [numPhases]float64
@@ -98,9 +97,6 @@ func measureSim(ctx context.Context, cfg config, f *simFleet, prof *profiler) (s
 		return run, err
 	}
 	m := &simMeasure{cfg: cfg, f: f, run: &run, prof: prof}
-	if m.lastRecon, err = m.reconciles(ctx); err != nil {
-		return run, err
-	}
 	for i, phase := range []func(context.Context) error{m.place, m.status, m.steady} {
 		if err := phase(ctx); err != nil {
 			// The phases that ended are still worth counting: a long run that fails late has
@@ -121,10 +117,11 @@ type simMeasure struct {
 	cfg       config
 	f         *simFleet
 	run       *simRun
-	prof      *profiler
-	lastRecon float64
-	// lastWait are the queue-wait histogram's sum and count at the previous phase's end.
-	lastWait [2]float64
+	prof     *profiler
+	// reconFrom, waitFrom are the reconcile total and the queue-wait histogram's sum and count
+	// at the current phase's start.
+	reconFrom float64
+	waitFrom  [2]float64
 }
 
 // reconciles scrapes the hub RayService controller's reconcile total.
@@ -136,6 +133,33 @@ func (m *simMeasure) reconciles(ctx context.Context) (float64, error) {
 	return benchutil.Sum(t), nil
 }
 
+// beginPhase records the baselines phase's figures count from and returns its start: what
+// happens between two phases (the harness preparing the next) is counted in neither.
+func (m *simMeasure) beginPhase(ctx context.Context, phase int) (time.Time, error) {
+	var err error
+	if m.reconFrom, err = m.reconciles(ctx); err != nil {
+		return time.Time{}, err
+	}
+	q, err := m.queue(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	m.waitFrom = [2]float64{q[queueWaitSum], q[queueWaitCount]}
+	if m.run.cpFrom[phase], err = readControlPlanes(m.f.hub, m.f.member); err != nil {
+		return time.Time{}, err
+	}
+	if m.run.usageFrom[phase], err = m.f.hubProc.Usage(); err != nil {
+		return time.Time{}, err
+	}
+	return time.Now(), nil
+}
+
+// queue scrapes the hub RayService controller's workqueue figures.
+func (m *simMeasure) queue(ctx context.Context) (map[string]float64, error) {
+	return benchutil.Scrape(ctx, m.f.hubProc.MetricsURL, map[string]string{"name": hubController},
+		queueDepthMetric, queueWaitSum, queueWaitCount)
+}
+
 // endPhase records the phase's window (from start to now), reconciles and the hub's usage.
 func (m *simMeasure) endPhase(ctx context.Context, phase int, start time.Time) error {
 	m.run.windows[phase] = benchutil.Window{From: start, To: time.Now()}
@@ -143,18 +167,15 @@ func (m *simMeasure) endPhase(ctx context.Context, phase int, start time.Time) e
 	if err != nil {
 		return err
 	}
-	m.run.reconciles[phase] = total - m.lastRecon
-	m.lastRecon = total
-	q, err := benchutil.Scrape(ctx, m.f.hubProc.MetricsURL, map[string]string{"name": hubController},
-		queueDepthMetric, queueWaitSum, queueWaitCount)
+	m.run.reconciles[phase] = total - m.reconFrom
+	q, err := m.queue(ctx)
 	if err != nil {
 		return err
 	}
 	m.run.queueDepth[phase] = q[queueDepthMetric]
-	if n := q[queueWaitCount] - m.lastWait[1]; n > 0 {
-		m.run.queueWait[phase] = (q[queueWaitSum] - m.lastWait[0]) / n
+	if n := q[queueWaitCount] - m.waitFrom[1]; n > 0 {
+		m.run.queueWait[phase] = (q[queueWaitSum] - m.waitFrom[0]) / n
 	}
-	m.lastWait = [2]float64{q[queueWaitSum], q[queueWaitCount]}
 	if m.run.cp[phase], err = readControlPlanes(m.f.hub, m.f.member); err != nil {
 		return err
 	}
@@ -173,11 +194,10 @@ func (m *simMeasure) quiet(ctx context.Context) error {
 // quiet.
 func (m *simMeasure) place(ctx context.Context) error {
 	m.prof.cpu(ctx, "place", profilePlace)
-	var err error
-	if m.run.cpStart, err = readControlPlanes(m.f.hub, m.f.member); err != nil {
+	start, err := m.beginPhase(ctx, phasePlace)
+	if err != nil {
 		return err
 	}
-	start := time.Now()
 	if err = createSimServices(ctx, m.cfg, m.f.hubClient, m.f.copies.placed, nil); err != nil {
 		return err
 	}
@@ -228,7 +248,10 @@ func (m *simMeasure) status(ctx context.Context) error {
 		return err
 	}
 	m.prof.cpu(ctx, "status", profileStatus)
-	start := time.Now()
+	start, err := m.beginPhase(ctx, phaseStatus)
+	if err != nil {
+		return err
+	}
 	lastSent, err := streamSim(ctx, m.cfg.sim.statusRate, m.f.memberClient, changes, eps)
 	if err != nil {
 		return err
@@ -239,24 +262,34 @@ func (m *simMeasure) status(ctx context.Context) error {
 	}
 	m.run.statusIn = time.Since(start)
 	m.run.statusLat = eps.latencies()
-	// The copies left out of the timed stream turn Ready too, untimed, so that every rollout
-	// completes and the steady state starts settled.
-	if err = markAllReady(ctx, m.f.memberClient, rest); err != nil {
-		return err
-	}
 	fmt.Fprintf(os.Stderr, "bench: %d status changes sent in %v, all on the hub in %v (p50 %v, p99 %v)\n",
 		m.run.changes, benchutil.Round(m.run.sentIn), benchutil.Round(m.run.statusIn),
 		benchutil.Round(benchutil.Percentile(m.run.statusLat, 0.5)), benchutil.Round(benchutil.Percentile(m.run.statusLat, 0.99)))
-	if err := m.quiet(ctx); err != nil {
+	if err = m.quiet(ctx); err != nil {
 		return err
 	}
-	return m.endPhase(ctx, phaseStatus, start)
+	if err = m.endPhase(ctx, phaseStatus, start); err != nil {
+		return err
+	}
+	// The copies left out of the timed stream turn Ready too, outside the phase's window (the
+	// writes per change count the timed changes alone), so that every rollout completes and
+	// the steady state starts settled.
+	if len(rest) == 0 {
+		return nil
+	}
+	if err = markAllReady(ctx, m.f.memberClient, rest); err != nil {
+		return err
+	}
+	return m.quiet(ctx)
 }
 
 // steady leaves the fleet alone for -steady, heartbeats going on.
 func (m *simMeasure) steady(ctx context.Context) error {
 	m.prof.cpu(ctx, "steady", min(profileSteady, m.cfg.rollout.steady))
-	start := time.Now()
+	start, err := m.beginPhase(ctx, phaseSteady)
+	if err != nil {
+		return err
+	}
 	select {
 	case <-time.After(m.cfg.rollout.steady):
 	case <-m.f.hubProc.Done():

@@ -55,10 +55,7 @@ func (r *simRun) seconds(phase int) float64 {
 
 // cpu is the hub's CPU time in phase.
 func (r *simRun) cpu(phase int) float64 {
-	if phase == 0 {
-		return r.usage[0].CPU.Seconds()
-	}
-	return (r.usage[phase].CPU - r.usage[phase-1].CPU).Seconds()
+	return (r.usage[phase].CPU - r.usageFrom[phase].CPU).Seconds()
 }
 
 func isRead(verb string) bool { return !benchutil.IsWrite(verb) }
