@@ -356,11 +356,11 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 // reconciled every Resync: a reconcile that stopped early or failed to write a member, an
 // invalid or under-placed RayService, a member or a copy's spec not read, a cluster leaving, a foreign
 // RayService in a copy's place (its deletion maps to no hub RayService), a blue/green in
-// flight, traffic (the route's acceptance is read, not watched), or a rollout waiting on an
-// approval (an annotation on the binding, whose watch passes spec changes only). Everything
-// else a RayService waits on arrives by watch (its spec and annotations, its policy, the
-// MemberClusters, every member copy) or is a timer (requeueAfter), so it is reconciled
-// otherwise only every SettledResync, a safety net.
+// flight, or traffic (the route's acceptance is read, not watched). Everything else a
+// RayService waits on arrives by watch (its spec and annotations, its binding's approval, its
+// policy, the MemberClusters, every member copy) or is a timer (requeueAfter): a rollout
+// paused, awaiting an approval, stalled or rolling back included, whatever its phase. It is
+// reconciled otherwise only every SettledResync, a safety net.
 func polled(g *group, o *outcome) bool {
 	d := o.d
 	if o.res == nil || d.invalid != nil || d.placedCond.Status != metav1.ConditionTrue ||
@@ -368,12 +368,7 @@ func polled(g *group, o *outcome) bool {
 		len(o.res.applyErrs) > 0 || o.res.trafficErr != nil {
 		return true
 	}
-	if d.rollout == nil {
-		return true
-	}
-	switch d.rollout.plan.Status.Phase {
-	case fleetv1alpha1.RolloutProgressing, fleetv1alpha1.RolloutComplete:
-	default:
+	if d.rollout == nil || d.rollout.plan == nil {
 		return true
 	}
 	for _, m := range g.members {

@@ -77,9 +77,23 @@ func TestRequeueAfterSettled(t *testing.T) {
 		{name: "rollout progressing, waiting on members", settled: true, mutate: func(_ *group, o *outcome) {
 			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutProgressing
 		}},
-		{name: "rollout awaiting an approval", mutate: func(_ *group, o *outcome) {
+		{name: "rollout awaiting an approval (the binding's annotations are watched)", settled: true, mutate: func(_ *group, o *outcome) {
 			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutAwaitingApproval
 		}},
+		{name: "rollout paused (the RayService's annotations are watched)", settled: true, mutate: func(_ *group, o *outcome) {
+			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutPaused
+		}},
+		{name: "rollout stalled, waiting on a copy or a new spec", settled: true, mutate: func(_ *group, o *outcome) {
+			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutStalled
+		}},
+		{name: "rollout rolling back, waiting on the copies", settled: true, mutate: func(_ *group, o *outcome) {
+			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutRollingBack
+		}},
+		{name: "a stalled rollout's deadline timer", wantExact: 4 * time.Second, mutate: func(_ *group, o *outcome) {
+			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutStalled
+			o.d.rollout.plan.RequeueAfter = 4 * time.Second
+		}},
+		{name: "no rollout planned", mutate: func(_ *group, o *outcome) { o.d.rollout = nil }},
 		{name: "a soak timer", wantExact: time.Second, mutate: func(_ *group, o *outcome) {
 			o.d.rollout.plan.RequeueAfter = time.Second
 		}},

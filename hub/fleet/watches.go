@@ -68,8 +68,12 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 			predicate.AnnotationChangedPredicate{},
 			deletionStarted(),
 		))).
-		// Someone else editing or deleting a binding is undone; our status writes are not news.
-		Owns(&fleetv1alpha1.RayServiceBinding{}, local[0], local[1], mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Someone else editing or deleting a binding is undone, and an approval (an annotation)
+		// opens a stage at once; our status writes are not news.
+		Owns(&fleetv1alpha1.RayServiceBinding{}, local[0], local[1], mcbuilder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+		))).
 		Watches(&fleetv1alpha1.MemberCluster{}, mchandler.Lift(r.memberClusterHandler()), local[0], local[1]).
 		Watches(&fleetv1alpha1.PlacementPolicy{}, mchandler.EnqueueRequestsFromMapFunc(r.rayServicesOfPolicy), local[0], local[1]).
 		// A member copy's change (its status, a deletion, drift) reconciles its hub RayService at
