@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -92,8 +93,29 @@ type Reconciler struct {
 
 // passes remembers when each member was last swept (see pace).
 type passes struct {
-	mu   sync.Mutex
-	last map[string]time.Time
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	last  map[string]time.Time
+}
+
+// newPasses returns a record of no pass yet, timed by clk.
+func newPasses(clk clock.PassiveClock) *passes {
+	return &passes{clock: clk, last: map[string]time.Time{}}
+}
+
+// due returns how long until member name may be swept again, gap after its last pass (0: now).
+// When it is 0 and record is set, a pass is recorded now.
+func (p *passes) due(name string, gap time.Duration, record bool) time.Duration {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if last, ok := p.last[name]; ok && now.Sub(last) < gap {
+		return gap - now.Sub(last)
+	}
+	if record {
+		p.last[name] = now
+	}
+	return 0
 }
 
 // New returns the sweep of the hub manager mgr, reaching members through mgr's clusters.
@@ -114,7 +136,7 @@ func New(mgr mcmanager.Manager, opts Options) *Reconciler {
 		clusters: mgr,
 		recorder: local.GetEventRecorder("rayfleet-orphan-sweep"),
 		opts:     opts,
-		passes:   &passes{last: map[string]time.Time{}},
+		passes:   newPasses(clock.RealClock{}),
 	}
 }
 
@@ -253,17 +275,16 @@ func (r *Reconciler) judgeCached(ctx context.Context, cluster string, c *rayv1.R
 // records the pass). Events ask for passes far more often than orphans appear (every copy
 // created, every binding created asks for one on every member), and a pass reads every copy on
 // the member: unpaced, placing 10,000 RayServices would keep the sweep reading copies the
-// whole time. An orphan waits at most minPassGap longer for it.
+// whole time. An orphan waits at most minPassGap longer for it. The event handlers queue a
+// pass for when it is due already (queuePass); this is the check for a request that came
+// early anyway.
 func (r *Reconciler) pace(name string) time.Duration {
-	gap := min(minPassGap, r.opts.Interval)
-	now := time.Now()
-	r.passes.mu.Lock()
-	defer r.passes.mu.Unlock()
-	if last, ok := r.passes.last[name]; ok && now.Sub(last) < gap {
-		return gap - now.Sub(last)
-	}
-	r.passes.last[name] = now
-	return 0
+	return r.passes.due(name, r.passGap(), true)
+}
+
+// passGap is the least time between two passes on one member.
+func (r *Reconciler) passGap() time.Duration {
+	return min(minPassGap, r.opts.Interval)
 }
 
 // sweepable reports whether the member may be swept now: Ready and not being removed.

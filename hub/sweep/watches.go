@@ -118,7 +118,7 @@ func readinessChanged() predicate.Predicate {
 // member's request.
 func (r *Reconciler) copyToMember(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	ours := func(obj client.Object) bool { return obj.GetLabels()[labels.OriginHub] == r.opts.HubName }
-	add := func(q memberQueue) { q.Add(memberRequest(string(name))) }
+	add := func(q memberQueue) { queuePass(r, q, memberRequest(string(name)), string(name)) }
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q memberQueue) {
 			if ours(e.Object) {
@@ -162,23 +162,37 @@ func (r *Reconciler) bindingChanged() handler.EventHandler {
 			}
 			for _, name := range slices.Sorted(maps.Keys(listed(oldB))) {
 				if !lists(newB, name) {
-					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+					queuePass(r, q, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, name)
 				}
 			}
 		},
 	}
 }
 
-// addAll queues every MemberCluster the hub cache knows.
+// addAll queues a pass on every MemberCluster the hub cache knows. Only names are read, so the
+// cache's objects are not copied (every binding created asks for this).
 func (r *Reconciler) addAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	var mcs fleetv1alpha1.MemberClusterList
-	if err := r.hub.List(ctx, &mcs); err != nil {
+	if err := r.hub.List(ctx, &mcs, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing MemberClusters to sweep failed")
 		return
 	}
 	for i := range mcs.Items {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: mcs.Items[i].Name}})
+		name := mcs.Items[i].Name
+		queuePass(r, q, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, name)
 	}
+}
+
+// queuePass queues req, a pass on member name, for when the member may be swept again (see
+// pace): at once, or after the rest of the gap since its last pass. A burst of events then
+// costs one queued pass per member and gap, not one reconcile per event that pace turns
+// away (placing 10,000 RayServices on 100 members asked for a million).
+func queuePass[T comparable](r *Reconciler, q workqueue.TypedRateLimitingInterface[T], req T, name string) {
+	if wait := r.passes.due(name, r.passGap(), false); wait > 0 {
+		q.AddAfter(req, wait)
+		return
+	}
+	q.Add(req)
 }
 
 // listed is the set of clusters b lists, placed or holding.

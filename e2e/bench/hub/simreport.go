@@ -13,8 +13,9 @@ import (
 
 // Targets of the scale benchmark (issue 16), printed next to the figures.
 const (
-	simTargetPlaced       = 60 * time.Second
-	simTargetRSSBytes     = 500 << 20
+	simTargetPlaced = 60 * time.Second
+	// simTargetRSSBytes is the issue's "500 MB": 477 MiB.
+	simTargetRSSBytes     = 500_000_000
 	simTargetStatusP99    = time.Second
 	simTargetWritesChange = 1.0
 )
@@ -80,7 +81,7 @@ func simFigures(cfg config) []simFigure {
 		{name: "  copies on the emptiest member", format: "%.0f",
 			value: func(r *simRun) float64 { return float64(r.fewest) }},
 		{name: "  copies on the fullest member", format: "%.0f", value: func(r *simRun) float64 { return float64(r.most) }},
-		{name: "hub peak RSS (MiB)", format: "%.0f", target: "< 500 MiB",
+		{name: "hub peak RSS (MiB)", format: "%.0f", target: "< 500 MB (477 MiB)",
 			value: func(r *simRun) float64 { return float64(r.usage[phaseSteady].PeakRSSBytes) / (1 << 20) },
 			ok:    func(v float64) bool { return v < simTargetRSSBytes/(1<<20) }},
 		{name: "hub CPU: placement / status / steady (s)", format: "%.1f", value: func(r *simRun) float64 { return r.cpu(phasePlace) }},
