@@ -114,10 +114,10 @@ func measureSim(ctx context.Context, cfg config, f *simFleet, prof *profiler) (s
 
 // simMeasure runs the phases of one run, each ending with endPhase.
 type simMeasure struct {
-	cfg       config
-	f         *simFleet
-	run       *simRun
-	prof     *profiler
+	cfg  config
+	f    *simFleet
+	run  *simRun
+	prof *profiler
 	// reconFrom, waitFrom are the reconcile total and the queue-wait histogram's sum and count
 	// at the current phase's start.
 	reconFrom float64
