@@ -77,6 +77,8 @@ const (
 	queueDepthMetric = "workqueue_depth"
 	queueWaitSum     = "workqueue_queue_duration_seconds_sum"
 	queueWaitCount   = "workqueue_queue_duration_seconds_count"
+	// activeWorkersMetric is controller-runtime's count of reconciles running, by controller.
+	activeWorkersMetric = "controller_runtime_active_workers"
 )
 
 // measureSim runs the three phases on a fleet whose members are Ready.
@@ -183,11 +185,40 @@ func (m *simMeasure) endPhase(ctx context.Context, phase int, start time.Time) e
 	return err
 }
 
-// quiet waits until the hub has not touched RayService work on the hub or the member for
-// -settle, as the audit logs tell.
+// quiet waits until the hub's RayService queue is empty with no reconcile running and the hub
+// has not touched RayService work on the hub or the member for -settle, as the audit logs
+// tell. The audit logs alone are not enough: a reconcile that writes nothing (a copy turning
+// Running changes no hub status) leaves no trace there, and a backlog of 10,000 of them would
+// spill into the next phase, its queue wait and its reconciles per change.
 func (m *simMeasure) quiet(ctx context.Context) error {
-	return benchutil.WaitQuietFor(ctx, []string{m.f.hub.AuditLogPath(), m.f.member.AuditLogPath()}, hubUser,
-		rayServiceResources, m.cfg.settle, m.cfg.timeout)
+	for {
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, m.cfg.timeout, true, m.idle)
+		if err != nil {
+			return fmt.Errorf("waiting for the hub's RayService queue to drain: %w", err)
+		}
+		err = benchutil.WaitQuietFor(ctx, []string{m.f.hub.AuditLogPath(), m.f.member.AuditLogPath()}, hubUser,
+			rayServiceResources, m.cfg.settle, m.cfg.timeout)
+		if err != nil {
+			return err
+		}
+		if idle, err := m.idle(ctx); err != nil || idle {
+			return err
+		}
+	}
+}
+
+// idle reports whether the hub RayService controller has nothing queued and no reconcile
+// running (items waiting out a RequeueAfter are not queued yet).
+func (m *simMeasure) idle(ctx context.Context) (bool, error) {
+	q, err := m.queue(ctx)
+	if err != nil {
+		return false, err
+	}
+	w, err := benchutil.Scrape(ctx, m.f.hubProc.MetricsURL, map[string]string{"controller": hubController}, activeWorkersMetric)
+	if err != nil {
+		return false, err
+	}
+	return q[queueDepthMetric] == 0 && w[activeWorkersMetric] == 0, nil
 }
 
 // place creates the RayServices and waits for every copy their policies ask for, then for
