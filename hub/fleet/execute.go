@@ -199,6 +199,7 @@ func (r *Reconciler) applyTo(ctx context.Context, g *group, res *results, name s
 		return
 	}
 	res.copies[name] = got
+	r.ownWrites.record(name, got)
 	r.rememberCovered(name, got, desired)
 	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Propagated", "Propagate",
 		"applied RayService %s to cluster %s", g.key, name)

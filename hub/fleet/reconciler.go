@@ -128,6 +128,9 @@ type Reconciler struct {
 	// binding holds the rollout's state, and a reconcile reading it stale would decide from
 	// an older step (a blue/green step's time taken again, a phase restarted).
 	bindingStatuses *cachememo.Statuses[fleetv1alpha1.RayServiceBindingStatus]
+	// ownWrites remembers the copies as the hub last wrote them, so that their watch events
+	// coming back queue no reconcile.
+	ownWrites *ownWrites
 	// started is when the reconciler first reconciled, for engageGrace.
 	started *membership.Start
 	opts    Options
@@ -166,6 +169,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		covered:         propagation.NewCovered(),
 		memberViews:     &memberViews{},
 		bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+		ownWrites:       newOwnWrites(),
 		started:         &membership.Start{},
 		opts:            opts,
 	}

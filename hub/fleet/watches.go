@@ -78,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		Watches(&fleetv1alpha1.PlacementPolicy{}, mchandler.EnqueueRequestsFromMapFunc(r.rayServicesOfPolicy), local[0], local[1]).
 		// A member copy's change (its status, a deletion, drift) reconciles its hub RayService at
 		// once instead of at the next resync.
-		Watches(&rayv1.RayService{}, copyToOrigin,
+		Watches(&rayv1.RayService{}, r.copyToOrigin,
 			mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles,
@@ -92,17 +92,36 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	return nil
 }
 
-// copyToOrigin maps an event on a member RayService to its hub RayService on the local cluster;
-// a RayService the hub did not make maps to nothing. A burst of events on one copy, or on the
-// copies of one RayService on several members, collapses into one queued key.
-func copyToOrigin(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
-	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []mcreconcile.Request {
-		key, ok := OriginOf(obj)
-		if !ok {
-			return nil
+// copyToOrigin queues, for an event on a member RayService, its hub RayService on the local
+// cluster; a RayService the hub did not make queues nothing, nor does the hub's own write of a
+// copy coming back (ownWrites). A burst of events on one copy, or on the copies of one
+// RayService on several members, collapses into one queued key.
+func (r *Reconciler) copyToOrigin(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	add := func(obj client.Object, q queue) {
+		if key, ok := OriginOf(obj); ok {
+			q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: localCluster})
 		}
-		return []mcreconcile.Request{{Request: reconcile.Request{NamespacedName: key}, ClusterName: localCluster}}
-	})
+	}
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			if !r.ownWrites.echo(string(name), e.Object) {
+				add(e.Object, q)
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			if !r.ownWrites.echo(string(name), e.ObjectNew) {
+				add(e.ObjectNew, q)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			r.ownWrites.forget(string(name), e.Object)
+			add(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
+			add(e.Object, q)
+		},
+	}
 }
 
 // localCluster is multicluster-runtime's name of the hub's own cluster.
@@ -187,6 +206,7 @@ func (r *Reconciler) memberClusterHandler() handler.EventHandler {
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			r.memberViews.forget(e.Object.GetName())
+			r.ownWrites.forgetCluster(e.Object.GetName())
 			all(ctx, q)
 		},
 		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
