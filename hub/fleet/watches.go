@@ -69,11 +69,13 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 			deletionStarted(),
 		))).
 		// Someone else editing or deleting a binding is undone, and an approval (an annotation)
-		// opens a stage at once; our status writes are not news.
-		Owns(&fleetv1alpha1.RayServiceBinding{}, local[0], local[1], mcbuilder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{},
-			predicate.AnnotationChangedPredicate{},
-		))).
+		// opens a stage at once; our status writes are not news, nor is a binding appearing:
+		// the hub creates each one itself, in a reconcile of its RayService (placing 10,000
+		// RayServices made a second reconcile of each that wrote nothing).
+		Owns(&fleetv1alpha1.RayServiceBinding{}, local[0], local[1], mcbuilder.WithPredicates(
+			notCreated(),
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
+		)).
 		Watches(&fleetv1alpha1.MemberCluster{}, mchandler.Lift(r.memberClusterHandler()), local[0], local[1]).
 		Watches(&fleetv1alpha1.PlacementPolicy{}, mchandler.EnqueueRequestsFromMapFunc(r.rayServicesOfPolicy), local[0], local[1]).
 		// A member copy's change (its status, a deletion, drift) reconciles its hub RayService at
@@ -138,6 +140,12 @@ func deletionStarted() predicate.Predicate {
 			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 		},
 	}
+}
+
+// notCreated passes every event but a creation. A hub that starts lists its RayServices as
+// well as their bindings, so each RayService is reconciled then without its binding's event.
+func notCreated() predicate.Predicate {
+	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 }
 
 // rayServicesOfPolicy maps a PlacementPolicy to the RayServices of its namespace: which of
