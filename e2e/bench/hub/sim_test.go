@@ -11,8 +11,8 @@ func TestSoftMemoryLimit(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{limit: "512Mi", want: []string{"GOMEMLIMIT=483183820"}},
-		{limit: "1G", want: []string{"GOMEMLIMIT=900000000"}},
+		{limit: "512Mi", want: []string{"GOMEMLIMIT=456340275"}},
+		{limit: "1G", want: []string{"GOMEMLIMIT=850000000"}},
 		{limit: "0"},
 		{limit: ""},
 		{limit: "lots", wantErr: true},
