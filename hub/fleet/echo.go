@@ -11,8 +11,9 @@ import (
 // server answered with. The watch event of that very version is the hub's own write coming
 // back: the reconcile that wrote it has already taken the copy as stored into its status, so
 // the event needs no reconcile of its own. Any later version (the spoke's status, another
-// writer's drift) is news and reconciles as before. Placing 10,000 RayServices made one such
-// echo reconcile per RayService, each reading every member and writing nothing.
+// writer's drift) is news and reconciles as before. Placing 10,000 RayServices made a second
+// reconcile of every RayService that read every member and wrote nothing; these echoes caused
+// it together with the binding's creation (see SetupWithManager).
 type ownWrites struct {
 	mu sync.Mutex
 	rv map[copyKey]string
