@@ -417,10 +417,20 @@ func (h *rolloutHub) testUndo(t *testing.T) {
 			t.Errorf("%s: image %q, want %q", step.name, got, step.wantImage)
 		}
 	}
-	// Without a good revision, undo needs to be told which.
-	h.updateRollout(t, "asr", func(s *fleetv1alpha1.RayServiceBindingStatus) { s.Rollout.GoodRevision = "" })
+	// Until a revision is good, undo returns to the baseline, the revision that runs.
+	h.updateRollout(t, "asr", func(s *fleetv1alpha1.RayServiceBindingStatus) {
+		s.Rollout.GoodRevision, s.Rollout.BaselineRevision = "", revisionName("asr", 1)
+	})
+	if stdout, stderr, code := h.run(t, "undo", "serve/asr"); code != 0 ||
+		!strings.Contains(stdout, "RayService serve/asr rolled back to revision 1 (asr-0000000001)") || image() != images[0] {
+		t.Errorf("undo to the baseline: code %d, stdout %q, stderr %q, image %s", code, stdout, stderr, image())
+	}
+	// Without a good or a running (baseline) revision, undo needs to be told which.
+	h.updateRollout(t, "asr", func(s *fleetv1alpha1.RayServiceBindingStatus) {
+		s.Rollout.GoodRevision, s.Rollout.BaselineRevision = "", ""
+	})
 	if _, stderr, code := h.run(t, "undo", "serve/asr"); code != 1 ||
-		!strings.Contains(stderr, "the hub has recorded no good revision of RayService serve/asr: name one with --to-revision") {
+		!strings.Contains(stderr, "the hub has recorded no good or running revision of RayService serve/asr: name one with --to-revision") {
 		t.Errorf("undo without a good revision: code %d, stderr %q", code, stderr)
 	}
 }

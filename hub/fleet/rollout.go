@@ -187,6 +187,7 @@ func (ro *rolloutDecision) keep(g *group) map[string]bool {
 	keep := map[string]bool{ro.target: true}
 	if ro.plan != nil {
 		keep[ro.plan.Status.GoodRevision] = true
+		keep[ro.plan.Status.BaselineRevision] = true
 		keep[ro.plan.Status.FailedRevision] = true
 		for _, rev := range ro.plan.Apply {
 			keep[rev] = true

@@ -31,24 +31,21 @@ const (
 const acceptPoll = 2 * time.Second
 
 // NeedsGreen reports whether a BlueGreen rollout to target starts now and so needs a green
-// set: the placed clusters run a good revision other than the target, no BlueGreen rollout is
-// in flight, the target is not a revision that failed, and no Rolling fallback of it started.
+// set: the placed clusters run a revision other than the target (the baseline, soaked or
+// not), no BlueGreen rollout is in flight, the target is not a revision that failed, and no
+// Rolling fallback of it started. It reads the previous status as Plan does.
 func NeedsGreen(previous *fleetv1alpha1.RolloutStatus, target string, clusters []Cluster) bool {
-	var prev fleetv1alpha1.RolloutStatus
-	if previous != nil {
-		prev = *previous
-	}
-	good := prev.GoodRevision
-	if good == "" && prev.TargetRevision == "" {
-		good = inferGood(clusters, target)
-	}
+	p := newPlanner(Input{Target: target, Previous: previous, Clusters: clusters})
+	from := p.rollbackTo()
 	switch {
-	case good == "" || good == target || target == prev.FailedRevision || prev.BlueGreen != nil:
+	case len(clusters) == 0 || p.runsNowhere() || from == target:
 		return false
-	case prev.TargetRevision == target && len(prev.Stages) > 0:
+	case target == p.prev.FailedRevision || p.prev.BlueGreen != nil:
+		return false
+	case p.prev.TargetRevision == target && len(p.prev.Stages) > 0:
 		return false // falling back to Rolling already
 	}
-	return len(clusters) > 0
+	return true
 }
 
 // blueGreen decides a BlueGreen rollout: green comes up on the target, traffic moves to it
@@ -58,7 +55,7 @@ func (p *planner) blueGreen() {
 	bg := p.prev.BlueGreen.DeepCopy()
 	switch {
 	case bg != nil && p.rebased:
-		if p.in.Target == p.status.GoodRevision {
+		if p.in.Target == p.rollbackTo() {
 			p.revert(bg, false, "the target is revision "+p.in.Target+" again (undo)")
 			return
 		}
@@ -66,7 +63,7 @@ func (p *planner) blueGreen() {
 			p.in.Target, p.prev.TargetRevision, names(p.in.BlueGreen.Green), names(p.in.BlueGreen.Blue)))
 		bg = &fleetv1alpha1.BlueGreenStatus{Step: fleetv1alpha1.BlueGreenDeploying, StepTime: p.metaNow()}
 	case bg != nil:
-	case p.status.GoodRevision == "" || p.status.GoodRevision == p.in.Target:
+	case p.runsNowhere() || p.status.GoodRevision == p.in.Target:
 		p.allAtOnce()
 		return
 	case p.status.FailedRevision == p.in.Target:
@@ -88,7 +85,7 @@ func (p *planner) blueGreen() {
 	default:
 		bg = &fleetv1alpha1.BlueGreenStatus{Step: fleetv1alpha1.BlueGreenDeploying, StepTime: p.metaNow()}
 		p.event(EventNormal, EventGreenStarted, fmt.Sprintf("revision %s goes to green %s while blue %s keeps serving revision %s",
-			p.in.Target, names(p.in.BlueGreen.Green), names(p.in.BlueGreen.Blue), p.status.GoodRevision))
+			p.in.Target, names(p.in.BlueGreen.Green), names(p.in.BlueGreen.Blue), p.rollbackTo()))
 	}
 	bg.Blue, bg.Green = slices.Sorted(slices.Values(p.in.BlueGreen.Blue)), slices.Sorted(slices.Values(p.in.BlueGreen.Green))
 	p.status.BlueGreen = bg
@@ -271,7 +268,7 @@ func (p *planner) revert(bg *fleetv1alpha1.BlueGreenStatus, failed bool, why str
 func (p *planner) revisionFailed() {
 	p.mode = applyGood
 	p.status.Phase = fleetv1alpha1.RolloutComplete
-	p.status.Message = "revision " + p.in.Target + " failed and is not tried again until the spec or the overrides change; the clusters run revision " + p.status.GoodRevision
+	p.status.Message = "revision " + p.in.Target + " failed and is not tried again until the spec or the overrides change; the clusters run revision " + p.rollbackTo()
 	p.progressing = cond(ConditionProgressing, metav1.ConditionFalse, ReasonRevisionFailed, p.status.Message)
 	for _, m := range p.members {
 		m.phase = ClusterPhase{Phase: fleetv1alpha1.ClusterDone}

@@ -73,12 +73,13 @@ func (p *planner) step(m *member, deadlines bool) bool {
 // flight once done with what it runs, blocked on it, or a deadline old.
 func (p *planner) pending(m *member, deadlines bool) bool {
 	ph := &m.phase
-	good := p.status.GoodRevision
+	good := p.rollbackTo()
 	switch {
 	case m.Revision == "" && p.in.Target == good:
 		p.start(m)
 		return true
-	case m.Revision == p.in.Target && p.in.Target == good:
+	case m.Revision == p.in.Target && p.in.Target == p.status.GoodRevision:
+		// Only a soaked revision is done at once; an undo to a baseline not yet good soaks.
 		m.phase = ClusterPhase{Phase: fleetv1alpha1.ClusterDone, Since: p.in.Now}
 		return false
 	case m.Revision == "" && ph.Since.IsZero():

@@ -56,7 +56,7 @@ func (p *planner) memberText(m *member) string {
 		}
 		rev := m.Revision
 		if rev == "" {
-			rev = p.status.GoodRevision
+			rev = p.rollbackTo()
 		}
 		s = fmt.Sprintf("%s finishing revision %s first", m.Name, rev)
 		if m.NotDone != "" {

@@ -76,7 +76,7 @@ func Plan(in Input) Decision {
 		p.notPlaced()
 	case in.Strategy.Type == fleetv1alpha1.RolloutBlueGreen:
 		p.blueGreen()
-	case in.Strategy.Type == fleetv1alpha1.RolloutNone || p.status.GoodRevision == "":
+	case in.Strategy.Type == fleetv1alpha1.RolloutNone || p.runsNowhere():
 		p.allAtOnce()
 	case p.status.FailedRevision != "" && p.status.FailedRevision == in.Target:
 		p.rollingBack()
@@ -94,11 +94,12 @@ func newPlanner(in Input) *planner {
 	}
 	p.rebased = p.prev.TargetRevision != in.Target
 	p.status = fleetv1alpha1.RolloutStatus{
-		TargetRevision: in.Target,
-		GoodRevision:   p.prev.GoodRevision,
-		FailedRevision: p.prev.FailedRevision,
-		StartTime:      p.prev.StartTime,
-		CompletionTime: p.prev.CompletionTime,
+		TargetRevision:   in.Target,
+		BaselineRevision: Baseline(in.Previous, in.Clusters),
+		GoodRevision:     p.prev.GoodRevision,
+		FailedRevision:   p.prev.FailedRevision,
+		StartTime:        p.prev.StartTime,
+		CompletionTime:   p.prev.CompletionTime,
 	}
 	if p.status.GoodRevision == "" && p.prev.TargetRevision == "" {
 		p.status.GoodRevision = inferGood(in.Clusters, in.Target)
@@ -176,7 +177,7 @@ func (p *planner) notPlaced() {
 }
 
 // allAtOnce gives every cluster the target at once: rollout type None, and a first revision,
-// which has no good revision to protect. Pausing and approvals do not apply; a stalled cluster
+// which runs nowhere yet and so has nothing to protect. Pausing and approvals do not apply; a stalled cluster
 // is reported and nothing is rolled back.
 func (p *planner) allAtOnce() {
 	p.mode = applyTarget
@@ -237,6 +238,7 @@ func (p *planner) complete() {
 	again := !p.rebased && p.prev.Phase == fleetv1alpha1.RolloutComplete && p.prev.GoodRevision == p.in.Target
 	p.status.Phase = fleetv1alpha1.RolloutComplete
 	p.status.GoodRevision = p.in.Target
+	p.status.BaselineRevision = p.in.Target
 	p.status.Stage = ""
 	if !again || p.status.CompletionTime == nil {
 		p.status.CompletionTime = p.metaNow()
@@ -281,7 +283,7 @@ func (p *planner) finish() Decision {
 	p.status.Updated = fmt.Sprintf("%d/%d", done, len(p.members))
 	p.status.Message = conditions.Truncate(p.status.Message)
 	d.Status = p.status
-	d.Progressing.Message = conditions.Truncate(d.Progressing.Message)
+	d.Progressing.Message = conditions.Truncate(conditions.Join(d.Progressing.Message, p.revisionsText()...))
 	switch {
 	case p.paused != nil:
 		d.Paused = *p.paused
@@ -294,20 +296,30 @@ func (p *planner) finish() Decision {
 	return d
 }
 
-// applyFor is the revision m gets: never one other than the good revision, the target, or the
-// one it already runs.
+// revisionsText names the baseline and the good revision for the RolloutProgressing condition
+// while either differs from the target; nothing once the target is both, or nothing runs yet.
+func (p *planner) revisionsText() []string {
+	base, good := p.status.BaselineRevision, p.status.GoodRevision
+	if base == "" || (base == p.in.Target && good == p.in.Target) {
+		return nil
+	}
+	return []string{fmt.Sprintf("baseline revision %s, good revision %s", base, cmp.Or(good, "none yet"))}
+}
+
+// applyFor is the revision m gets: never one other than the rollback revision (rollbackTo),
+// the target, or the one it already runs.
 func (p *planner) applyFor(m *member) string {
 	switch {
 	case p.mode == applyGood:
-		return p.status.GoodRevision
+		return p.rollbackTo()
 	case p.mode == applyBlueGreen:
 		if p.colors[m.Name] == fleetv1alpha1.ColorGreen {
 			return p.in.Target
 		}
-		return p.status.GoodRevision
+		return p.rollbackTo()
 	case p.mode == applyStaged && m.phase.Phase == fleetv1alpha1.ClusterPending:
 		if m.Revision == "" || m.Revision == p.status.FailedRevision {
-			return p.status.GoodRevision
+			return p.rollbackTo()
 		}
 		return m.Revision
 	}

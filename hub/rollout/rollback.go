@@ -30,8 +30,9 @@ func (p *planner) stalled(failed []*member, after string) {
 	p.progressing = cond(ConditionProgressing, metav1.ConditionFalse, reason, p.status.Message)
 }
 
-// startRollback marks the target failed and sends every cluster back to the good revision; the
-// failed clusters keep their phase for the record.
+// startRollback marks the target failed and sends every cluster back to the rollback revision
+// (the good one, or the baseline while none is good); the failed clusters keep their phase for
+// the record.
 func (p *planner) startRollback(failed []*member) {
 	p.status.FailedRevision = p.in.Target
 	causes := make([]string, len(failed))
@@ -39,7 +40,7 @@ func (p *planner) startRollback(failed []*member) {
 		causes[i] = p.failureText(m)
 	}
 	p.event(EventWarning, EventRollingBack, conditions.Join(fmt.Sprintf("rolling every cluster back to revision %s; revision %s failed",
-		p.status.GoodRevision, p.in.Target), causes...))
+		p.rollbackTo(), p.in.Target), causes...))
 	p.stages = nil
 	p.status.Stage = ""
 	p.rollingBack()
@@ -50,7 +51,7 @@ func (p *planner) startRollback(failed []*member) {
 // stays the target.
 func (p *planner) rollingBack() {
 	p.mode = applyGood
-	good := p.status.GoodRevision
+	good := p.rollbackTo()
 	var failed, waiting []string
 	for _, m := range p.members {
 		if m.phase.Phase == fleetv1alpha1.ClusterFailed {

@@ -155,20 +155,52 @@ func checkInvariants(t *testing.T, in Input, d Decision) {
 	if d.RequeueAfter < 0 {
 		t.Errorf("requeue %s", d.RequeueAfter)
 	}
-	staged := in.Strategy.Type == fleetv1alpha1.RolloutRolling && good != ""
+	// Until a revision is good, the baseline (what runs) is what clusters fall back to.
+	back := cmpOr(good, d.Status.BaselineRevision)
+	checkBaseline(t, in, d)
+	staged := in.Strategy.Type == fleetv1alpha1.RolloutRolling && back != "" && !firstComingUp(in, d)
 	for _, c := range in.Clusters {
 		rev, ok := d.Apply[c.Name]
 		switch {
 		case !ok || rev == "":
 			t.Errorf("cluster %s gets no revision", c.Name)
-		case rev != good && rev != in.Target && rev != c.Revision:
-			t.Errorf("cluster %s on %s gets %s: a third revision (good %s, target %s)", c.Name, c.Revision, rev, good, in.Target)
-		case staged && d.Status.FailedRevision == in.Target && rev != good:
+		case rev != back && rev != in.Target && rev != c.Revision:
+			t.Errorf("cluster %s on %s gets %s: a third revision (good %s, baseline %s, target %s)", c.Name, c.Revision, rev, good,
+				d.Status.BaselineRevision, in.Target)
+		case staged && d.Status.FailedRevision == in.Target && rev != back:
 			t.Errorf("cluster %s gets the failed target %s", c.Name, rev)
 		}
 	}
 	if staged {
 		checkStaging(t, in, d)
+	}
+}
+
+// firstComingUp reports whether the decision is of a first revision still coming up or
+// soaking: nothing is good, the target is the baseline, and no cluster runs another revision.
+func firstComingUp(in Input, d Decision) bool {
+	if d.Status.GoodRevision != "" || d.Status.BaselineRevision != in.Target {
+		return false
+	}
+	return !slices.ContainsFunc(in.Clusters, func(c Cluster) bool { return c.Revision != "" && c.Revision != in.Target })
+}
+
+// checkBaseline checks that the baseline only moves to a revision every placed cluster is done
+// on (or, while there is none, to one some cluster is done on). Once a baseline runs, a Rolling
+// decision is staged: checkStaging holds it to its stages' concurrency.
+func checkBaseline(t *testing.T, in Input, d Decision) {
+	t.Helper()
+	var prev string
+	if in.Previous != nil {
+		prev = cmpOr(in.Previous.BaselineRevision, in.Previous.GoodRevision)
+	}
+	base := d.Status.BaselineRevision
+	if base != prev && base != "" && d.Status.Phase != fleetv1alpha1.RolloutComplete {
+		everywhere := len(in.Clusters) > 0 && !slices.ContainsFunc(in.Clusters, func(c Cluster) bool { return c.Revision != base || !c.Done })
+		some := prev == "" && slices.ContainsFunc(in.Clusters, func(c Cluster) bool { return c.Revision == base && c.Done })
+		if !everywhere && !some {
+			t.Errorf("baseline %s -> %s, which not every cluster is done on", prev, base)
+		}
 	}
 }
 
@@ -381,7 +413,7 @@ func (s *fleetSim) settled(d Decision) bool {
 	}
 	want := s.target
 	if d.Status.FailedRevision == s.target {
-		want = d.Status.GoodRevision
+		want = cmpOr(d.Status.GoodRevision, d.Status.BaselineRevision)
 	}
 	for _, rev := range d.Apply {
 		if rev != want {
@@ -447,4 +479,14 @@ func TestPlanRestartAtEveryPhase(t *testing.T) {
 			t.Errorf("never re-planned from %s: %v", want, s.seen)
 		}
 	}
+}
+
+// cmpOr is the first non-empty string (the standard library's cmp is shadowed by go-cmp here).
+func cmpOr(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

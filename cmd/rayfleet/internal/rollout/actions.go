@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -215,13 +216,22 @@ func (u *Undone) TrafficNote() string {
 		traffic = fmt.Sprintf("the hub sends all of the traffic back to blue %s at once (green has %d%% now)", blue, bg.GreenPercent)
 	}
 	then := "green " + green + " leaves"
-	if ro := u.View.Rollout(); u.Name != ro.GoodRevision {
+	if u.Name != rollbackRevision(u.View.Rollout()) {
 		then = fmt.Sprintf("green %s takes revision %d before any traffic moves to it again", green, u.Revision)
 	}
 	return fmt.Sprintf("a blue/green rollout was in flight (step %s): %s, and %s", bg.Step, traffic, then)
 }
 
-// undoTarget is revision to, or the last good one for 0.
+// rollbackRevision is what undo returns to without --to-revision, as the hub's planner does: the
+// good revision, or while none is good yet, the baseline that runs.
+func rollbackRevision(ro *fleetv1alpha1.RolloutStatus) string {
+	if ro == nil {
+		return ""
+	}
+	return cmp.Or(ro.GoodRevision, ro.BaselineRevision)
+}
+
+// undoTarget is revision to, or for 0 the last good one (the baseline while none is good).
 func (v *View) undoTarget(to int64) (*appsv1.ControllerRevision, error) {
 	if to != 0 {
 		if r := v.Revisions.ByNumber(to); r != nil {
@@ -230,12 +240,13 @@ func (v *View) undoTarget(to int64) (*appsv1.ControllerRevision, error) {
 		return nil, fmt.Errorf("RayService %s has no revision %d (%s)", v.Key(), to, v.numbers())
 	}
 	ro := v.Rollout()
-	if ro == nil || ro.GoodRevision == "" {
-		return nil, fmt.Errorf("the hub has recorded no good revision of RayService %s: name one with --to-revision (see 'rayfleet rollout history')", v.Key())
+	back := rollbackRevision(ro)
+	if back == "" {
+		return nil, fmt.Errorf("the hub has recorded no good or running revision of RayService %s: name one with --to-revision (see 'rayfleet rollout history')", v.Key())
 	}
-	r := v.Revisions.Get(ro.GoodRevision)
+	r := v.Revisions.Get(back)
 	if r == nil {
-		return nil, fmt.Errorf("the good revision %s of RayService %s is not among its ControllerRevisions (%s)", ro.GoodRevision, v.Key(), v.numbers())
+		return nil, fmt.Errorf("the revision %s that RayService %s runs is not among its ControllerRevisions (%s)", back, v.Key(), v.numbers())
 	}
 	return r, nil
 }

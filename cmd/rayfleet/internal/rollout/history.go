@@ -40,7 +40,7 @@ func (v *View) marks(name string) string {
 	}
 	var marks []string
 	for _, m := range []struct{ mark, revision string }{
-		{"target", ro.TargetRevision}, {"good", ro.GoodRevision}, {"failed", ro.FailedRevision},
+		{"target", ro.TargetRevision}, {"baseline", ro.BaselineRevision}, {"good", ro.GoodRevision}, {"failed", ro.FailedRevision},
 	} {
 		if m.revision == name {
 			marks = append(marks, m.mark)

@@ -79,7 +79,14 @@ func writeSummary(w io.Writer, v *View, now time.Time) {
 	} else {
 		fmt.Fprintf(w, "Phase:     %s\n", phaseLine(ro))
 		fmt.Fprintf(w, "Target:    %s\n", v.revisionLabel(ro.TargetRevision))
-		fmt.Fprintf(w, "Good:      %s\n", v.revisionLabel(ro.GoodRevision))
+		if ro.BaselineRevision != "" {
+			fmt.Fprintf(w, "Baseline:  %s\n", v.revisionLabel(ro.BaselineRevision))
+		}
+		good := v.revisionLabel(ro.GoodRevision)
+		if ro.GoodRevision == "" && ro.BaselineRevision != "" {
+			good = "none yet (undo and rollback return to the baseline until a revision soaks on every cluster)"
+		}
+		fmt.Fprintf(w, "Good:      %s\n", good)
 		fmt.Fprintf(w, "Failed:    %s\n", v.revisionLabel(ro.FailedRevision))
 		if ro.StartTime != nil {
 			fmt.Fprintf(w, "Started:   %s ago\n", duration.HumanDuration(now.Sub(ro.StartTime.Time)))

@@ -113,7 +113,16 @@ type RolloutStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	TargetRevision string `json:"targetRevision,omitempty"`
 
-	// GoodRevision is the last revision every placed cluster was done on; new clusters get it.
+	// BaselineRevision is the revision the placed clusters run, which a new target rolls out
+	// from: the last revision every placed cluster was done on, soaked or not (while none was,
+	// the one most clusters are done on). Until a revision is good, it is also the one undo
+	// and automatic rollback return to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	BaselineRevision string `json:"baselineRevision,omitempty"`
+
+	// GoodRevision is the last revision every placed cluster was done on for its soak: the one
+	// undo and automatic rollback return to; new clusters get it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	GoodRevision string `json:"goodRevision,omitempty"`

@@ -1,0 +1,80 @@
+package rollout
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+)
+
+// Baseline is the revision a new target rolls out from: the revision every placed cluster is
+// done on when there is one, else the one recorded, else (a status written before baselines
+// were kept) the good revision, else the revision most clusters are done on. "" means the
+// RayService runs nowhere yet, the only case in which a change goes everywhere at once.
+func Baseline(previous *fleetv1alpha1.RolloutStatus, clusters []Cluster) string {
+	if rev := runsEverywhere(clusters); rev != "" {
+		return rev
+	}
+	if previous != nil {
+		if rev := cmp.Or(previous.BaselineRevision, previous.GoodRevision); rev != "" {
+			return rev
+		}
+	}
+	return mostDone(clusters)
+}
+
+// runsEverywhere is the revision every cluster is done on, "" when they are not all done on
+// the same one.
+func runsEverywhere(clusters []Cluster) string {
+	if len(clusters) == 0 {
+		return ""
+	}
+	rev := clusters[0].Revision
+	for _, c := range clusters {
+		if c.Revision != rev || !c.Done {
+			return ""
+		}
+	}
+	return rev
+}
+
+// mostDone is the revision the most clusters are done on, ties going by name; "" when no
+// cluster is done on any.
+func mostDone(clusters []Cluster) string {
+	count := map[string]int{}
+	for _, c := range clusters {
+		if c.Revision != "" && c.Done {
+			count[c.Revision]++
+		}
+	}
+	best := ""
+	for _, rev := range slices.Sorted(maps.Keys(count)) {
+		if count[rev] > count[best] {
+			best = rev
+		}
+	}
+	return best
+}
+
+// rollbackTo is the revision undo and automatic rollback return to, which clusters with no
+// copy or on a failed revision get: the good revision, or while no revision is good yet, the
+// baseline (the revision that runs, soaked or not).
+func (p *planner) rollbackTo() string {
+	return cmp.Or(p.status.GoodRevision, p.status.BaselineRevision)
+}
+
+// runsNowhere reports whether the target goes to every cluster at once because nothing runs
+// that it could roll out from: no cluster is done on any revision, or the first revision is
+// still coming up or soaking on the clusters (every one runs it or nothing) and is the target.
+func (p *planner) runsNowhere() bool {
+	switch {
+	case p.rollbackTo() == "":
+		return true
+	case p.status.GoodRevision != "" || p.status.BaselineRevision != p.in.Target:
+		return false
+	}
+	return !slices.ContainsFunc(p.members, func(m *member) bool {
+		return m.Revision != "" && m.Revision != p.in.Target
+	})
+}
