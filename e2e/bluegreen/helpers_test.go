@@ -216,6 +216,37 @@ func firstRevision(t *testing.T, ns, name string) (member, revision string) {
 	return member, revision
 }
 
+// servesFirst waits until ns/name's first revision serves on one member, not yet good: the
+// binding's baseline is the target, the copy Ready on it, the soak not over. It returns the
+// member and the revision.
+func servesFirst(t *testing.T, ns, name string) (member, revision string) {
+	t.Helper()
+	eventuallyFor(t, firstRevisionTimeout, func(g gomega.Gomega) {
+		b := binding(g, ns, name)
+		g.Expect(b.Spec.Clusters).To(gomega.HaveLen(1), "placed clusters")
+		ro := b.Status.Rollout
+		g.Expect(ro).NotTo(gomega.BeNil(), "status.rollout")
+		g.Expect(ro.TargetRevision).NotTo(gomega.BeEmpty(), "target revision")
+		g.Expect(ro.BaselineRevision).To(gomega.Equal(ro.TargetRevision), "baseline revision: %s", ro.Message)
+		member, revision = b.Spec.Clusters[0], ro.TargetRevision
+		c := memberCopy(g, member, ns, name)
+		g.Expect(c).NotTo(gomega.BeNil(), "copy on %s", member)
+		g.Expect(ready(c)).To(gomega.BeTrue(), "copy on %s Ready", member)
+		g.Expect(c.Annotations).To(gomega.HaveKeyWithValue(labels.Revision, revision), "revision of the copy on %s", member)
+	})
+	return member, revision
+}
+
+// expectNotGood checks that ns/name's revision rev is not good yet: a change now comes before
+// its soak ended.
+func expectNotGood(t *testing.T, ns, name, rev string) {
+	t.Helper()
+	ro := binding(gomega.NewWithT(t), ns, name).Status.Rollout
+	if ro == nil || ro.GoodRevision != "" {
+		t.Fatalf("revision %s is good already (status.rollout %+v): the change would not come before its soak ended", rev, ro)
+	}
+}
+
 // newVersion changes the head Pod template's version annotation of the hub RayService ns/name,
 // a new revision; it retries on conflicts with the hub's own writes and returns when it wrote.
 func newVersion(t *testing.T, ns, name, version string) time.Time {

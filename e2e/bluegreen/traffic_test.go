@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -18,6 +19,9 @@ var trafficTuning = blueGreen{stepPercent: 25, intervalSeconds: 10, retireAfterS
 // drainDelay is how long the hub keeps a copy that leaves after the gateway accepted a route
 // without it (hub/fleet's drain).
 const drainDelay = 15 * time.Second
+
+// firstRevisionSoak is TestBlueGreenTraffic's soak: its first change comes long before it ends.
+const firstRevisionSoak = 10 * time.Minute
 
 // Slack of the times the hub keeps in whole seconds (a traffic-off time is truncated).
 const wholeSecondSlack = time.Second
@@ -48,21 +52,26 @@ type trafficRun struct {
 // follows the route's weights step by step, green down pauses the shift with all of the
 // traffic on blue, an undo sends everything back to blue at once and green is removed after
 // the drain, and a second change goes all the way to green, blue retired. Not one request may
-// fail.
+// fail. The first change comes while the first revision still soaks (it serves, it is not good
+// yet): it goes to green all the same, never in place onto blue.
 func TestBlueGreenTraffic(t *testing.T) {
 	const ns, name = "bg-traffic", "berry"
 	waitMembersReady(t)
-	setUp(t, ns, name, policySpec(trafficTuning, true))
+	spec := policySpec(trafficTuning, true)
+	// Far longer than the test takes to make its first change: the first revision is never good.
+	spec.Rollout.SoakSeconds = ptr.To(int32(firstRevisionSoak / time.Second))
+	setUp(t, ns, name, spec)
 	x := &trafficRun{t: t, ns: ns, name: name, routes: recordRoute(t, ns, name)}
 
 	t.Log("the first revision goes to one member (blue), which the route gives everything")
-	blue, rev1 := firstRevision(t, ns, name)
+	blue, rev1 := servesFirst(t, ns, name)
 	x.blue, x.revs = blue, []string{rev1}
 	firstServed(t, x.routes, blue, rev1)
 	x.req = startRequests(t, gatewayURL())
 	started := time.Now()
 	expectOnly(t, "before any change", waitAnswers(t, x.req, started, 50), blue, rev1)
 
+	expectNotGood(t, ns, name, rev1)
 	change1 := newVersion(t, ns, name, "2")
 	green1 := x.deploysGreen(change1)
 	t.Logf("green %s deploys revision %s; blue %s keeps revision %s", green1, x.revs[1], blue, rev1)

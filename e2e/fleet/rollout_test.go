@@ -42,12 +42,14 @@ const (
 
 // A rolling upgrade goes one member at a time: eu's copy gets the new revision, and us's copy
 // changes only once eu has been done (its new RayCluster active, every application RUNNING,
-// Ready) for the whole soak; the rollout then completes with the new revision good.
+// Ready) for the whole soak; the rollout then completes with the new revision good. The change
+// comes as soon as the hub says the first revision is Ready, long before its own soak ends: it
+// rolls out from the revision that runs all the same.
 func TestRolloutOneMemberAtATime(t *testing.T) {
 	t.Parallel()
 	const ns, name = "rollout-rolling", "svc"
-	const soak = 5 * time.Second
-	rev1 := setUpRollout(t, ns, name, &fleetv1alpha1.RolloutStrategy{
+	const soak = 15 * time.Second
+	rev1 := setUpRolloutServing(t, ns, name, &fleetv1alpha1.RolloutStrategy{
 		SoakSeconds:            ptr.To(int32(soak / time.Second)),
 		MaxUnavailableClusters: ptr.To(intstr.FromInt32(1)),
 		SortingLabelKey:        regionKey,
@@ -55,6 +57,9 @@ func TestRolloutOneMemberAtATime(t *testing.T) {
 	tl := watchRollout(t, ns, name, firstMember, secondMember)
 
 	changedAt := time.Now()
+	if ro := binding(gomega.NewWithT(t), ns, name).Status.Rollout; ro.GoodRevision != "" {
+		t.Fatalf("the first revision %s is good already (%s): the change would not come within its soak", rev1, ro.Message)
+	}
 	updateHubRayService(t, ns, name, func(rs *rayv1.RayService) { raybuilder.SetImage(&rs.Spec.RayClusterSpec, newImage) })
 	var rev2 string
 	eventuallyFor(t, rolloutTimeout, func(g gomega.Gomega) {
@@ -352,6 +357,33 @@ func TestRolloutSurvivesHubRestart(t *testing.T) {
 // the RayService, and waits until its first revision is rolled out; it returns that revision.
 func setUpRollout(t *testing.T, ns, name string, ro *fleetv1alpha1.RolloutStrategy) string {
 	t.Helper()
+	placeForRollout(t, ns, name, ro)
+	var rev string
+	eventuallyFor(t, rolloutTimeout, func(g gomega.Gomega) { rev = expectRolledOut(g, ns, name) })
+	return rev
+}
+
+// setUpRolloutServing is setUpRollout waiting only until the hub says the first revision is
+// Ready on both members, its soak not over: the binding names it the baseline, not yet good.
+func setUpRolloutServing(t *testing.T, ns, name string, ro *fleetv1alpha1.RolloutStrategy) string {
+	t.Helper()
+	placeForRollout(t, ns, name, ro)
+	var rev string
+	eventuallyFor(t, rolloutTimeout, func(g gomega.Gomega) {
+		ro := binding(g, ns, name).Status.Rollout
+		g.Expect(ro).NotTo(gomega.BeNil(), "status.rollout")
+		g.Expect(ro.TargetRevision).NotTo(gomega.BeEmpty(), "targetRevision")
+		g.Expect(ro.BaselineRevision).To(gomega.Equal(ro.TargetRevision), "baselineRevision: %s", ro.Message)
+		g.Expect(hubReady(hubRayService(g, ns, name))).To(gomega.BeTrue(), "hub Ready")
+		rev = ro.TargetRevision
+	})
+	return rev
+}
+
+// placeForRollout creates the namespace, a policy placing on us and eu with the rollout ro,
+// and the RayService.
+func placeForRollout(t *testing.T, ns, name string, ro *fleetv1alpha1.RolloutStrategy) {
+	t.Helper()
 	createNamespace(t, ns)
 	// Placement on two clusters needs both Ready: the non-parallel test runs first, right
 	// after the fleet started.
@@ -366,9 +398,6 @@ func setUpRollout(t *testing.T, ns, name string, ro *fleetv1alpha1.RolloutStrate
 		Clusters: ptr.To[int32](2), ClusterSelector: usOrEU, Rollout: ro,
 	})
 	createHubRayService(t, ns, name, "rollout")
-	var rev string
-	eventuallyFor(t, rolloutTimeout, func(g gomega.Gomega) { rev = expectRolledOut(g, ns, name) })
-	return rev
 }
 
 // expectRolledOut checks that the rollout of ns/name is Complete with its target good, both

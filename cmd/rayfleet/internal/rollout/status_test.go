@@ -114,6 +114,29 @@ rest     m2        3          Soaking   20s         -
 `,
 		},
 		{
+			name: "a change before the first revision soaked: the baseline runs, nothing is good yet",
+			change: func(v *View) {
+				ro := v.Binding.Status.Rollout
+				ro.BaselineRevision, ro.GoodRevision, ro.FailedRevision = "llm-2", "", ""
+			},
+			want: `RayService serve/llm
+Phase:     Progressing (stage rest, 1/4 updated)
+Target:    revision 3 (llm-3)
+Baseline:  revision 2 (llm-2)
+Good:      none yet (undo and rollback return to the baseline until a revision soaks on every cluster)
+Failed:    -
+Started:   10m ago
+Message:   updating m2
+
+STAGE    CLUSTER   REVISION   PHASE     SOAK LEFT   REASON
+canary   m1        3          Soaking   8m20s       RunningAll
+rest     m3        2          Pending   -           Running
+rest     m2        3          Soaking   20s         -
+-        m4        -          -         -           -
+-        m5        1          Done      -           -
+`,
+		},
+		{
 			name: "no policy, paused, the spec changed since",
 			change: func(v *View) {
 				v.Policy, v.PolicyMissing = nil, true
