@@ -47,6 +47,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -100,6 +101,9 @@ type Options struct {
 	// Specs is what the hub cache's RayService transform (Specs.Transform) keeps of the specs
 	// it drops; nil when the cache keeps them.
 	Specs *HubSpecs
+	// TrafficCluster is the traffic cluster's own ranges and domain: no member's serve address
+	// in them is routed to.
+	TrafficCluster traffic.Cluster
 }
 
 // Reconciler reconciles hub RayServices. Build it with NewReconciler.

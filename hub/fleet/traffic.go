@@ -113,7 +113,7 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 	td.weights = r.weights(g, d, d.colorsOf(), percent)
 	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec}
 	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
-		if why := unservedWhy(g, name); why != "" {
+		if why := r.unservedWhy(g, name); why != "" {
 			td.unserved[name] = why
 		}
 		b := traffic.Backend{Cluster: name, Weight: td.weights[name]}
@@ -140,7 +140,7 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 func (r *Reconciler) weights(g *group, d *decision, colors map[string]fleetv1alpha1.Color, greenPercent int32) map[string]int32 {
 	backends := make([]rollout.Backend, 0, len(d.placed))
 	for _, name := range d.placed {
-		b := rollout.Backend{Name: name, Color: colors[name], Serving: unservedWhy(g, name) == ""}
+		b := rollout.Backend{Name: name, Color: colors[name], Serving: r.unservedWhy(g, name) == ""}
 		if m := g.members[name]; m != nil && m.copy != nil {
 			b.Endpoints = m.copy.Status.NumServeEndpoints
 		}
@@ -150,8 +150,9 @@ func (r *Reconciler) weights(g *group, d *decision, colors map[string]fleetv1alp
 }
 
 // unservedWhy is why a placed cluster cannot take traffic now; "" when it can: its member is
-// Ready and reachable, its copy is ours and reports a serve address and serve endpoints.
-func unservedWhy(g *group, name string) string {
+// Ready and reachable, its copy is ours and reports a serve address its MemberCluster allows,
+// and serve endpoints.
+func (r *Reconciler) unservedWhy(g *group, name string) string {
 	m := g.members[name]
 	switch {
 	case m == nil || m.mc == nil:
@@ -169,8 +170,26 @@ func unservedWhy(g *group, name string) string {
 		return "no serve address reported yet"
 	case m.copy.Status.NumServeEndpoints == 0:
 		return "no serve endpoints"
+	case !exportsServe(g):
+		if err := r.checkServeAddress(m); err != nil {
+			return "serve address refused: " + err.Error()
+		}
 	}
 	return ""
+}
+
+// checkServeAddress checks the member's reported serve address against what its MemberCluster
+// grants and the traffic cluster's own addresses: a member is trusted with no more than that.
+func (r *Reconciler) checkServeAddress(m *memberRecord) error {
+	host, _, err := traffic.ParseAddress(serveAddress(m))
+	if err != nil {
+		return err
+	}
+	policy, err := traffic.AddressPolicyOf(m.mc.Spec.ServeAddresses, r.opts.TrafficCluster)
+	if err != nil {
+		return fmt.Errorf("MemberCluster %s: %w", m.mc.Name, err)
+	}
+	return policy.Check(host)
 }
 
 // exportsServe reports whether the policy routes to ServiceImports: the members then export

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/conditions"
 )
@@ -72,6 +73,8 @@ type Observation struct {
 	Report *fleetv1alpha1.ClusterReport
 	// ReportMissing is true when the probe succeeded and the member has no ClusterReport.
 	ReportMissing bool
+	// ServeAddresses is the MemberCluster's spec.serveAddresses.
+	ServeAddresses *fleetv1alpha1.ServeAddressRanges
 }
 
 // Status returns prev updated with obs: the ClusterReport mirrored when one was read (the last
@@ -93,8 +96,27 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	set(reachableCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionReachable), obs))
 	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatTime, obs))
 	set(readyCondition(st.Conditions))
+	set(serveAddressesCondition(obs.ServeAddresses))
 	setFirstReadyTime(&st)
 	return st
+}
+
+// serveAddressesCondition says whether the member's serve addresses are bounded: a member
+// without ranges may have any address but the never-allowed ones put behind the Gateway.
+func serveAddressesCondition(grant *fleetv1alpha1.ServeAddressRanges) metav1.Condition {
+	c := metav1.Condition{Type: fleetv1alpha1.ConditionServeAddressesBounded, Status: metav1.ConditionTrue,
+		Reason: fleetv1alpha1.ReasonServeAddressesGranted, Message: "the hub routes only to serve addresses in spec.serveAddresses"}
+	_, err := traffic.AddressPolicyOf(grant, traffic.Cluster{})
+	switch {
+	case grant == nil:
+		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonNoServeAddressRanges
+		c.Message = "spec.serveAddresses is not set: the hub routes to any serve address the member reports but loopback, " +
+			"link-local, unspecified, names inside the traffic cluster and its own ranges; set the member's CIDRs or domains"
+	case err != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonInvalidServeAddressRanges
+		c.Message = "the hub routes to none of the member's serve addresses: " + err.Error()
+	}
+	return c
 }
 
 // setFirstReadyTime records when the member was first Ready, once. The Ready condition's own

@@ -452,3 +452,31 @@ func TestReadmittedMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestServeAddressesCondition(t *testing.T) {
+	tests := []struct {
+		name   string
+		grant  *fleetv1alpha1.ServeAddressRanges
+		want   string
+		reason string
+	}{
+		{name: "no grant: a warning", want: "False", reason: fleetv1alpha1.ReasonNoServeAddressRanges},
+		{name: "a grant that parses", grant: &fleetv1alpha1.ServeAddressRanges{CIDRs: []string{"203.0.113.0/24"}}, want: "True",
+			reason: fleetv1alpha1.ReasonServeAddressesGranted},
+		{name: "a grant that does not parse routes nothing", grant: &fleetv1alpha1.ServeAddressRanges{CIDRs: []string{"203.0.113.0"}},
+			want: "False", reason: fleetv1alpha1.ReasonInvalidServeAddressRanges},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := Status(fleetv1alpha1.MemberClusterStatus{}, Observation{Now: t0, ServeAddresses: tt.grant})
+			c := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionServeAddressesBounded)
+			if c == nil || string(c.Status) != tt.want || c.Reason != tt.reason || c.Message == "" {
+				t.Fatalf("ServeAddressesBounded = %+v, want %s/%s with a message", c, tt.want, tt.reason)
+			}
+			if ready := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionReady); ready != nil &&
+				strings.Contains(ready.Message, fleetv1alpha1.ConditionServeAddressesBounded) {
+				t.Errorf("Ready counts ServeAddressesBounded: %s", ready.Message)
+			}
+		})
+	}
+}

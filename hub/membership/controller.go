@@ -262,7 +262,8 @@ func (r *Reconciler) observe(ctx context.Context, mc *fleetv1alpha1.MemberCluste
 	if err != nil {
 		return Observation{}, err
 	}
-	obs := Observation{Generation: mc.Generation, HeartbeatTimeout: r.opts.HeartbeatTimeout, Join: js}
+	obs := Observation{Generation: mc.Generation, HeartbeatTimeout: r.opts.HeartbeatTimeout, Join: js,
+		ServeAddresses: mc.Spec.ServeAddresses}
 	if js.Joined {
 		obs.Report, obs.ReportMissing, obs.ProbeErr = probe(ctx, cl, r.opts.ProbeTimeout)
 	}

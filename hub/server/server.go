@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -39,6 +40,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/policy"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/sweep"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
@@ -103,6 +105,8 @@ type flags struct {
 	hubName          string
 	heartbeatTimeout time.Duration
 	resync           time.Duration
+	trafficCIDRs     string
+	trafficDomain    string
 }
 
 func bindFlags(fs *flag.FlagSet, f *flags) {
@@ -122,6 +126,24 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 		"How old a member's ClusterReport heartbeat may be before its AgentReady condition turns False.")
 	fs.DurationVar(&f.resync, "resync", fleet.DefaultResync,
 		"How often every hub RayService is reconciled without an event; member status changes also arrive by watch.")
+	fs.StringVar(&f.trafficCIDRs, "traffic-cluster-cidrs", "",
+		"Comma-separated Pod and Service CIDRs of the traffic cluster (where the hub writes routes): no member's serve address in them is routed to.")
+	fs.StringVar(&f.trafficDomain, "traffic-cluster-domain", traffic.DefaultClusterDomain,
+		"DNS domain of the traffic cluster: no member's serve address under it (or under svc) is routed to.")
+}
+
+// trafficCluster is the traffic cluster's own addresses as the flags give them.
+func (f flags) trafficCluster() (traffic.Cluster, error) {
+	tc := traffic.Cluster{Domain: f.trafficDomain}
+	if f.trafficCIDRs == "" {
+		return tc, nil
+	}
+	ranges, err := traffic.ParseCIDRs(strings.Split(f.trafficCIDRs, ","))
+	if err != nil {
+		return tc, fmt.Errorf("--traffic-cluster-cidrs: %w", err)
+	}
+	tc.Ranges = ranges
+	return tc, nil
 }
 
 // Run parses args as bin/hub's command line and runs the hub until ctx ends. --help prints
@@ -243,11 +265,16 @@ func setupControllers(mgr mcmanager.Manager, f flags, specs *fleet.HubSpecs) err
 	if err = members.SetupWithManager(local); err != nil {
 		return err
 	}
+	tc, err := f.trafficCluster()
+	if err != nil {
+		return err
+	}
 	rayServices := fleet.NewReconciler(local, membership.NewClients(mgr), fleet.Options{
 		Resync:                  f.resync,
 		MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles,
 		HubName:                 f.hubName,
 		Specs:                   specs,
+		TrafficCluster:          tc,
 	})
 	if err = rayServices.SetupWithManager(mgr); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -245,7 +246,9 @@ func backendService(in Input, key RouteKey, b Backend) (*corev1.Service, *discov
 	}
 	ip, err := netip.ParseAddr(b.Host)
 	if err != nil {
-		svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, b.Host
+		// Absolute (a trailing dot), so that the gateway's resolver never completes it with the
+		// traffic cluster's search domains: "kubernetes.default" would reach its API server.
+		svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, strings.TrimSuffix(b.Host, ".")+"."
 		return svc, nil, nil
 	}
 	ip = ip.Unmap()

@@ -107,7 +107,7 @@ func TestDesiredBackends(t *testing.T) {
 			name:         "a hostname gets an ExternalName Service and no EndpointSlice",
 			in:           input("", Backend{Cluster: "us", Host: "lb.us.example.com", Port: 443, Weight: 10000}),
 			wantRefs:     []string{"Service. apps-demo-us:443=10000"},
-			wantServices: []string{"apps-demo-us ExternalName lb.us.example.com"},
+			wantServices: []string{"apps-demo-us ExternalName lb.us.example.com."},
 		},
 		{
 			name: "weight 0 and no address get nothing",

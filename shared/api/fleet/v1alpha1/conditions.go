@@ -40,6 +40,21 @@ const (
 	// rolls out BlueGreen: True while traffic moves from blue to green, False otherwise; the
 	// message gives the split ("blue us,eu 40% → green ap 60%").
 	ConditionTrafficShifting = "TrafficShifting"
+	// ConditionServeAddressesBounded (MemberCluster) is True when spec.serveAddresses bounds
+	// the serve addresses the member may report; False, a warning to the hub's admin, when it
+	// is absent (any address but the never-allowed ones is routed to) or does not parse
+	// (nothing is). It does not count towards Ready.
+	ConditionServeAddressesBounded = "ServeAddressesBounded"
+)
+
+// Reasons of ServeAddressesBounded.
+const (
+	// ReasonServeAddressesGranted (True): spec.serveAddresses parses and bounds the addresses.
+	ReasonServeAddressesGranted = "Granted"
+	// ReasonNoServeAddressRanges (False): the MemberCluster grants no ranges.
+	ReasonNoServeAddressRanges = "NoServeAddressRanges"
+	// ReasonInvalidServeAddressRanges (False): an entry does not parse; no address is routed to.
+	ReasonInvalidServeAddressRanges = "InvalidServeAddressRanges"
 )
 
 // Reasons of TrafficShifting.

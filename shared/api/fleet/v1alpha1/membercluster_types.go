@@ -32,6 +32,30 @@ type MemberClusterSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute"
 	Taints []corev1.Taint `json:"taints,omitempty"`
+
+	// ServeAddresses are the serve addresses the member may report for the hub to route to.
+	// Without them, any address is taken but those never allowed (loopback, link-local,
+	// unspecified, names resolving inside the traffic cluster, its own Pod and Service ranges),
+	// and the MemberCluster carries a warning condition.
+	// +optional
+	ServeAddresses *ServeAddressRanges `json:"serveAddresses,omitempty"`
+}
+
+// ServeAddressRanges bounds a member's serve addresses; an address must fall in one entry.
+type ServeAddressRanges struct {
+	// CIDRs its IP addresses must fall in (e.g. the member's load balancer range).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
+	CIDRs []string `json:"cidrs,omitempty"`
+
+	// Domains its DNS names must be, or be under (e.g. us.example.com).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Domains []string `json:"domains,omitempty"`
 }
 
 // KubeconfigSecretRef names a key of a Secret in the hub's namespace (rayfleet-system unless the
