@@ -8,8 +8,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/validation"
 )
 
 // A member is trusted with no more serve addresses than its MemberCluster grants: one naming
@@ -64,5 +66,22 @@ func TestFleetServeAddressesBounded(t *testing.T) {
 	grant("10.0.0.0/24")
 	g.Eventually(func(g Gomega) {
 		g.Expect(h.weights(g)).To(Equal(map[string]int32{"b": 10000}))
+	}, timeout, interval).Should(Succeed())
+
+	t.Log("a, at a routable address, claims a million serve endpoints: it is held to what the spec can have")
+	bound := validation.MaxServeEndpoints(&h.hubRayService(g, "svc").Spec.RayClusterSpec)
+	g.Eventually(func(g Gomega) {
+		rs := h.memberCopy(g, "a", "svc")
+		rs.Annotations[labels.ServeAddress] = "10.0.0.1:8000"
+		g.Expect(h.members["a"].Update(ctx, rs)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		rs := h.memberCopy(g, "a", "svc")
+		rs.Status.NumServeEndpoints = 1_000_000
+		g.Expect(h.members["a"].Status().Update(ctx, rs)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	share := rollout.TotalWeight * bound / (bound + 1)
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.weights(g)).To(Equal(map[string]int32{"a": share, "b": rollout.TotalWeight - share}))
 	}, timeout, interval).Should(Succeed())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/validation"
 )
 
 // reasonRevisionTooLarge (Ready=False on the hub RayService, Placed=False on the binding): the
@@ -134,9 +135,13 @@ func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.
 	c.Endpoints = m.copy.Status.NumServeEndpoints
 	desired, err := r.copyOf(g, d, name, c.Revision)
 	if err != nil {
+		// Without the spec it runs there is no bound to hold its count to: it counts as one.
+		c.Endpoints = 0
 		c.NotDone = err.Error()
 		return c
 	}
+	// A member's count weighs its share of the traffic: it is held to what the spec can have.
+	c.Endpoints = min(c.Endpoints, validation.MaxServeEndpoints(&desired.Spec.RayClusterSpec))
 	state := doneFor(m.copy, desired, c.Revision)
 	c.Done, c.NotDone, c.Blocked = state.done, state.why, state.blocked
 	return c

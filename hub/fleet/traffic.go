@@ -138,13 +138,15 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 // weights splits the traffic over the placed clusters: by colour with green getting
 // greenPercent, each colour by serve endpoints, none to a cluster that cannot take traffic.
 func (r *Reconciler) weights(g *group, d *decision, colors map[string]fleetv1alpha1.Color, greenPercent int32) map[string]int32 {
+	// The endpoint counts as the rollout bounded them (rolloutCluster).
+	endpoints := make(map[string]int32, len(d.rollout.clusters))
+	for _, c := range d.rollout.clusters {
+		endpoints[c.Name] = c.Endpoints
+	}
 	backends := make([]rollout.Backend, 0, len(d.placed))
 	for _, name := range d.placed {
-		b := rollout.Backend{Name: name, Color: colors[name], Serving: r.unservedWhy(g, name) == ""}
-		if m := g.members[name]; m != nil && m.copy != nil {
-			b.Endpoints = m.copy.Status.NumServeEndpoints
-		}
-		backends = append(backends, b)
+		backends = append(backends, rollout.Backend{Name: name, Color: colors[name], Serving: r.unservedWhy(g, name) == "",
+			Endpoints: endpoints[name]})
 	}
 	return rollout.Weights(backends, greenPercent)
 }

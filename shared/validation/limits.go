@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"math"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -109,4 +110,21 @@ func serveConfigSize(config string) error {
 	err.Detail = fmt.Sprintf("is %d bytes; a serveConfigV2 may have at most %d (%d KiB), and a longer one is not parsed",
 		len(config), MaxServeConfigV2Bytes, MaxServeConfigV2Bytes>>10)
 	return err
+}
+
+// MaxServeEndpoints is the most serve endpoints a RayCluster of spec can have: its head and
+// every worker Pod its groups may scale to (maxReplicas when set, as the autoscaler may), each
+// at most one Serve proxy. A member reporting more is not believed: the hub splits traffic by
+// the count.
+func MaxServeEndpoints(spec *rayv1.RayClusterSpec) int32 {
+	total := int64(1)
+	for i := range spec.WorkerGroupSpecs {
+		g := &spec.WorkerGroupSpecs[i]
+		if ptr.Deref(g.Suspend, false) {
+			continue
+		}
+		replicas := max(int64(ptr.Deref(g.Replicas, 0)), int64(ptr.Deref(g.MinReplicas, 0)), int64(ptr.Deref(g.MaxReplicas, 0)))
+		total += min(replicas*int64(max(g.NumOfHosts, 1)), MaxWorkerPods)
+	}
+	return int32(min(total, math.MaxInt32))
 }
