@@ -45,6 +45,16 @@ func New(level string) (*Checker, error) {
 	return &Checker{level: psaapi.LevelVersion{Level: lvl, Version: psaapi.LatestVersion()}, evaluator: evaluator}, nil
 }
 
+// Default returns a Checker for DefaultLevel.
+func Default() *Checker {
+	c, err := New(DefaultLevel)
+	if err != nil {
+		// The default level and the library's own checks always make a valid evaluator.
+		panic(err)
+	}
+	return c
+}
+
 // Level returns the level checked, "privileged" for a nil Checker.
 func (c *Checker) Level() string {
 	if c == nil {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
@@ -52,6 +53,28 @@ func setReplicaFailureCondition(st *rayv1.RayClusterStatus, reconcileErr error, 
 		Status:  metav1.ConditionTrue,
 		Reason:  string(reason),
 		Message: reconcileErr.Error(),
+	}, now)
+}
+
+// msgPodsForbidden leads the PodsForbidden message.
+const msgPodsForbidden = "The spoke creates no Pod that violates this member's Pod Security level"
+
+// setPodsForbiddenCondition raises PodsForbidden while some template's Pods violate the
+// member's level and drops it once none does; forbidden nil (not checked) leaves it alone.
+func setPodsForbiddenCondition(st *rayv1.RayClusterStatus, forbidden []string, generation int64, now metav1.Time) {
+	switch {
+	case forbidden == nil:
+		return
+	case len(forbidden) == 0:
+		meta.RemoveStatusCondition(&st.Conditions, fleetv1alpha1.ConditionPodsForbidden)
+		return
+	}
+	setCondition(st, metav1.Condition{
+		Type:               fleetv1alpha1.ConditionPodsForbidden,
+		Status:             metav1.ConditionTrue,
+		Reason:             fleetv1alpha1.ReasonPodSecurityViolation,
+		Message:            conditions.Join(msgPodsForbidden, forbidden...),
+		ObservedGeneration: generation,
 	}, now)
 }
 
