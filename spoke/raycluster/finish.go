@@ -27,6 +27,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (
 		HeadService:   s.headService,
 		ReconcileErr:  reconcileErr,
 		PodsForbidden: s.podsForbidden,
+		Conflicts:     s.observedConflicts(reconcileErr),
 	}, metav1.NewTime(r.clock.Now()))
 	if err != nil {
 		// The head cannot be told apart (two heads, no head Service yet): a status written

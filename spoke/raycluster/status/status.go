@@ -36,6 +36,9 @@ type Observed struct {
 	// "<what> violates ..."; nil when the reconcile did not check them, which leaves the
 	// PodsForbidden condition as it was.
 	PodsForbidden []string
+	// Conflicts name the objects the reconcile left alone because something else controls
+	// them; nil when it did not look at all of them, which leaves OwnershipConflict as it was.
+	Conflicts []string
 }
 
 // Compute returns the new status of rc given what was observed; rc is not modified. now stamps
@@ -59,6 +62,7 @@ func Compute(rc *rayv1.RayCluster, obs Observed, now metav1.Time) (rayv1.RayClus
 	st.ObservedGeneration = rc.Generation
 	setReplicaFailureCondition(st, obs.ReconcileErr, now)
 	setPodsForbiddenCondition(st, obs.PodsForbidden, rc.Generation, now)
+	setOwnershipConflictCondition(st, obs.Conflicts, rc.Generation, now)
 	setReplicaCounts(st, rc, obs.Pods)
 	setDesiredResources(st, rc)
 	setReadyState(st, obs)
