@@ -147,7 +147,7 @@ func (r *Reconciler) ensureClusterServeService(ctx context.Context, s *scope, rc
 		return err
 	}
 	if existing != nil {
-		r.ownership(s, existing, "Service", rc, "RayCluster")
+		r.ownership(s, existing, "Service", owner{rc, "RayCluster"})
 		return nil
 	}
 	return r.createService(ctx, s, desired)

@@ -36,8 +36,11 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) error {
 		return err
 	}
 	var serveSvc *corev1.Service
+	// A cluster's own serve Service is the cluster's; the RayService's are the RayService's.
+	serveOwner := owner{s.rs, "RayService"}
 	if s.incremental {
 		serveSvc, err = builder.ClusterServeService(s.rs, target)
+		serveOwner = owner{target, "RayCluster"}
 	} else {
 		serveSvc, err = builder.RayServiceServeService(s.rs, target)
 	}
@@ -45,10 +48,10 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) error {
 		return err
 	}
 	headOK, serveOK := true, true
-	if s.headSelects, headOK, err = r.pointService(ctx, s, head); err != nil {
+	if s.headSelects, headOK, err = r.pointService(ctx, s, head, owner{s.rs, "RayService"}); err != nil {
 		return err
 	}
-	if s.serveSelects, serveOK, err = r.pointService(ctx, s, serveSvc); err != nil {
+	if s.serveSelects, serveOK, err = r.pointService(ctx, s, serveSvc, serveOwner); err != nil {
 		return err
 	}
 	// A Service that is not the RayService's selects nothing of it: no switch is judged
@@ -57,14 +60,20 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// ownership records whether existing, an object of kind the reconcile would write for owner
-// (of ownerKind), is the spoke's to change; when it is not, it reports the conflict once per
-// reconcile (event and OwnershipConflict) and returns false.
-func (r *Reconciler) ownership(s *scope, existing client.Object, kind string, owner client.Object, ownerKind string) bool {
+// owner is the object that controls what the reconcile writes, and its kind.
+type owner struct {
+	obj  client.Object
+	kind string
+}
+
+// ownership records whether existing, an object of kind the reconcile would write for o, is
+// the spoke's to change; when it is not, it reports the conflict (event and OwnershipConflict)
+// and returns false.
+func (r *Reconciler) ownership(s *scope, existing client.Object, kind string, o owner) bool {
 	if s.conflicts == nil {
 		s.conflicts = []string{}
 	}
-	why := builder.NotControlled(existing, kind, owner, ownerKind)
+	why := builder.NotControlled(existing, kind, o.obj, o.kind)
 	if why == "" {
 		return true
 	}
@@ -77,7 +86,7 @@ func (r *Reconciler) ownership(s *scope, existing client.Object, kind string, ow
 // selects another one, and returns the cluster it now selects. Only the selector and the ports
 // change (a node port a port already had is kept); the cluster IP and everything else stay.
 // A Service the RayService does not control is left as it is, and owned is false.
-func (r *Reconciler) pointService(ctx context.Context, s *scope, desired *corev1.Service) (selects string, owned bool, err error) {
+func (r *Reconciler) pointService(ctx context.Context, s *scope, desired *corev1.Service, o owner) (selects string, owned bool, err error) {
 	existing, err := getOptional(ctx, r.client, desired.Namespace, desired.Name, &corev1.Service{})
 	if err != nil {
 		return "", false, err
@@ -86,7 +95,7 @@ func (r *Reconciler) pointService(ctx context.Context, s *scope, desired *corev1
 	if existing == nil {
 		return want, true, r.createService(ctx, s, desired)
 	}
-	if !r.ownership(s, existing, "Service", s.rs, "RayService") {
+	if !r.ownership(s, existing, "Service", o) {
 		return "", false, nil
 	}
 	if existing.Spec.Selector[labels.Cluster] == want {
@@ -187,7 +196,7 @@ func ensure[T client.Object](ctx context.Context, r *Reconciler, s *scope, desir
 	case err != nil:
 		return false, fmt.Errorf("get %s %s/%s: %w", k.name, desired.GetNamespace(), desired.GetName(), err)
 	}
-	if !r.ownership(s, existing, k.name, s.rs, "RayService") {
+	if !r.ownership(s, existing, k.name, owner{s.rs, "RayService"}) {
 		return false, nil
 	}
 	if jsonsubset.Covers(k.spec(existing), k.spec(desired)) {
