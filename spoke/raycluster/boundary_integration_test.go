@@ -138,6 +138,40 @@ func TestAutoscalerIdentityCannotEscapeTheLevel(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 	})
 
+	t.Run("origin labels stripped by the autoscaler change nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		// The hub's RayService names the cluster in its status, which only the spoke writes.
+		rs := raybuilder.MakeRayService("svc", ns).Obj()
+		rs.Labels = map[string]string{labels.OriginNamespace: "team", labels.OriginName: "svc"}
+		g.Expect(h.c.Create(ctx, rs)).To(Succeed())
+		rs.Status.PendingServiceStatus.RayClusterName = "stripped"
+		g.Expect(h.c.Status().Update(ctx, rs)).To(Succeed())
+		stripped := hubPlaced(raybuilder.MakeRayCluster("stripped", ns).EnableInTreeAutoscaling().WorkerGroup("g", 1, 0, 3))
+		g.Expect(h.c.Create(ctx, stripped.Obj())).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(h.pods(g, ns, "stripped", rayv1.WorkerNode)).To(HaveLen(1))
+			var rb rbacv1.RoleBinding
+			g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stripped"}, &rb)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+
+		own := impersonate(t, e, ns, "stripped")
+		var rc rayv1.RayCluster
+		g.Expect(own.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stripped"}, &rc)).To(Succeed())
+		patch := client.MergeFrom(rc.DeepCopy())
+		rc.Labels, rc.OwnerReferences = nil, nil
+		escalate(&rc)
+		g.Expect(own.Patch(ctx, &rc, patch)).To(Succeed())
+		g.Expect(h.get(g, ns, "stripped").Labels).NotTo(HaveKey(labels.OriginName))
+
+		g.Eventually(func(g Gomega) {
+			g.Expect(warningNotes(g, h.c, ns, "stripped", reasonForbiddenByPodSecurity)).NotTo(BeEmpty())
+			g.Expect(condition(h.get(g, ns, "stripped"), fleetv1alpha1.ConditionPodsForbidden)).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+		g.Consistently(func(g Gomega) {
+			g.Expect(h.pods(g, ns, "stripped", rayv1.WorkerNode)).To(HaveLen(1))
+		}, quiet, interval).Should(Succeed())
+	})
+
 	t.Run("a RayCluster the hub did not place is not checked", func(t *testing.T) {
 		g := NewWithT(t)
 		local := raybuilder.MakeRayCluster("local", ns).WorkerGroup("g", 1, 0, 3).Obj()

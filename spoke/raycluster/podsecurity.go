@@ -7,7 +7,6 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,26 +31,30 @@ func (e *forbiddenPodError) Error() string {
 	return fmt.Sprintf("%s %s", e.what, e.violation)
 }
 
-// hubPlaced reports whether rc runs for the hub: it carries the hub's origin labels, or its
-// controller is a RayService that does. The owner is looked at too because the labels of a
-// RayCluster can be patched by the autoscaler's identity, while a RayService's cannot.
+// hubPlaced reports whether rc runs for the hub: it carries the hub's origin labels, or a
+// RayService of its namespace that carries them controls it or names it as its active or
+// pending cluster. The autoscaler's identity can patch a RayCluster's labels and owner
+// references away, but neither a RayService's labels nor its status, which only the spoke
+// writes.
 func (r *Reconciler) hubPlaced(ctx context.Context, rc *rayv1.RayCluster) (bool, error) {
 	if originLabelled(rc.Labels) {
 		return true, nil
 	}
-	ref := metav1.GetControllerOf(rc)
-	if ref == nil || ref.Kind != "RayService" || ref.APIVersion != rayv1.GroupVersion.String() {
-		return false, nil
+	var list rayv1.RayServiceList
+	if err := r.client.List(ctx, &list, client.InNamespace(rc.Namespace)); err != nil {
+		return false, fmt.Errorf("list RayServices of namespace %s for RayCluster %s: %w", rc.Namespace, rc.Name, err)
 	}
-	var rs rayv1.RayService
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: rc.Namespace, Name: ref.Name}, &rs)
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if !originLabelled(rs.Labels) {
+			continue
+		}
+		if metav1.IsControlledBy(rc, rs) || rs.Status.ActiveServiceStatus.RayClusterName == rc.Name ||
+			rs.Status.PendingServiceStatus.RayClusterName == rc.Name {
+			return true, nil
+		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("get RayService %s/%s controlling RayCluster %s: %w", rc.Namespace, ref.Name, rc.Name, err)
-	}
-	return rs.UID == ref.UID && originLabelled(rs.Labels), nil
+	return false, nil
 }
 
 // originLabelled reports whether l carries the hub's origin labels.

@@ -19,6 +19,7 @@ func TestHubPlaced(t *testing.T) {
 	placedRS := raybuilder.MakeRayService("svc", "ns").Obj()
 	placedRS.UID = "rs-uid"
 	placedRS.Labels = map[string]string{labels.OriginNamespace: "team", labels.OriginName: "svc"}
+	placedRS.Status.PendingServiceStatus.RayClusterName = "svc-named"
 	localRS := placedRS.DeepCopy()
 	localRS.Name, localRS.UID, localRS.Labels = "local", "local-uid", nil
 	ownedBy := func(rs *rayv1.RayService, uid types.UID) []metav1.OwnerReference {
@@ -29,7 +30,7 @@ func TestHubPlaced(t *testing.T) {
 	tests := []struct {
 		name    string
 		cluster *rayv1.RayCluster
-		getErr  error
+		listErr error
 		want    bool
 		wantErr bool
 	}{
@@ -45,6 +46,11 @@ func TestHubPlaced(t *testing.T) {
 			want:    true,
 		},
 		{
+			name:    "labels and owner stripped, but named in a hub-placed RayService's status",
+			cluster: raybuilder.MakeRayCluster("svc-named", "ns").Obj(),
+			want:    true,
+		},
+		{
 			name:    "controlled by a RayService the hub did not place",
 			cluster: withOwners(raybuilder.MakeRayCluster("local-abcde", "ns").Obj(), ownedBy(localRS, "local-uid")),
 		},
@@ -53,20 +59,20 @@ func TestHubPlaced(t *testing.T) {
 			cluster: withOwners(raybuilder.MakeRayCluster("svc-abcde", "ns").Obj(), ownedBy(placedRS, "old-uid")),
 		},
 		{
-			name:    "the RayService cannot be read",
+			name:    "RayServices cannot be listed",
 			cluster: withOwners(raybuilder.MakeRayCluster("svc-abcde", "ns").Obj(), ownedBy(placedRS, "rs-uid")),
-			getErr:  errAPI,
+			listErr: errAPI,
 			wantErr: true,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _, _ := newTestReconciler(t, interceptor.Funcs{
-				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-					if tt.getErr != nil {
-						return tt.getErr
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if tt.listErr != nil {
+						return tt.listErr
 					}
-					return c.Get(ctx, key, obj, opts...)
+					return c.List(ctx, list, opts...)
 				},
 			}, placedRS, localRS)
 			got, err := r.hubPlaced(context.Background(), tt.cluster)
