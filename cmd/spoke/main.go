@@ -29,6 +29,7 @@ import (
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/features"
+	"github.com/rayfleet/rayfleet/spoke/podsecurity"
 	"github.com/rayfleet/rayfleet/spoke/raycluster"
 	"github.com/rayfleet/rayfleet/spoke/rayservice"
 	"github.com/rayfleet/rayfleet/spoke/reporter"
@@ -54,6 +55,7 @@ type flags struct {
 	proxyTemplate     string
 	reportInterval    time.Duration
 	featureGates      *features.Gates
+	podSecurityLevel  string
 }
 
 // reconcilerOptions are the options of both reconcilers: KubeRay's environment variables first,
@@ -82,6 +84,10 @@ func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
 			"spoke runs outside the member's network (the local fleet maps it to a loopback stand-in).")
 	fs.DurationVar(&f.reportInterval, "report-interval", reporter.DefaultInterval,
 		"How often the spoke writes the member's ClusterReport (heartbeat, capacity, counts) for the hub; 0 turns reporting off.")
+	fs.StringVar(&f.podSecurityLevel, "pod-security-level", podsecurity.DefaultLevel,
+		"The Pod Security Standards level (privileged, baseline or restricted) no Pod of a RayService or RayCluster "+
+			"placed by the hub may violate: the spoke checks every such Pod before creating it, whoever wrote its "+
+			"template, and creates none that the level forbids. Match it to the member's guard and namespace labels.")
 	// KubeRay's gate names, so that a KubeRay operator's --feature-gates carries over; a gate
 	// the spoke cannot honour fails here rather than being ignored.
 	f.featureGates = features.New()
@@ -104,6 +110,9 @@ func parseArgs(args []string, getenv func(string) string, out io.Writer) (f flag
 	}
 	if fs.NArg() > 0 {
 		return f, opts, false, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if opts.rayCluster.PodSecurity, err = podsecurity.New(f.podSecurityLevel); err != nil {
+		return f, opts, false, fmt.Errorf("invalid --pod-security-level: %w", err)
 	}
 	// Both reconcilers build the same RayClusters, and one flag sizes both worker pools.
 	opts.rayCluster.MaxConcurrentReconciles = f.manager.MaxConcurrentReconciles
@@ -163,7 +172,7 @@ func run(args []string) error {
 
 	setupLog.Info("starting spoke", "version", version, "watchNamespaces", f.manager.WatchNamespaces,
 		"maxConcurrentReconciles", opts.rayCluster.MaxConcurrentReconciles,
-		"gatewayAPI", opts.rayService.GatewayAPI, "reportInterval", f.reportInterval,
+		"gatewayAPI", opts.rayService.GatewayAPI, "reportInterval", f.reportInterval, "podSecurityLevel", f.podSecurityLevel,
 		"dashboardAddressTemplate", f.dashboardTemplate, "serveProxyAddressTemplate", f.proxyTemplate)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running manager: %w", err)

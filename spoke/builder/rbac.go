@@ -44,13 +44,22 @@ func AutoscalerServiceAccount(rc *rayv1.RayCluster) *corev1.ServiceAccount {
 
 // AutoscalerRole builds the Role the autoscaler needs: read and patch Pods (resize in place, too)
 // and read and patch its RayCluster to change replicas and workersToDelete.
+//
+// KubeRay's Role lets the autoscaler get and patch every RayCluster of the namespace; code in
+// the head Pod (the tenant's) holds that token. Here the RayCluster rule names its own cluster:
+// the Ray autoscaler only ever reads and patches rayclusters/<its name>, which resourceNames
+// allows for get and patch. The Pod rules stay namespace-wide: list and watch cannot be scoped
+// by name, and the autoscaler's Pods have generated names.
 func AutoscalerRole(rc *rayv1.RayCluster) *rbacv1.Role {
 	return &rbacv1.Role{
 		ObjectMeta: ownedMeta(rc, AutoscalerRoleName(rc), ownedLabels(rc)),
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
-			{APIGroups: []string{rayv1.GroupVersion.Group}, Resources: []string{"rayclusters"}, Verbs: []string{"get", "patch"}},
+			{
+				APIGroups: []string{rayv1.GroupVersion.Group}, Resources: []string{"rayclusters"},
+				ResourceNames: []string{rc.Name}, Verbs: []string{"get", "patch"},
+			},
 		},
 	}
 }

@@ -57,7 +57,7 @@ func TestAutoscalerRBAC(t *testing.T) {
 			wantRole := &rbacv1.Role{ObjectMeta: meta(tt.wantRole), Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
 				{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
-				{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters"}, Verbs: []string{"get", "patch"}},
+				{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters"}, ResourceNames: []string{rc.Name}, Verbs: []string{"get", "patch"}},
 			}}
 			if diff := cmp.Diff(wantRole, AutoscalerRole(rc)); diff != "" {
 				t.Errorf("Role (-want +got):\n%s", diff)

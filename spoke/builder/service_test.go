@@ -206,3 +206,36 @@ func TestServeServiceEnabled(t *testing.T) {
 		}
 	}
 }
+
+func TestNotControlled(t *testing.T) {
+	rs := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: "ns", UID: "rs-uid"}}
+	ours := controllerRefs(rs, rayServiceKind)
+	namesake := controllerRefs(&rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Name: "svc", UID: "old-uid"}}, rayServiceKind)
+	tests := []struct {
+		name string
+		refs []metav1.OwnerReference
+		want string
+	}{
+		{name: "ours", refs: ours},
+		{name: "no owner", want: "Service ns/web has no controller, not by RayService svc"},
+		{
+			name: "another application's",
+			refs: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "d", Controller: ptr.To(true)}},
+			want: "Service ns/web is controlled by Deployment web, not by RayService svc",
+		},
+		{
+			name: "owned but not controlled",
+			refs: []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayService", Name: "svc", UID: "rs-uid"}},
+			want: "Service ns/web has no controller, not by RayService svc",
+		},
+		{name: "a namesake's", refs: namesake, want: "Service ns/web is controlled by an earlier RayService svc (uid old-uid), not by RayService svc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", OwnerReferences: tt.refs}}
+			if got := NotControlled(svc, "Service", rs, "RayService"); got != tt.want {
+				t.Errorf("NotControlled = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

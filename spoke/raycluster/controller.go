@@ -57,7 +57,8 @@ const fieldManager = labels.SpokeFieldManager
 // +kubebuilder:rbac:groups=core,resources=pods/resize,verbs=patch
 // +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=core,resources=secrets;serviceaccounts,verbs=get;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;create
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
 

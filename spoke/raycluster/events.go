@@ -42,6 +42,8 @@ const (
 	reasonAutoscalerServiceAccountMissing = "AutoscalerServiceAccountNotFound"
 	reasonCreatedRole                     = "CreatedRole"
 	reasonFailedToCreateRole              = "FailedToCreateRole"
+	reasonUpdatedRole                     = "UpdatedRole"
+	reasonFailedToUpdateRole              = "FailedToUpdateRole"
 	reasonCreatedRoleBinding              = "CreatedRoleBinding"
 	reasonFailedToCreateRoleBinding       = "FailedToCreateRoleBinding"
 )

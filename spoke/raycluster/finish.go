@@ -23,9 +23,11 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, reconcileErr error) (
 	}
 	rc := s.cluster
 	next, err := status.Compute(rc, status.Observed{
-		Pods:         s.pods,
-		HeadService:  s.headService,
-		ReconcileErr: reconcileErr,
+		Pods:          s.pods,
+		HeadService:   s.headService,
+		ReconcileErr:  reconcileErr,
+		PodsForbidden: s.podsForbidden,
+		Conflicts:     s.observedConflicts(reconcileErr),
 	}, metav1.NewTime(r.clock.Now()))
 	if err != nil {
 		// The head cannot be told apart (two heads, no head Service yet): a status written

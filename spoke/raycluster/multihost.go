@@ -71,7 +71,7 @@ func (r *Reconciler) reconcileMultiHostGroup(ctx context.Context, s *scope, g *r
 				replicas = append(replicas, builder.Replica{Name: name, Index: idx, HostIndex: host})
 			}
 		}
-		return r.createInBatches(ctx, rc, g, replicas)
+		return r.createInBatches(ctx, s, g, replicas)
 	case diff < 0 && scaleDownAllowed(rc, r.opts.RandomPodDelete):
 		return r.deletePods(ctx, rc, g.GroupName, highestReplicas(groups, -diff), "the group is scaled down")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
+	"github.com/rayfleet/rayfleet/spoke/podsecurity"
 )
 
 // Environment variables KubeRay's operator reads; the spoke honours the same names so a
@@ -44,6 +45,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Build holds what changes the objects built for a cluster.
 	Build builder.Options
+	// PodSecurity is the member's Pod Security level: no Pod of a hub-placed RayCluster that
+	// violates it is created. Nil checks nothing.
+	PodSecurity *podsecurity.Checker
 	// Clock is the time source; nil means the real clock.
 	Clock clock.Clock
 	// Gate, when set, keeps the reconciler off every RayCluster while another controller
@@ -68,6 +72,7 @@ func OptionsFromEnv(getenv func(string) string) Options {
 		ResyncPeriod:            defaultRequeueSeconds * time.Second,
 		MaxConcurrentReconciles: defaultConcurrentReconciles,
 		Build:                   builder.OptionsFromEnv(getenv),
+		PodSecurity:             podsecurity.Default(),
 	}
 	for _, name := range []string{envDefaultRequeueSeconds, envDefaultRequeueSecondsShort} {
 		if s, err := strconv.Atoi(getenv(name)); err == nil && s > 0 {

@@ -52,6 +52,9 @@ func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
 	if recreate {
 		return r.deleteAllPods(ctx, s, "a spec change with upgradeStrategy Recreate")
 	}
+	if err := r.checkPodSecurity(ctx, s); err != nil {
+		return err
+	}
 	if err := r.reconcileHead(ctx, s); err != nil {
 		return err
 	}
@@ -144,7 +147,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, s *scope) error {
 		ctrl.LoggerFrom(ctx).Info("Head Pod missing; not recreated because of " + labels.DisableProvisionedHeadRestart)
 		return nil
 	}
-	return r.createHead(ctx, rc)
+	return r.createHead(ctx, s)
 }
 
 func (r *Reconciler) replaceBrokenHead(ctx context.Context, rc *rayv1.RayCluster, head *corev1.Pod) error {
@@ -164,10 +167,16 @@ func (r *Reconciler) replaceBrokenHead(ctx context.Context, rc *rayv1.RayCluster
 	return errors.New(why)
 }
 
-func (r *Reconciler) createHead(ctx context.Context, rc *rayv1.RayCluster) error {
+func (r *Reconciler) createHead(ctx context.Context, s *scope) error {
+	rc := s.cluster
 	pod, err := builder.HeadPod(rc, r.build)
 	if err != nil {
 		return status.ReplicaFailure(status.FailedCreateHeadPod, fmt.Errorf("build head Pod: %w", err))
+	}
+	if f, ok := forbidden(admitPod(s, pod, "head Pod")); ok {
+		r.eventf(rc, nil, corev1.EventTypeWarning, reasonForbiddenByPodSecurity,
+			"Not creating the head Pod of RayCluster %s/%s: it %s", rc.Namespace, rc.Name, f.violation)
+		return status.ReplicaFailure(status.FailedCreateHeadPod, f)
 	}
 	if err := r.client.Create(ctx, pod, client.FieldOwner(fieldManager)); err != nil {
 		r.eventf(rc, pod, corev1.EventTypeWarning, reasonFailedToCreateHeadPod,

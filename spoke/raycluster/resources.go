@@ -104,21 +104,35 @@ func (r *Reconciler) reconcileAutoscalerRole(ctx context.Context, s *scope) erro
 		return nil
 	}
 	role := builder.AutoscalerRole(s.cluster)
-	found, err := r.exists(ctx, client.ObjectKeyFromObject(role), &rbacv1.Role{})
-	if err != nil || found {
+	var existing rbacv1.Role
+	found, err := r.exists(ctx, client.ObjectKeyFromObject(role), &existing)
+	switch {
+	case err != nil:
 		return err
+	case !found:
+		return r.create(ctx, s.cluster, role, "role", reasonCreatedRole, reasonFailedToCreateRole)
+	case !r.ownership(s, &existing, "Role"):
+		// Binding the head's ServiceAccount to someone else's Role would grant it whatever
+		// that Role grants.
+		s.foreignRole = true
+		return nil
 	}
-	return r.create(ctx, s.cluster, role, "role", reasonCreatedRole, reasonFailedToCreateRole)
+	return r.repairRole(ctx, s, &existing, role)
 }
 
 func (r *Reconciler) reconcileAutoscalerRoleBinding(ctx context.Context, s *scope) error {
-	if !rayspec.Autoscaling(&s.cluster.Spec) {
+	if !rayspec.Autoscaling(&s.cluster.Spec) || s.foreignRole {
 		return nil
 	}
 	rb := builder.AutoscalerRoleBinding(s.cluster)
-	found, err := r.exists(ctx, client.ObjectKeyFromObject(rb), &rbacv1.RoleBinding{})
-	if err != nil || found {
+	var existing rbacv1.RoleBinding
+	found, err := r.exists(ctx, client.ObjectKeyFromObject(rb), &existing)
+	if err != nil {
 		return err
+	}
+	if found {
+		r.ownership(s, &existing, "RoleBinding")
+		return nil
 	}
 	return r.create(ctx, s.cluster, rb, "role binding", reasonCreatedRoleBinding, reasonFailedToCreateRoleBinding)
 }
@@ -132,9 +146,15 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, s *scope) error {
 	if err != nil {
 		return fmt.Errorf("build Ingress: %w", err)
 	}
-	found, err := r.exists(ctx, client.ObjectKeyFromObject(ing), &networkingv1.Ingress{})
-	if err != nil || found {
+	var existing networkingv1.Ingress
+	found, err := r.exists(ctx, client.ObjectKeyFromObject(ing), &existing)
+	if err != nil {
 		return err
+	}
+	if found {
+		// Never updated, as in KubeRay; one that is not the RayCluster's is reported.
+		r.ownership(s, &existing, "Ingress")
+		return nil
 	}
 	return r.create(ctx, rc, ing, "ingress", reasonCreatedIngress, reasonFailedToCreateIngress)
 }
@@ -213,8 +233,10 @@ func (r *Reconciler) reconcileServeService(ctx context.Context, s *scope) error 
 	if err != nil {
 		return fmt.Errorf("build serve Service: %w", err)
 	}
-	err = r.client.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})
+	var existing corev1.Service
+	err = r.client.Get(ctx, client.ObjectKeyFromObject(svc), &existing)
 	if err == nil {
+		r.ownership(s, &existing, "Service")
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/spoke/expectations"
+	"github.com/rayfleet/rayfleet/spoke/podsecurity"
 )
 
 // scope is what one reconcile of one RayCluster read and decided, shared by its phases.
@@ -25,6 +26,26 @@ type scope struct {
 	// settled holds, per group (expectations.HeadGroup for the head), whether every Pod change
 	// asked for earlier has been observed; only settled groups are scaled.
 	settled map[string]bool
+	// podSecurity checks every Pod before it is created; nil when the cluster's Pods are not
+	// checked (not hub-placed, or the member's level is privileged).
+	podSecurity *podsecurity.Checker
+	// podsForbidden names the templates whose Pods violate the level; nil when this reconcile
+	// did not check them (it stopped earlier), so the status keeps what it said.
+	podsForbidden []string
+	// conflicts name the objects left alone because something else controls them.
+	conflicts []string
+	// foreignRole says the autoscaler's Role is not the RayCluster's, so nothing is bound to it.
+	foreignRole bool
+}
+
+// observedConflicts are the conflicts the status reports: all of them after a full chain; after
+// one that stopped early, those found (a conflict is a conflict), or nil when none was, since
+// the objects not looked at may still conflict.
+func (s *scope) observedConflicts(reconcileErr error) []string {
+	if reconcileErr == nil && s.conflicts == nil {
+		return []string{}
+	}
+	return s.conflicts
 }
 
 // checkExpectations fills s.settled for the head and every worker group.

@@ -72,7 +72,12 @@ type harness struct {
 
 func startHarness(t *testing.T, env map[string]string) *harness {
 	t.Helper()
-	e := envtest.Start(t)
+	return startHarnessOn(t, envtest.Start(t), env)
+}
+
+// startHarnessOn runs the reconciler against the API server of e.
+func startHarnessOn(t *testing.T, e *envtest.Env, env map[string]string) *harness {
+	t.Helper()
 	h := &harness{
 		c:      e.Client,
 		clock:  clocktesting.NewFakeClock(time.Now()),

@@ -57,7 +57,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, g *rayv
 	diff := int(demand.WorkerGroupReplicas(g)) - len(pods)
 	switch {
 	case diff > 0:
-		return r.createWorkers(ctx, rc, g, freeIndices(pods, diff))
+		return r.createWorkers(ctx, s, g, freeIndices(pods, diff))
 	case diff < 0 && scaleDownAllowed(rc, r.opts.RandomPodDelete):
 		return r.deletePods(ctx, rc, g.GroupName, pickForScaleDown(pods, -diff), "the group is scaled down")
 	case diff < 0:
@@ -123,12 +123,12 @@ func (r *Reconciler) clearWorkersToDelete(ctx context.Context, rc *rayv1.RayClus
 }
 
 // createWorkers creates one single-host worker per replica index.
-func (r *Reconciler) createWorkers(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, indices []int) error {
+func (r *Reconciler) createWorkers(ctx context.Context, s *scope, g *rayv1.WorkerGroupSpec, indices []int) error {
 	replicas := make([]builder.Replica, len(indices))
 	for i, idx := range indices {
 		replicas[i] = builder.Replica{Index: idx}
 	}
-	return r.createInBatches(ctx, rc, g, replicas)
+	return r.createInBatches(ctx, s, g, replicas)
 }
 
 // Batches of Pod creations: a group's Pods are created concurrently, each batch twice the
@@ -145,14 +145,15 @@ const (
 // naming its Pods: concurrent events about one object would collide in the events API, and one
 // event per batch says the same with fewer writes. The batch's first Pod is the event's related
 // object, so the events of two batches (same reason, same RayCluster) are not merged into one.
-func (r *Reconciler) createInBatches(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, replicas []builder.Replica) error {
+func (r *Reconciler) createInBatches(ctx context.Context, s *scope, g *rayv1.WorkerGroupSpec, replicas []builder.Replica) error {
+	rc := s.cluster
 	for batch := firstCreateBatch; len(replicas) > 0; batch = min(2*batch, maxCreateBatch) {
 		n := min(batch, len(replicas))
 		pods := make([]*corev1.Pod, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { pods[i], errs[i] = r.createWorker(ctx, rc, g, replicas[i]) })
+			wg.Go(func() { pods[i], errs[i] = r.createWorker(ctx, s, g, replicas[i]) })
 		}
 		wg.Wait()
 		if created := slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return p == nil }); len(created) > 0 {
@@ -164,6 +165,11 @@ func (r *Reconciler) createInBatches(ctx context.Context, rc *rayv1.RayCluster, 
 				plural(len(created), "Pod", "Pods"), rc.Namespace, strings.Join(names, ", "))
 		}
 		if err := errors.Join(errs...); err != nil {
+			if f, ok := forbidden(err); ok {
+				r.eventf(rc, nil, corev1.EventTypeWarning, reasonForbiddenByPodSecurity,
+					"Not creating worker Pods of group %s for RayCluster %s/%s: they %s", g.GroupName, rc.Namespace, rc.Name, f.violation)
+				return status.ReplicaFailure(status.FailedCreateWorkerPod, err)
+			}
 			r.eventf(rc, nil, corev1.EventTypeWarning, reasonFailedToCreateWorkerPod,
 				"Failed to create worker Pods of group %s for RayCluster %s/%s: %v", g.GroupName, rc.Namespace, rc.Name, err)
 			return status.ReplicaFailure(status.FailedCreateWorkerPod, err)
@@ -174,10 +180,14 @@ func (r *Reconciler) createInBatches(ctx context.Context, rc *rayv1.RayCluster, 
 }
 
 // createWorker creates one worker Pod and returns it as created (named), nil on error.
-func (r *Reconciler) createWorker(ctx context.Context, rc *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, replica builder.Replica) (*corev1.Pod, error) {
+func (r *Reconciler) createWorker(ctx context.Context, s *scope, g *rayv1.WorkerGroupSpec, replica builder.Replica) (*corev1.Pod, error) {
+	rc := s.cluster
 	pod, err := builder.WorkerPod(rc, g, replica, r.build)
 	if err != nil {
 		return nil, fmt.Errorf("build worker Pod of group %s: %w", g.GroupName, err)
+	}
+	if err := admitPod(s, pod, "worker Pod of group "+g.GroupName); err != nil {
+		return nil, err
 	}
 	if err := r.client.Create(ctx, pod, client.FieldOwner(fieldManager)); err != nil {
 		return nil, fmt.Errorf("create worker Pod of group %s: %w", g.GroupName, err)

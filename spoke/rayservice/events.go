@@ -48,6 +48,8 @@ const (
 	reasonSelectorMismatch     = "ServiceSelectorMismatch"
 	reasonFailedToGetServeApps = "FailedToGetServeApplicationStatuses"
 	reasonServeAppFailed       = "ServeApplicationFailed"
+	// reasonOwnershipConflict: an object the RayService would write is not its own.
+	reasonOwnershipConflict = "OwnershipConflict"
 )
 
 // eventf records an event about rs; the action is read off the reason, as for RayClusters.

@@ -68,6 +68,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope) (ctrl.Result, error) 
 		ZeroDowntimeDefault: r.opts.ZeroDowntime,
 		NewClusterName:      builder.RayClusterName(s.rs, r.rand),
 		InitializingTimeout: metav1.Duration{Duration: timeout},
+		Conflicts:           s.conflicts,
 	}, s.incremental, metav1.NewTime(r.clock.Now()))
 	r.report(ctx, s, out)
 

@@ -107,7 +107,9 @@ func (r *Reconciler) reconcileIncremental(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if _, err = ensure(ctx, r, s, desiredGW, &gwv1.Gateway{}, gatewayKind); err != nil {
+	owned, err := ensure(ctx, r, s, desiredGW, &gwv1.Gateway{}, gatewayKind)
+	if err != nil || !owned {
+		// Traffic through a Gateway someone else controls is not the RayService's to route.
 		return err
 	}
 	if s.active == nil {
@@ -126,7 +128,7 @@ func (r *Reconciler) reconcileIncremental(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if _, err = ensure(ctx, r, s, desiredRoute, &gwv1.HTTPRoute{}, httpRouteKind); err != nil {
+	if owned, err = ensure(ctx, r, s, desiredRoute, &gwv1.HTTPRoute{}, httpRouteKind); err != nil || !owned {
 		return err
 	}
 	s.weights = &w
@@ -141,8 +143,12 @@ func (r *Reconciler) ensureClusterServeService(ctx context.Context, s *scope, rc
 		return err
 	}
 	existing, err := getOptional(ctx, r.client, desired.Namespace, desired.Name, &corev1.Service{})
-	if err != nil || existing != nil {
+	if err != nil {
 		return err
+	}
+	if existing != nil {
+		r.ownership(s, existing, "Service", owner{rc, "RayCluster"})
+		return nil
 	}
 	return r.createService(ctx, s, desired)
 }

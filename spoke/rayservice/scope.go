@@ -52,6 +52,10 @@ type scope struct {
 
 	// activeEndpoints and pendingEndpoints are the ready serve endpoints of each cluster.
 	activeEndpoints, pendingEndpoints int32
+
+	// conflicts name the objects left alone because something else controls them; nil until
+	// a step that writes such objects ran (see noteOwnership).
+	conflicts []string
 }
 
 func newScope(rs *rayv1.RayService) *scope {

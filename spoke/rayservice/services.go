@@ -36,38 +36,70 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) error {
 		return err
 	}
 	var serveSvc *corev1.Service
+	// A cluster's own serve Service is the cluster's; the RayService's are the RayService's.
+	serveOwner := owner{s.rs, "RayService"}
 	if s.incremental {
 		serveSvc, err = builder.ClusterServeService(s.rs, target)
+		serveOwner = owner{target, "RayCluster"}
 	} else {
 		serveSvc, err = builder.RayServiceServeService(s.rs, target)
 	}
 	if err != nil {
 		return err
 	}
-	if s.headSelects, err = r.pointService(ctx, s, head); err != nil {
+	headOK, serveOK := true, true
+	if s.headSelects, headOK, err = r.pointService(ctx, s, head, owner{s.rs, "RayService"}); err != nil {
 		return err
 	}
-	if s.serveSelects, err = r.pointService(ctx, s, serveSvc); err != nil {
+	if s.serveSelects, serveOK, err = r.pointService(ctx, s, serveSvc, serveOwner); err != nil {
 		return err
 	}
-	s.servicesReconciled = true
+	// A Service that is not the RayService's selects nothing of it: no switch is judged
+	// from it, and OwnershipConflict says why.
+	s.servicesReconciled = headOK && serveOK
 	return nil
+}
+
+// owner is the object that controls what the reconcile writes, and its kind.
+type owner struct {
+	obj  client.Object
+	kind string
+}
+
+// ownership records whether existing, an object of kind the reconcile would write for o, is
+// the spoke's to change; when it is not, it reports the conflict (event and OwnershipConflict)
+// and returns false.
+func (r *Reconciler) ownership(s *scope, existing client.Object, kind string, o owner) bool {
+	if s.conflicts == nil {
+		s.conflicts = []string{}
+	}
+	why := builder.NotControlled(existing, kind, o.obj, o.kind)
+	if why == "" {
+		return true
+	}
+	s.conflicts = append(s.conflicts, why)
+	r.eventf(s.rs, existing, corev1.EventTypeWarning, reasonOwnershipConflict, "%s; the spoke leaves it as it is", why)
+	return false
 }
 
 // pointService creates desired, or points the existing Service at desired's cluster when it
 // selects another one, and returns the cluster it now selects. Only the selector and the ports
 // change (a node port a port already had is kept); the cluster IP and everything else stay.
-func (r *Reconciler) pointService(ctx context.Context, s *scope, desired *corev1.Service) (string, error) {
+// A Service the RayService does not control is left as it is, and owned is false.
+func (r *Reconciler) pointService(ctx context.Context, s *scope, desired *corev1.Service, o owner) (selects string, owned bool, err error) {
 	existing, err := getOptional(ctx, r.client, desired.Namespace, desired.Name, &corev1.Service{})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	want := desired.Spec.Selector[labels.Cluster]
 	if existing == nil {
-		return want, r.createService(ctx, s, desired)
+		return want, true, r.createService(ctx, s, desired)
+	}
+	if !r.ownership(s, existing, "Service", o) {
+		return "", false, nil
 	}
 	if existing.Spec.Selector[labels.Cluster] == want {
-		return want, nil
+		return want, true, nil
 	}
 	updated := existing.DeepCopy()
 	updated.Spec.Selector = desired.Spec.Selector
@@ -75,13 +107,13 @@ func (r *Reconciler) pointService(ctx context.Context, s *scope, desired *corev1
 	if err := r.client.Patch(ctx, updated, client.MergeFrom(existing), client.FieldOwner(fieldManager)); err != nil {
 		r.eventf(s.rs, existing, corev1.EventTypeWarning, reasonFailedToUpdateService, "Failed to update the service %s/%s, %v",
 			existing.Namespace, existing.Name, err)
-		return existing.Spec.Selector[labels.Cluster], fmt.Errorf("point Service %s/%s at RayCluster %s: %w",
+		return existing.Spec.Selector[labels.Cluster], true, fmt.Errorf("point Service %s/%s at RayCluster %s: %w",
 			existing.Namespace, existing.Name, want, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Switched Service to RayCluster", "service", existing.Name,
 		"from", existing.Spec.Selector[labels.Cluster], "to", want)
 	r.eventf(s.rs, existing, corev1.EventTypeNormal, reasonUpdatedService, "Updated the service %s/%s", existing.Namespace, existing.Name)
-	return want, nil
+	return want, true, nil
 }
 
 // keepNodePorts returns ports with the node ports of existing ports of the same name, so a
@@ -142,40 +174,44 @@ var httpRouteKind = objectKind[*gwv1.HTTPRoute]{
 }
 
 // ensure creates desired when it is missing, or merge-patches the existing object's spec to
-// desired's when it does not already say what desired says (jsonsubset.Covers), and returns the
-// object as it now stands. A settled object costs no write.
-func ensure[T client.Object](ctx context.Context, r *Reconciler, s *scope, desired, existing T, k objectKind[T]) (T, error) {
-	var zero T
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+// desired's when it does not already say what desired says (jsonsubset.Covers), and reports
+// whether the object is the RayService's. A settled object costs no write; one the RayService
+// does not control is left as it is (owned false).
+func ensure[T client.Object](ctx context.Context, r *Reconciler, s *scope, desired, existing T, k objectKind[T]) (owned bool, err error) {
+	err = r.client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		err = r.client.Create(ctx, desired, client.FieldOwner(fieldManager))
 		if apierrors.IsAlreadyExists(err) {
-			return desired, nil
+			// Not in the cache yet: whose it is shows on the next pass.
+			return false, nil
 		}
 		if err != nil {
 			r.eventf(s.rs, desired, corev1.EventTypeWarning, k.failCreate, "Failed to create the %s %s/%s: %v",
 				k.name, desired.GetNamespace(), desired.GetName(), err)
-			return zero, fmt.Errorf("create %s %s/%s: %w", k.name, desired.GetNamespace(), desired.GetName(), err)
+			return false, fmt.Errorf("create %s %s/%s: %w", k.name, desired.GetNamespace(), desired.GetName(), err)
 		}
 		r.eventf(s.rs, desired, corev1.EventTypeNormal, k.created, "Created %s for RayService %s/%s", k.name, desired.GetNamespace(), desired.GetName())
-		return desired, nil
+		return true, nil
 	case err != nil:
-		return zero, fmt.Errorf("get %s %s/%s: %w", k.name, desired.GetNamespace(), desired.GetName(), err)
+		return false, fmt.Errorf("get %s %s/%s: %w", k.name, desired.GetNamespace(), desired.GetName(), err)
+	}
+	if !r.ownership(s, existing, k.name, owner{s.rs, "RayService"}) {
+		return false, nil
 	}
 	if jsonsubset.Covers(k.spec(existing), k.spec(desired)) {
-		return existing, nil
+		return true, nil
 	}
 	updated, ok := existing.DeepCopyObject().(T)
 	if !ok {
-		return zero, fmt.Errorf("copy %s %s/%s", k.name, desired.GetNamespace(), desired.GetName())
+		return false, fmt.Errorf("copy %s %s/%s", k.name, desired.GetNamespace(), desired.GetName())
 	}
 	k.setSpec(updated, desired)
 	if err := r.client.Patch(ctx, updated, client.MergeFrom(existing), client.FieldOwner(fieldManager)); err != nil {
 		r.eventf(s.rs, existing, corev1.EventTypeWarning, k.failUpdate, "Failed to update the %s %s/%s: %v",
 			k.name, existing.GetNamespace(), existing.GetName(), err)
-		return zero, fmt.Errorf("update %s %s/%s: %w", k.name, existing.GetNamespace(), existing.GetName(), err)
+		return true, fmt.Errorf("update %s %s/%s: %w", k.name, existing.GetNamespace(), existing.GetName(), err)
 	}
 	r.eventf(s.rs, updated, corev1.EventTypeNormal, k.updated, "Updated the %s %s/%s", k.name, existing.GetNamespace(), existing.GetName())
-	return updated, nil
+	return true, nil
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
@@ -52,6 +53,42 @@ func setReplicaFailureCondition(st *rayv1.RayClusterStatus, reconcileErr error, 
 		Status:  metav1.ConditionTrue,
 		Reason:  string(reason),
 		Message: reconcileErr.Error(),
+	}, now)
+}
+
+// Messages leading the boundary conditions.
+const (
+	msgPodsForbidden     = "The spoke creates no Pod that violates this member's Pod Security level"
+	msgOwnershipConflict = "Objects this RayCluster would write exist and are controlled by something else; they are left alone"
+)
+
+// setPodsForbiddenCondition raises PodsForbidden while some template's Pods violate the
+// member's level and drops it once none does; forbidden nil (not checked) leaves it alone.
+func setPodsForbiddenCondition(st *rayv1.RayClusterStatus, forbidden []string, generation int64, now metav1.Time) {
+	setOrDrop(st, fleetv1alpha1.ConditionPodsForbidden, fleetv1alpha1.ReasonPodSecurityViolation, msgPodsForbidden,
+		forbidden, generation, now)
+}
+
+// setOwnershipConflictCondition raises OwnershipConflict while objects the reconcile would
+// write belong to something else; conflicts nil (not looked at) leaves it alone.
+func setOwnershipConflictCondition(st *rayv1.RayClusterStatus, conflicts []string, generation int64, now metav1.Time) {
+	setOrDrop(st, fleetv1alpha1.ConditionOwnershipConflict, fleetv1alpha1.ReasonNotControlled, msgOwnershipConflict,
+		conflicts, generation, now)
+}
+
+// setOrDrop sets condition t True with head and parts as its message, removes it when parts is
+// empty, and leaves it as it is when parts is nil.
+func setOrDrop(st *rayv1.RayClusterStatus, t, reason, head string, parts []string, generation int64, now metav1.Time) {
+	switch {
+	case parts == nil:
+		return
+	case len(parts) == 0:
+		meta.RemoveStatusCondition(&st.Conditions, t)
+		return
+	}
+	setCondition(st, metav1.Condition{
+		Type: t, Status: metav1.ConditionTrue, Reason: reason,
+		Message: conditions.Join(head, parts...), ObservedGeneration: generation,
 	}, now)
 }
 

@@ -283,3 +283,41 @@ func TestSuspendState(t *testing.T) {
 		})
 	}
 }
+
+func TestPodsForbiddenCondition(t *testing.T) {
+	now := metav1.Now().Rfc3339Copy()
+	raised := metav1.Condition{Type: "PodsForbidden", Status: metav1.ConditionTrue, Reason: "PodSecurityViolation",
+		Message: "old", ObservedGeneration: 1, LastTransitionTime: now}
+	tests := []struct {
+		name      string
+		before    []metav1.Condition
+		forbidden []string
+		// want is the condition's message; "" means absent.
+		want string
+	}{
+		{name: "not checked leaves nothing", forbidden: nil},
+		{name: "not checked keeps what was said", before: []metav1.Condition{raised}, forbidden: nil, want: "old"},
+		{name: "checked and allowed drops it", before: []metav1.Condition{raised}, forbidden: []string{}},
+		{
+			name:      "every forbidden template is named",
+			forbidden: []string{`head Pod violates PodSecurity "baseline": privileged`, "worker group w violates x"},
+			want: "The spoke creates no Pod that violates this member's Pod Security level; " +
+				`head Pod violates PodSecurity "baseline": privileged; worker group w violates x`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &rayv1.RayClusterStatus{Conditions: tt.before}
+			setPodsForbiddenCondition(st, tt.forbidden, 2, now)
+			c := meta.FindStatusCondition(st.Conditions, "PodsForbidden")
+			switch {
+			case tt.want == "" && c != nil:
+				t.Errorf("condition %+v, want none", c)
+			case tt.want != "" && c == nil:
+				t.Errorf("no condition, want message %q", tt.want)
+			case c != nil && (c.Message != tt.want || c.Status != metav1.ConditionTrue || c.Reason != "PodSecurityViolation"):
+				t.Errorf("condition %+v, want True/PodSecurityViolation %q", c, tt.want)
+			}
+		})
+	}
+}

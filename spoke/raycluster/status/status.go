@@ -8,8 +8,8 @@
 // status it fetched, before Compute, to choose whether to delete Pods, leave them, or wait; a
 // changed status must trigger another reconcile promptly so the next step happens.
 //
-// Of the repository it imports only shared/ (demand, labels): no client, never hub/ or the
-// reconciler.
+// Of the repository it imports only shared/ (api/fleet, conditions, demand, labels): no client,
+// never hub/ or the reconciler.
 package status
 
 import (
@@ -32,6 +32,13 @@ type Observed struct {
 	// ReconcileErr is the error of this reconcile, nil on success. Tag Pod failures with
 	// ReplicaFailure to raise the RayClusterReplicaFailure condition.
 	ReconcileErr error
+	// PodsForbidden names the templates whose Pods violate the member's Pod Security level, as
+	// "<what> violates ..."; nil when the reconcile did not check them, which leaves the
+	// PodsForbidden condition as it was.
+	PodsForbidden []string
+	// Conflicts name the objects the reconcile left alone because something else controls
+	// them; nil when it did not look at all of them, which leaves OwnershipConflict as it was.
+	Conflicts []string
 }
 
 // Compute returns the new status of rc given what was observed; rc is not modified. now stamps
@@ -54,6 +61,8 @@ func Compute(rc *rayv1.RayCluster, obs Observed, now metav1.Time) (rayv1.RayClus
 	st := rc.Status.DeepCopy()
 	st.ObservedGeneration = rc.Generation
 	setReplicaFailureCondition(st, obs.ReconcileErr, now)
+	setPodsForbiddenCondition(st, obs.PodsForbidden, rc.Generation, now)
+	setOwnershipConflictCondition(st, obs.Conflicts, rc.Generation, now)
 	setReplicaCounts(st, rc, obs.Pods)
 	setDesiredResources(st, rc)
 	setReadyState(st, obs)

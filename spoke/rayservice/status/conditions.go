@@ -79,6 +79,8 @@ func setConditions(st *rayv1.RayServiceStatuses, obs Observed, now metav1.Time) 
 	if active == "" {
 		readyProblems = append(readyProblems, obs.PendingServe.Problem)
 	}
+	// The hub shows a member's Ready message: a refused Pod is why the member is not ready.
+	readyProblems = append(readyProblems, podsForbidden(obs)...)
 
 	ready := meta.FindStatusCondition(st.Conditions, string(rayv1.RayServiceReady))
 	switch {

@@ -4,8 +4,8 @@
 // Ready and UpgradeInProgress conditions and serviceStatus. It makes no API calls and reads no
 // clock; the reconciler observes, calls Compute, acts on the Outcome (events, deletions) and
 // writes the status once when shared/raystatus says it changed.
-// Of the repository it imports only spoke/rayservice/upgrade: no client, never hub/ or the
-// reconciler.
+// Of the repository it imports only spoke/rayservice/upgrade and shared/ (api/fleet,
+// conditions): no client, never hub/ or the reconciler.
 package status
 
 import (
@@ -53,6 +53,9 @@ type Observed struct {
 	NewClusterName string
 	// InitializingTimeout is ray.io/initializing-timeout; 0 when unset.
 	InitializingTimeout metav1.Duration
+	// Conflicts name the objects the reconcile left alone because something else controls
+	// them; nil when no step that writes such objects ran.
+	Conflicts []string
 }
 
 // Outcome tells the reconciler what Compute decided, for its events and logs.
@@ -111,6 +114,7 @@ func Compute(rs *rayv1.RayService, obs Observed, incremental bool, now metav1.Ti
 	}
 
 	out.TimedOut = setConditions(st, obs, now)
+	setBoundaryConditions(st, obs, now)
 	st.ServiceStatus = rayv1.NotRunning
 	if meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayServiceReady)) {
 		st.ServiceStatus = rayv1.Running

@@ -45,6 +45,16 @@ const (
 	// is absent (any address but the never-allowed ones is routed to) or does not parse
 	// (nothing is). It does not count towards Ready.
 	ConditionServeAddressesBounded = "ServeAddressesBounded"
+	// ConditionPodsForbidden (member RayCluster and RayService) is True while a Pod the spoke
+	// would build for a hub-placed RayService violates the member's Pod Security level, whoever
+	// wrote the template: the spoke creates none of them. The message names the level, the
+	// groups, the checks and the fields. Absent otherwise.
+	ConditionPodsForbidden = "PodsForbidden"
+	// ConditionOwnershipConflict (member RayCluster and RayService) is True while an object the
+	// spoke would write for it (a Service, an Ingress, a Gateway, an HTTPRoute) exists without
+	// being controlled by it: the spoke leaves that object alone. The message names each object
+	// and who controls it. Absent otherwise.
+	ConditionOwnershipConflict = "OwnershipConflict"
 )
 
 // Reasons of ServeAddressesBounded.
@@ -55,6 +65,14 @@ const (
 	ReasonNoServeAddressRanges = "NoServeAddressRanges"
 	// ReasonInvalidServeAddressRanges (False): an entry does not parse; no address is routed to.
 	ReasonInvalidServeAddressRanges = "InvalidServeAddressRanges"
+)
+
+// Reasons of PodsForbidden and OwnershipConflict.
+const (
+	// ReasonPodSecurityViolation (PodsForbidden=True): see ConditionPodsForbidden.
+	ReasonPodSecurityViolation = "PodSecurityViolation"
+	// ReasonNotControlled (OwnershipConflict=True): see ConditionOwnershipConflict.
+	ReasonNotControlled = "NotControlled"
 )
 
 // Reasons of TrafficShifting.
