@@ -27,7 +27,7 @@ var (
 		"--leader-elect", "--leader-election-namespace=" + releaseNS,
 		"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 		"--kube-api-qps=1000", "--kube-api-burst=2000", "--max-concurrent-reconciles=16",
-		"--report-interval=10s", "--zap-log-level=info", "--zap-encoder=json",
+		"--report-interval=10s", "--pod-security-level=baseline", "--zap-log-level=info", "--zap-encoder=json",
 	}
 )
 
@@ -81,7 +81,7 @@ func TestDeployment(t *testing.T) {
 			name: "every flag value", chart: spokeChart, replicas: 1,
 			set: []string{
 				"watchNamespaces={team-a}", "kubeAPI.qps=50", "kubeAPI.burst=100", "maxConcurrentReconciles=4",
-				"reportInterval=0", "dashboard.addressTemplate=http://127.0.0.1:9/{namespace}/{service}",
+				"reportInterval=0", "hubPolicy.minPodSecurityLevel=restricted", "dashboard.addressTemplate=http://127.0.0.1:9/{namespace}/{service}",
 				"dashboard.proxyAddressTemplate=http://{podIP}:{port}", "logging.level=error",
 				// Given out of order: the flag lists them sorted.
 				"featureGates.RayServiceIncrementalUpgrade=true", "featureGates.RayClusterStatusConditions=true",
@@ -91,7 +91,7 @@ func TestDeployment(t *testing.T) {
 				"--leader-elect", "--leader-election-namespace=" + releaseNS,
 				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 				"--kube-api-qps=50", "--kube-api-burst=100", "--max-concurrent-reconciles=4",
-				"--watch-namespace=team-a", "--report-interval=0",
+				"--watch-namespace=team-a", "--report-interval=0", "--pod-security-level=restricted",
 				"--dashboard-address-template=http://127.0.0.1:9/{namespace}/{service}",
 				"--serve-proxy-address-template=http://{podIP}:{port}",
 				"--feature-gates=RayClusterStatusConditions=true,RayMultiHostIndexing=true,RayServiceIncrementalUpgrade=true",

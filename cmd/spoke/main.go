@@ -25,6 +25,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 	"github.com/rayfleet/rayfleet/shared/scheme"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
@@ -53,6 +54,7 @@ type flags struct {
 	dashboardTemplate string
 	proxyTemplate     string
 	reportInterval    time.Duration
+	podSecurityLevel  string
 	featureGates      *features.Gates
 }
 
@@ -82,6 +84,10 @@ func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
 			"spoke runs outside the member's network (the local fleet maps it to a loopback stand-in).")
 	fs.DurationVar(&f.reportInterval, "report-interval", reporter.DefaultInterval,
 		"How often the spoke writes the member's ClusterReport (heartbeat, capacity, counts) for the hub; 0 turns reporting off.")
+	fs.StringVar(&f.podSecurityLevel, "pod-security-level", podsecurity.Default,
+		"The Pod Security level (privileged, baseline or restricted) this member enforces on the namespaces the hub "+
+			"creates, reported to the hub, which labels them with it and places there only RayServices whose Pods pass it. "+
+			"The spoke chart sets it from hubPolicy.minPodSecurityLevel.")
 	// KubeRay's gate names, so that a KubeRay operator's --feature-gates carries over; a gate
 	// the spoke cannot honour fails here rather than being ignored.
 	f.featureGates = features.New()
@@ -104,6 +110,9 @@ func parseArgs(args []string, getenv func(string) string, out io.Writer) (f flag
 	}
 	if fs.NArg() > 0 {
 		return f, opts, false, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if !podsecurity.Valid(f.podSecurityLevel) {
+		return f, opts, false, fmt.Errorf("--pod-security-level %q is none of %v", f.podSecurityLevel, podsecurity.Levels())
 	}
 	// Both reconcilers build the same RayClusters, and one flag sizes both worker pools.
 	opts.rayCluster.MaxConcurrentReconciles = f.manager.MaxConcurrentReconciles
@@ -157,13 +166,13 @@ func run(args []string) error {
 	if err = setupReconcilers(mgr, opts); err != nil {
 		return err
 	}
-	if err = setupReporter(mgr, f.reportInterval, claimer.Problem); err != nil {
+	if err = setupReporter(mgr, f, claimer.Problem); err != nil {
 		return err
 	}
 
 	setupLog.Info("starting spoke", "version", version, "watchNamespaces", f.manager.WatchNamespaces,
 		"maxConcurrentReconciles", opts.rayCluster.MaxConcurrentReconciles,
-		"gatewayAPI", opts.rayService.GatewayAPI, "reportInterval", f.reportInterval,
+		"gatewayAPI", opts.rayService.GatewayAPI, "reportInterval", f.reportInterval, "podSecurityLevel", f.podSecurityLevel,
 		"dashboardAddressTemplate", f.dashboardTemplate, "serveProxyAddressTemplate", f.proxyTemplate)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running manager: %w", err)
@@ -197,16 +206,18 @@ func newManager(restCfg *rest.Config, f flags) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// setupReporter adds the ClusterReport reporter to mgr; interval 0 leaves it out (a member
-// not joined to a hub, or one without the ClusterReport CRD).
-func setupReporter(mgr ctrl.Manager, interval time.Duration, problem func() (exclusivity.Problem, bool)) error {
+// setupReporter adds the ClusterReport reporter to mgr; a report interval of 0 leaves it out
+// (a member not joined to a hub, or one without the ClusterReport CRD).
+func setupReporter(mgr ctrl.Manager, f flags, problem func() (exclusivity.Problem, bool)) error {
+	interval := f.reportInterval
 	if interval == 0 {
 		return nil
 	}
 	if interval < 0 {
 		return fmt.Errorf("--report-interval must not be negative, got %s", interval)
 	}
-	rep, err := reporter.New(mgr, reporter.Options{Interval: interval, AgentVersion: version, Exclusivity: problem})
+	rep, err := reporter.New(mgr, reporter.Options{Interval: interval, AgentVersion: version,
+		PodSecurityLevel: f.podSecurityLevel, Exclusivity: problem})
 	if err != nil {
 		return fmt.Errorf("setting up the ClusterReport reporter: %w", err)
 	}

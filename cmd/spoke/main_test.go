@@ -118,7 +118,7 @@ var defaultFlags = flags{
 		MaxConcurrentReconciles: 16,
 	},
 	dashboardTemplate: dashboard.DefaultDashboardTemplate, proxyTemplate: dashboard.DefaultProxyTemplate,
-	reportInterval: reporter.DefaultInterval,
+	reportInterval: reporter.DefaultInterval, podSecurityLevel: "baseline",
 }
 
 func TestParseArgs(t *testing.T) {
@@ -147,7 +147,7 @@ func TestParseArgs(t *testing.T) {
 				"--kubeconfig=/dev/null", "--zap-devel",
 				"--dashboard-address-template=http://127.0.0.1:9/{namespace}/{service}",
 				"--serve-proxy-address-template=http://127.0.0.1:9/proxy/{podIP}",
-				"--report-interval=30s",
+				"--report-interval=30s", "--pod-security-level=restricted",
 			},
 			want: flags{
 				manager: manageropts.Options{
@@ -157,6 +157,7 @@ func TestParseArgs(t *testing.T) {
 				dashboardTemplate: "http://127.0.0.1:9/{namespace}/{service}",
 				proxyTemplate:     "http://127.0.0.1:9/proxy/{podIP}",
 				reportInterval:    30 * time.Second,
+				podSecurityLevel:  "restricted",
 			},
 			wantWorkers: 4,
 			wantDevel:   true,
@@ -170,6 +171,7 @@ func TestParseArgs(t *testing.T) {
 		{name: "help", args: []string{"--help"}, wantHelp: true},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: true},
 		{name: "stray argument", args: []string{"extra"}, wantErr: true},
+		{name: "unknown Pod Security level", args: []string{"--pod-security-level=strict"}, wantErr: true},
 		{name: "bad worker count", args: []string{"--max-concurrent-reconciles=many"}, wantErr: true},
 		{
 			name:        "KubeRay feature gates the spoke honours",

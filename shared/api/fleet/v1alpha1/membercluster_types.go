@@ -89,6 +89,24 @@ type MemberClusterStatus struct {
 	// +optional
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 
+	// PodSecurityLevel is the Pod Security level the member enforces on the namespaces the hub
+	// creates there, from its ClusterReport; empty when its spoke reports none, which the hub
+	// takes for baseline.
+	// +optional
+	// +kubebuilder:validation:Enum=privileged;baseline;restricted
+	PodSecurityLevel string `json:"podSecurityLevel,omitempty"`
+
+	// UnenforcedNamespaces are the namespaces holding the hub's copies that carry no
+	// pod-security.kubernetes.io/enforce label, because the hub made them before it labelled
+	// every namespace it creates, and that the hub cannot label: Pods running there would break
+	// the member's level. Nothing in them is moved or deleted; the PodSecurityEnforced condition
+	// says so.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	UnenforcedNamespaces []UnenforcedNamespace `json:"unenforcedNamespaces,omitempty"`
+
 	// LastHeartbeatTime is the heartbeat of the member's ClusterReport last mirrored.
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
@@ -98,6 +116,24 @@ type MemberClusterStatus struct {
 	// failover.readmitSeconds before it gets new work.
 	// +optional
 	FirstReadyTime *metav1.Time `json:"firstReadyTime,omitempty"`
+}
+
+// UnenforcedNamespace is a namespace on a member that the hub cannot label with the member's
+// Pod Security level.
+type UnenforcedNamespace struct {
+	// Name of the namespace.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Violations are Pod Security admission's answers to labelling the namespace: each names a
+	// Pod (and how many others break the same checks) and the checks it fails, e.g.
+	// `head-x (and 2 other pods): privileged, host namespaces`.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=1024
+	Violations []string `json:"violations,omitempty"`
 }
 
 // ClusterCapacity is what a member can run, by resource name: cpu, memory and every extended
