@@ -145,6 +145,7 @@ func mirror(st *fleetv1alpha1.MemberClusterStatus, report *fleetv1alpha1.Cluster
 	st.Workloads = &r.Workloads
 	st.AgentVersion = r.AgentVersion
 	st.KubernetesVersion = r.KubernetesVersion
+	st.PodSecurityLevel = r.PodSecurityLevel
 	if !r.HeartbeatTime.IsZero() {
 		hb := r.HeartbeatTime
 		st.LastHeartbeatTime = &hb
