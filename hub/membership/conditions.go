@@ -72,6 +72,9 @@ type Observation struct {
 	Report *fleetv1alpha1.ClusterReport
 	// ReportMissing is true when the probe succeeded and the member has no ClusterReport.
 	ReportMissing bool
+	// Namespaces is what became of the namespaces holding the hub's copies; nil when they
+	// were not looked at (the member not reporting), which keeps what the status said.
+	Namespaces *NamespaceEnforcement
 }
 
 // Status returns prev updated with obs: the ClusterReport mirrored when one was read (the last
@@ -93,6 +96,7 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	set(reachableCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionReachable), obs))
 	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatTime, obs))
 	set(readyCondition(st.Conditions))
+	setPodSecurity(&st, obs.Namespaces, obs)
 	setFirstReadyTime(&st)
 	return st
 }

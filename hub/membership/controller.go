@@ -77,6 +77,9 @@ const conflictRequeue = time.Second
 type Options struct {
 	// HubNamespace holds the members' kubeconfig Secrets; labels.DefaultHubNamespace if empty.
 	HubNamespace string
+	// HubName is the hub's --hub-name, whose copies' namespaces it labels (podsecurity.go);
+	// labels.DefaultHubName if empty.
+	HubName string
 	// HeartbeatTimeout is how old a ClusterReport heartbeat may be for AgentReady.
 	HeartbeatTimeout time.Duration
 	// ResyncInterval is how often every MemberCluster is reconciled without an event.
@@ -109,6 +112,9 @@ type Reconciler struct {
 func New(hub client.Client, clusters ClusterGetter, recorder events.EventRecorder, opts Options) (*Reconciler, error) {
 	if opts.HubNamespace == "" {
 		opts.HubNamespace = labels.DefaultHubNamespace
+	}
+	if opts.HubName == "" {
+		opts.HubName = labels.DefaultHubName
 	}
 	if opts.HeartbeatTimeout <= 0 {
 		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
@@ -266,6 +272,7 @@ func (r *Reconciler) observe(ctx context.Context, mc *fleetv1alpha1.MemberCluste
 	if js.Joined {
 		obs.Report, obs.ReportMissing, obs.ProbeErr = probe(ctx, cl, r.opts.ProbeTimeout)
 	}
+	obs.Namespaces = r.enforceNamespaces(ctx, cl, obs)
 	// Read the clock after the probe: a probe that timed out took time.
 	obs.Now = r.opts.Clock.Now()
 	obs.Streak = r.recordProbe(mc.Name, js.Joined, obs.ProbeErr, obs.Now)
