@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
@@ -60,8 +61,9 @@ func TestPodSecurityUpgrade(t *testing.T) {
 		KubeconfigSecretKey:   fleetv1alpha1.DefaultKubeconfigKey,
 		ClusterOptions:        []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }},
 	})
+	// TestMembership registers controllers of the same names in this process.
 	mgr, err := mcmanager.New(hub.Config, provider, mcmanager.Options{Scheme: hub.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}})
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)
 	g.Expect(provider.SetupWithManager(mgrCtx, mgr)).To(Succeed())
