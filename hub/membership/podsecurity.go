@@ -10,6 +10,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -136,7 +137,8 @@ func enforceNamespaces(ctx context.Context, cl cluster.Cluster, hubName, level s
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	var copies rayv1.RayServiceList
-	if err := cl.GetClient().List(ctx, &copies, client.MatchingLabels{labels.OriginHub: hubName}); err != nil {
+	// A member without the RayService CRD holds no copies: nothing to label there.
+	if err := cl.GetClient().List(ctx, &copies, client.MatchingLabels{labels.OriginHub: hubName}); err != nil && !meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("listing the hub's RayServices: %w", err)
 	}
 	e := &NamespaceEnforcement{Level: level}
