@@ -46,8 +46,10 @@ func TestNeedOf(t *testing.T) {
 	}{
 		{name: "restricted templates", wantLevel: Restricted},
 		{
-			name:       "default securityContext is baseline",
-			edit:       func(rs *rayv1.RayService) { rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext = nil },
+			name: "default securityContext is baseline",
+			edit: func(rs *rayv1.RayService) {
+				rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext = nil
+			},
 			wantLevel:  Baseline,
 			wantBreaks: map[string]string{Restricted: "workerGroupSpecs[cpu]: allowPrivilegeEscalation != false"},
 		},
