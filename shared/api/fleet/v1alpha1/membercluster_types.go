@@ -185,6 +185,7 @@ type WorkloadCounts struct {
 // +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatTime`
 // +kubebuilder:printcolumn:name="Kubernetes",type=string,JSONPath=`.status.kubernetesVersion`,priority=1
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agentVersion`,priority=1
+// +kubebuilder:printcolumn:name="PodSecurity",type=string,JSONPath=`.status.podSecurityLevel`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a MemberCluster name must be a DNS label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
 type MemberCluster struct {
