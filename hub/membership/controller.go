@@ -80,6 +80,9 @@ type Options struct {
 	// HubName is the hub's --hub-name, whose copies' namespaces it labels (podsecurity.go);
 	// labels.DefaultHubName if empty.
 	HubName string
+	// PodSecurityRecheck is how long a namespace found holding Pods that break the member's
+	// level keeps that verdict before it is dry-run again; DefaultPodSecurityRecheck if zero.
+	PodSecurityRecheck time.Duration
 	// HeartbeatTimeout is how old a ClusterReport heartbeat may be for AgentReady.
 	HeartbeatTimeout time.Duration
 	// ResyncInterval is how often every MemberCluster is reconciled without an event.
@@ -102,6 +105,8 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	streaks map[string]FailureStreak // by member; in memory only: after a restart, hysteresis starts afresh
+	// verdicts are the namespaces found unlabellable, by member (podsecurity.go).
+	verdicts verdicts
 
 	// started is when the reconciler first reconciled, for EngageGrace.
 	started *Start
@@ -115,6 +120,9 @@ func New(hub client.Client, clusters ClusterGetter, recorder events.EventRecorde
 	}
 	if opts.HubName == "" {
 		opts.HubName = labels.DefaultHubName
+	}
+	if opts.PodSecurityRecheck <= 0 {
+		opts.PodSecurityRecheck = DefaultPodSecurityRecheck
 	}
 	if opts.HeartbeatTimeout <= 0 {
 		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
@@ -272,10 +280,10 @@ func (r *Reconciler) observe(ctx context.Context, mc *fleetv1alpha1.MemberCluste
 	if js.Joined {
 		obs.Report, obs.ReportMissing, obs.ProbeErr = probe(ctx, cl, r.opts.ProbeTimeout)
 	}
-	obs.Namespaces = r.enforceNamespaces(ctx, cl, obs)
 	// Read the clock after the probe: a probe that timed out took time.
 	obs.Now = r.opts.Clock.Now()
 	obs.Streak = r.recordProbe(mc.Name, js.Joined, obs.ProbeErr, obs.Now)
+	obs.Namespaces = r.enforceNamespaces(ctx, cl, mc.Name, obs)
 	return obs, nil
 }
 
@@ -294,6 +302,7 @@ func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	delete(r.streaks, name)
 	r.mu.Unlock()
+	r.verdicts.forget(name)
 	r.metrics.forget(name)
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -112,7 +113,7 @@ func setPodSecurity(st *fleetv1alpha1.MemberClusterStatus, e *NamespaceEnforceme
 // enforceNamespaces judges the namespaces of a member that reports, at the level it reports
 // (podsecurity.Default for a spoke that reports none). A failure is logged and leaves them
 // unjudged: labelling is no reason to call the member unreachable.
-func (r *Reconciler) enforceNamespaces(ctx context.Context, cl cluster.Cluster, obs Observation) *NamespaceEnforcement {
+func (r *Reconciler) enforceNamespaces(ctx context.Context, cl cluster.Cluster, name string, obs Observation) *NamespaceEnforcement {
 	if cl == nil || obs.ProbeErr != nil || obs.Report == nil {
 		return nil
 	}
@@ -120,7 +121,8 @@ func (r *Reconciler) enforceNamespaces(ctx context.Context, cl cluster.Cluster, 
 	if level == "" {
 		level = podsecurity.Default
 	}
-	e, err := enforceNamespaces(ctx, cl, r.opts.HubName, level)
+	j := judging{verdicts: &r.verdicts, member: name, level: level, now: obs.Now, recheck: r.opts.PodSecurityRecheck}
+	e, err := enforceNamespaces(ctx, cl, r.opts.HubName, j)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Labelling the namespaces of the hub's copies failed")
 		return nil
@@ -128,10 +130,24 @@ func (r *Reconciler) enforceNamespaces(ctx context.Context, cl cluster.Cluster, 
 	return e
 }
 
+// DefaultPodSecurityRecheck is how long a namespace found holding Pods that break the level
+// keeps that verdict before it is dry-run again: each dry run has the member's API server
+// check every Pod there, and the resync comes every 10 s.
+const DefaultPodSecurityRecheck = time.Minute
+
+// judging is one member's labelling: its level, the time, and the verdicts remembered.
+type judging struct {
+	verdicts *verdicts
+	member   string
+	level    string
+	now      time.Time
+	recheck  time.Duration
+}
+
 // enforceNamespaces labels the member's unlabelled namespaces holding copies of hubName's with
-// level where no Pod breaks it, and says which it could not label. An error leaves the
+// j.level where no Pod breaks it, and says which it could not label. An error leaves the
 // member's namespaces unjudged this time.
-func enforceNamespaces(ctx context.Context, cl cluster.Cluster, hubName, level string) (*NamespaceEnforcement, error) {
+func enforceNamespaces(ctx context.Context, cl cluster.Cluster, hubName string, j judging) (*NamespaceEnforcement, error) {
 	var namespaces corev1.NamespaceList
 	if err := cl.GetClient().List(ctx, &namespaces); err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
@@ -141,23 +157,89 @@ func enforceNamespaces(ctx context.Context, cl cluster.Cluster, hubName, level s
 	if err := cl.GetClient().List(ctx, &copies, client.MatchingLabels{labels.OriginHub: hubName}); err != nil && !meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("listing the hub's RayServices: %w", err)
 	}
-	e := &NamespaceEnforcement{Level: level}
-	for _, name := range unlabelledWithCopies(namespaces.Items, copies.Items) {
-		warnings, err := labelNamespace(ctx, cl.GetConfig(), name, level, true)
+	e := &NamespaceEnforcement{Level: j.level}
+	unlabelled := unlabelledWithCopies(namespaces.Items, copies.Items)
+	j.verdicts.keepOnly(j.member, unlabelled)
+	for _, name := range unlabelled {
+		if v, ok := j.verdicts.recent(j.member, name, j.level, j.now, j.recheck); ok {
+			e.Unenforced = append(e.Unenforced, fleetv1alpha1.UnenforcedNamespace{Name: name, Violations: v})
+			continue
+		}
+		warnings, err := labelNamespace(ctx, cl.GetConfig(), name, j.level, true)
 		if err != nil {
 			return nil, err
 		}
 		if v := violations(warnings); len(v) > 0 {
+			j.verdicts.record(j.member, name, verdict{at: j.now, level: j.level, violations: v})
 			e.Unenforced = append(e.Unenforced, fleetv1alpha1.UnenforcedNamespace{Name: name, Violations: v})
 			continue
 		}
-		if _, err := labelNamespace(ctx, cl.GetConfig(), name, level, false); err != nil {
+		if _, err := labelNamespace(ctx, cl.GetConfig(), name, j.level, false); err != nil {
 			return nil, err
 		}
 		e.Labelled = append(e.Labelled, name)
-		ctrl.LoggerFrom(ctx).Info("Labelled a namespace the hub created before it labelled them", "namespace", name, "level", level)
+		ctrl.LoggerFrom(ctx).Info("Labelled a namespace the hub created before it labelled them", "namespace", name, "level", j.level)
 	}
 	return e, nil
+}
+
+// verdict is a namespace found holding Pods that break level, at a time.
+type verdict struct {
+	at         time.Time
+	level      string
+	violations []string
+}
+
+// verdicts remembers, per member, the namespaces last found holding Pods that break the level,
+// so that they are dry-run again only every recheck. In memory only: a restarted hub judges
+// afresh.
+type verdicts struct {
+	mu       sync.Mutex
+	byMember map[string]map[string]verdict
+}
+
+// recent returns the violations of namespace ns on member found at level less than recheck
+// before now.
+func (v *verdicts) recent(member, ns, level string, now time.Time, recheck time.Duration) ([]string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	got, ok := v.byMember[member][ns]
+	if !ok || got.level != level || now.Sub(got.at) >= recheck {
+		return nil, false
+	}
+	return slices.Clone(got.violations), true
+}
+
+// record remembers a namespace's verdict.
+func (v *verdicts) record(member, ns string, vd verdict) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.byMember == nil {
+		v.byMember = map[string]map[string]verdict{}
+	}
+	if v.byMember[member] == nil {
+		v.byMember[member] = map[string]verdict{}
+	}
+	v.byMember[member][ns] = vd
+}
+
+// keepOnly forgets the member's namespaces that are not among unlabelled (labelled since, or
+// gone).
+func (v *verdicts) keepOnly(member string, unlabelled []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for ns := range v.byMember[member] {
+		if !slices.Contains(unlabelled, ns) {
+			delete(v.byMember[member], ns)
+		}
+	}
+}
+
+// forget drops a member's verdicts.
+func (v *verdicts) forget(member string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.byMember, member)
 }
 
 // labelNamespace patches the enforce labels onto namespace name, as a dry run when dryRun, and

@@ -68,7 +68,7 @@ func TestPodSecurityUpgrade(t *testing.T) {
 	mgrCtx, cancel := context.WithCancel(ctx)
 	g.Expect(provider.SetupWithManager(mgrCtx, mgr)).To(Succeed())
 	r, err := New(mgr.GetLocalManager().GetClient(), mgr, nil, Options{
-		HubNamespace: ns, ResyncInterval: testResync, Registerer: prometheus.NewRegistry()})
+		HubNamespace: ns, ResyncInterval: testResync, PodSecurityRecheck: testResync, Registerer: prometheus.NewRegistry()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.SetupWithManager(mgr.GetLocalManager())).To(Succeed())
 	done := make(chan struct{})

@@ -131,3 +131,42 @@ func TestSetPodSecurity(t *testing.T) {
 		})
 	}
 }
+
+func TestVerdicts(t *testing.T) {
+	var v verdicts
+	found := verdict{at: t0, level: "baseline", violations: []string{"p: privileged"}}
+	v.record("m1", "team", found)
+	tests := []struct {
+		name          string
+		member, ns    string
+		level         string
+		now           time.Time
+		wantViolation bool
+	}{
+		{name: "within the recheck: the verdict stands", member: "m1", ns: "team", level: "baseline", now: t0.Add(59 * time.Second), wantViolation: true},
+		{name: "past the recheck: judged again", member: "m1", ns: "team", level: "baseline", now: t0.Add(time.Minute)},
+		{name: "another level: judged again", member: "m1", ns: "team", level: "restricted", now: t0},
+		{name: "another member", member: "m2", ns: "team", level: "baseline", now: t0},
+		{name: "another namespace", member: "m1", ns: "other", level: "baseline", now: t0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := v.recent(tt.member, tt.ns, tt.level, tt.now, time.Minute)
+			if ok != tt.wantViolation {
+				t.Fatalf("recent = %v, %t, want found %t", got, ok, tt.wantViolation)
+			}
+			if ok && !cmp.Equal(got, found.violations) {
+				t.Errorf("violations = %q, want %q", got, found.violations)
+			}
+		})
+	}
+	v.keepOnly("m1", []string{"other"})
+	if _, ok := v.recent("m1", "team", "baseline", t0, time.Minute); ok {
+		t.Error("a namespace labelled since keeps its verdict")
+	}
+	v.record("m1", "team", found)
+	v.forget("m1")
+	if _, ok := v.recent("m1", "team", "baseline", t0, time.Minute); ok {
+		t.Error("a member forgotten keeps its verdicts")
+	}
+}
