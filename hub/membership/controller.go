@@ -2,8 +2,10 @@
 // member (Joined), can talk to it (Reachable) and hears its spoke agent (AgentReady), a mirror
 // of the member's ClusterReport, and when it was first Ready (firstReadyTime), so that a member
 // back from an outage is told apart from a new one: its return is a Readmitted event and counted
-// in rayfleet_member_readmissions_total. Status is a pure function of what one reconcile saw
-// (conditions.go); the reconciler only reads and writes.
+// in rayfleet_member_readmissions_total. It also labels for Pod Security the namespaces a hub
+// without those labels created on the member, when no Pod there breaks the member's level
+// (podsecurity.go). Status is a pure function of what one reconcile saw (conditions.go); the
+// reconciler only reads and writes.
 // It imports only shared/: never spoke/, the other hub packages, shared/localfleet or, outside
 // tests, shared/testing.
 package membership
