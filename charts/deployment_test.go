@@ -83,7 +83,7 @@ func TestDeployment(t *testing.T) {
 			name: "every flag value", chart: spokeChart, replicas: 1,
 			set: []string{
 				"watchNamespaces={team-a}", "kubeAPI.qps=50", "kubeAPI.burst=100", "maxConcurrentReconciles=4",
-				"reportInterval=0", "podSecurityLevel=restricted", "dashboard.addressTemplate=http://127.0.0.1:9/{namespace}/{service}",
+				"reportInterval=0", "hubPolicy.minPodSecurityLevel=restricted", "dashboard.addressTemplate=http://127.0.0.1:9/{namespace}/{service}",
 				"dashboard.proxyAddressTemplate=http://{podIP}:{port}", "logging.level=error",
 				// Given out of order: the flag lists them sorted.
 				"featureGates.RayServiceIncrementalUpgrade=true", "featureGates.RayClusterStatusConditions=true",

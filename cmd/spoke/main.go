@@ -85,9 +85,10 @@ func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
 	fs.DurationVar(&f.reportInterval, "report-interval", reporter.DefaultInterval,
 		"How often the spoke writes the member's ClusterReport (heartbeat, capacity, counts) for the hub; 0 turns reporting off.")
 	fs.StringVar(&f.podSecurityLevel, "pod-security-level", podsecurity.DefaultLevel,
-		"The Pod Security Standards level (privileged, baseline or restricted) no Pod of a RayService or RayCluster "+
-			"placed by the hub may violate: the spoke checks every such Pod before creating it, whoever wrote its "+
-			"template, and creates none that the level forbids. Match it to the member's guard and namespace labels.")
+		"The Pod Security level (privileged, baseline or restricted) of this member: no Pod of a RayService or RayCluster "+
+			"the hub placed may violate it (the spoke checks every such Pod before creating it, whoever wrote its template, "+
+			"and creates none the level forbids); the hub labels the namespaces it creates with it and places there only "+
+			"RayServices whose Pods pass it. The spoke chart sets it from hubPolicy.minPodSecurityLevel, the guard's level.")
 	// KubeRay's gate names, so that a KubeRay operator's --feature-gates carries over; a gate
 	// the spoke cannot honour fails here rather than being ignored.
 	f.featureGates = features.New()
@@ -166,7 +167,7 @@ func run(args []string) error {
 	if err = setupReconcilers(mgr, opts); err != nil {
 		return err
 	}
-	if err = setupReporter(mgr, f.reportInterval, claimer.Problem); err != nil {
+	if err = setupReporter(mgr, f, claimer.Problem); err != nil {
 		return err
 	}
 
@@ -206,16 +207,18 @@ func newManager(restCfg *rest.Config, f flags) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// setupReporter adds the ClusterReport reporter to mgr; interval 0 leaves it out (a member
-// not joined to a hub, or one without the ClusterReport CRD).
-func setupReporter(mgr ctrl.Manager, interval time.Duration, problem func() (exclusivity.Problem, bool)) error {
+// setupReporter adds the ClusterReport reporter to mgr; a report interval of 0 leaves it out
+// (a member not joined to a hub, or one without the ClusterReport CRD).
+func setupReporter(mgr ctrl.Manager, f flags, problem func() (exclusivity.Problem, bool)) error {
+	interval := f.reportInterval
 	if interval == 0 {
 		return nil
 	}
 	if interval < 0 {
 		return fmt.Errorf("--report-interval must not be negative, got %s", interval)
 	}
-	rep, err := reporter.New(mgr, reporter.Options{Interval: interval, AgentVersion: version, Exclusivity: problem})
+	rep, err := reporter.New(mgr, reporter.Options{Interval: interval, AgentVersion: version,
+		PodSecurityLevel: f.podSecurityLevel, Exclusivity: problem})
 	if err != nil {
 		return fmt.Errorf("setting up the ClusterReport reporter: %w", err)
 	}

@@ -171,6 +171,7 @@ func TestParseArgs(t *testing.T) {
 		{name: "help", args: []string{"--help"}, wantHelp: true},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: true},
 		{name: "stray argument", args: []string{"extra"}, wantErr: true},
+		{name: "unknown Pod Security level", args: []string{"--pod-security-level=strict"}, wantErr: true},
 		{name: "bad worker count", args: []string{"--max-concurrent-reconciles=many"}, wantErr: true},
 		{name: "unknown Pod Security level", args: []string{"--pod-security-level=strict"}, wantErr: true},
 		{

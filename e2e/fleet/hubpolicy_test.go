@@ -21,7 +21,10 @@ import (
 // Every member's hub policy guard (installed by `rayfleet join` with the defaults) refuses a
 // RayService that asks for what a member did not allow: the hub RayService applied to the hub
 // creates nothing on any member, and the hub's MemberRefused condition names each member and
-// the rule. A plain RayService on the same fleet, applied alongside, still runs on both.
+// the rule. What Pod Security baseline forbids, the members' reported level (baseline) keeps
+// off them before the guard is asked: the binding's Placed condition names each member and
+// the check instead. A plain RayService on the same fleet, applied alongside, still runs on
+// both.
 func TestHubPolicyGuardRefusesWhatMembersDidNotAllow(t *testing.T) {
 	t.Parallel()
 	const ns = "guard"
@@ -29,32 +32,34 @@ func TestHubPolicyGuardRefusesWhatMembersDidNotAllow(t *testing.T) {
 	createPolicy(t, ns, "both", fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2), ClusterSelector: usOrEU})
 
 	cases := []struct {
-		name, rule string
-		mutate     func(rs *rayv1.RayService)
+		// check, when set, is the Pod Security check placement names instead of the guard's
+		// rule.
+		name, rule, check string
+		mutate            func(rs *rayv1.RayService)
 	}{
-		{"privileged", "privileged", func(rs *rayv1.RayService) {
+		{"privileged", "privileged", "privileged", func(rs *rayv1.RayService) {
 			head(rs).SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 		}},
-		{"privileged-init", "privileged", func(rs *rayv1.RayService) {
+		{"privileged-init", "privileged", "privileged", func(rs *rayv1.RayService) {
 			spec := &rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec
 			spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: "setup", Image: "busybox",
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}})
 		}},
-		{"hostnetwork", "hostNamespaces", func(rs *rayv1.RayService) {
+		{"hostnetwork", "hostNamespaces", "host namespaces", func(rs *rayv1.RayService) {
 			rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.HostNetwork = true
 		}},
-		{"hostpath", "hostPath", func(rs *rayv1.RayService) {
+		{"hostpath", "hostPath", "hostPath volumes", func(rs *rayv1.RayService) {
 			spec := &rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec
 			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "root", VolumeSource: corev1.VolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
 		}},
-		{"sysadmin", "capabilities", func(rs *rayv1.RayService) {
+		{"sysadmin", "capabilities", "non-default capabilities", func(rs *rayv1.RayService) {
 			head(rs).SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
 		}},
-		{"serviceaccount", "serviceAccount", func(rs *rayv1.RayService) {
+		{"serviceaccount", "serviceAccount", "", func(rs *rayv1.RayService) {
 			rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.ServiceAccountName = "cluster-admin-sa"
 		}},
-		{"externalips", "externalIPs", func(rs *rayv1.RayService) {
+		{"externalips", "externalIPs", "", func(rs *rayv1.RayService) {
 			rs.Spec.ServeService = &corev1.Service{Spec: corev1.ServiceSpec{ExternalIPs: []string{"203.0.113.7"}}}
 		}},
 	}
@@ -70,6 +75,18 @@ func TestHubPolicyGuardRefusesWhatMembersDidNotAllow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			eventually(t, func(g gomega.Gomega) {
 				hub := hubRayService(g, ns, tc.name)
+				if tc.check != "" {
+					placed := meta.FindStatusCondition(binding(g, ns, tc.name).Status.Conditions, fleetv1alpha1.ConditionPlaced)
+					g.Expect(placed).NotTo(gomega.BeNil(), "Placed condition")
+					g.Expect(placed.Reason).To(gomega.Equal(fleetv1alpha1.ReasonNoClusterFits))
+					for _, member := range []string{memberUS, memberEU} {
+						g.Expect(placed.Message).To(gomega.ContainSubstring(fmt.Sprintf(
+							"%s: Pod Security level baseline enforced, the Pods need privileged: ", member)))
+					}
+					g.Expect(placed.Message).To(gomega.ContainSubstring(tc.check))
+					g.Expect(hubReady(hub)).To(gomega.BeFalse(), "an unplaced RayService is not Ready")
+					return
+				}
 				refused := meta.FindStatusCondition(hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused)
 				g.Expect(refused).NotTo(gomega.BeNil(), "MemberRefused condition")
 				g.Expect(refused.Status).To(gomega.Equal(metav1.ConditionTrue))

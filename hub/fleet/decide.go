@@ -147,6 +147,8 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) (rejected map[string
 		Held:    heldBy(g),
 		Refused: refusedForPlanning(g),
 		Now:     g.now,
+		// Judged once per reconcile, when the group was read.
+		PodSecurity: g.podSecurity,
 		// One failover at a time: a second one waits until the first one's replacement serves.
 		FailingOver: failingOver(g),
 	}

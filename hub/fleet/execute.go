@@ -22,6 +22,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
 
 // results is what the executor did, per cluster; the status is computed from the group, the
@@ -188,7 +189,7 @@ func (r *Reconciler) consumeApproval(ctx context.Context, g *group) error {
 func (r *Reconciler) applyTo(ctx context.Context, g *group, res *results, name string, desired *rayv1.RayService) {
 	m := g.members[name]
 	if m.copy == nil {
-		if err := ensureNamespace(ctx, m.client, g.hub.Namespace); err != nil {
+		if err := ensureNamespace(ctx, m.client, g.hub.Namespace, podSecurityLevel(m.mc)); err != nil {
 			r.applyFailed(ctx, g, res, name, err)
 			return
 		}
@@ -227,9 +228,13 @@ func (r *Reconciler) applyFailed(ctx context.Context, g *group, res *results, na
 	ctrl.LoggerFrom(ctx).Error(err, "Propagating to member failed", "cluster", name)
 }
 
-// ensureNamespace creates the namespace on the member if it is missing. A namespace being
-// deleted there is a refusal: nothing can be created in it until it is gone.
-func ensureNamespace(ctx context.Context, cl client.Client, name string) error {
+// ensureNamespace creates the namespace on the member if it is missing, labelled for Pod
+// Security admission to enforce level (at the latest version) on every Pod in it, whoever
+// writes the Pod templates. A namespace that exists is left as it is: one the hub did not
+// create is the member admin's, and one it created before it labelled them is labelled by the
+// membership controller once no Pod in it breaks the level. A namespace being deleted there is a
+// refusal: nothing can be created in it until it is gone.
+func ensureNamespace(ctx context.Context, cl client.Client, name, level string) error {
 	var ns corev1.Namespace
 	err := cl.Get(ctx, client.ObjectKey{Name: name}, &ns)
 	if err == nil {
@@ -242,6 +247,7 @@ func ensureNamespace(ctx context.Context, cl client.Client, name string) error {
 		return fmt.Errorf("get namespace %s: %w", name, err)
 	}
 	ns.Name = name
+	ns.Labels = podsecurity.Labels(level)
 	if err := cl.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}

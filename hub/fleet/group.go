@@ -18,6 +18,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
 
 // group is everything one reconcile reads, read once before anything is decided: the hub
@@ -39,6 +40,9 @@ type group struct {
 	hash string
 	// refusals are the binding's refusals that still hold for hash.
 	refusals map[string]fleetv1alpha1.ClusterRefusal
+	// podSecurity is the Pod Security level the hub spec's Pods need, and what they break at
+	// the stricter levels; placement keeps new copies off members enforcing one of those.
+	podSecurity podsecurity.Need
 	// history are the hub RayService's ControllerRevisions, oldest first.
 	history revision.History
 	// route is the RayService's HTTPRoute in the traffic cluster, when the policy manages
@@ -129,6 +133,7 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 		return nil, fmt.Errorf("RayService %s: %w", g.key, err)
 	}
 	g.refusals = refusalsOf(g.binding, g.hash, g.now)
+	g.podSecurity = podsecurity.NeedOf(hub)
 	if g.history, err = revision.ListIndexed(ctx, r.client, hub); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/policy"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
 
 // Results of a placement decision, the values of the result label of
@@ -115,9 +116,10 @@ func (v *memberViews) forget(name string) {
 // deleted is not ready and not tolerated (no NotReadySince): it is leaving the fleet.
 func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 	m := placement.Member{
-		Name:   mc.Name,
-		Labels: maps.Clone(mc.Labels),
-		Taints: slices.Clone(mc.Spec.Taints),
+		Name:             mc.Name,
+		Labels:           maps.Clone(mc.Labels),
+		Taints:           slices.Clone(mc.Spec.Taints),
+		PodSecurityLevel: podSecurityLevel(mc),
 	}
 	if mc.Status.Capacity != nil {
 		m.Free = mc.Status.Capacity.Free.DeepCopy()
@@ -149,6 +151,16 @@ func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 		}
 	}
 	return m
+}
+
+// podSecurityLevel is the Pod Security level mc enforces on the namespaces the hub creates there:
+// the one its spoke reports, else podsecurity.Default, the level of the guard a spoke without
+// the report's field was installed with by default.
+func podSecurityLevel(mc *fleetv1alpha1.MemberCluster) string {
+	if mc == nil || mc.Status.PodSecurityLevel == "" {
+		return podsecurity.Default
+	}
+	return mc.Status.PodSecurityLevel
 }
 
 // policyOf maps a PlacementPolicy to the planner's policy after policy.Check, the check behind

@@ -126,9 +126,23 @@ func TestMemberOf(t *testing.T) {
 			},
 		},
 		want: placement.Member{Name: "m10", Ready: true, ReadmittedAt: t0},
+	}, {
+		name: "the Pod Security level its spoke reports",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "m11"},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions:       readyCond(metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReady, ""),
+				PodSecurityLevel: "restricted",
+			},
+		},
+		want: placement.Member{Name: "m11", Ready: true, PodSecurityLevel: "restricted"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.want.PodSecurityLevel == "" {
+				// A spoke that reports no level is taken for the guard's default.
+				tt.want.PodSecurityLevel = "baseline"
+			}
 			got := memberOf(&tt.mc)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("memberOf() mismatch (-want +got):\n%s", diff)

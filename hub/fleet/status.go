@@ -88,6 +88,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 	} else {
 		meta.RemoveStatusCondition(&hubStatus.Conditions, fleetv1alpha1.ConditionTrafficShifting)
 	}
+	if c := podSecurityCondition(g.hub, d.placed, g.memberClusters); c != nil {
+		c.LastTransitionTime = now
+		conditions.Set(&hubStatus.Conditions, *c)
+	} else {
+		meta.RemoveStatusCondition(&hubStatus.Conditions, fleetv1alpha1.ConditionPodSecurityEnforced)
+	}
 	had := meta.FindStatusCondition(g.hub.Status.Conditions, fleetv1alpha1.ConditionMemberRefused) != nil
 	if c, ok := refusedCondition(g.hub, o.refusals(), had); ok {
 		c.LastTransitionTime = now

@@ -199,7 +199,8 @@ func (r *Reconciler) underPlaced(ctx context.Context) []reconcile.Request {
 }
 
 // memberClusterHandler requeues RayServices on MemberCluster changes. A member joining,
-// leaving, or changing readiness, labels or taints can change any placement; a change of its
+// leaving, or changing readiness, labels, taints or Pod Security level can change any
+// placement (and its namespaces left unlabelled any hub RayService's status); a change of its
 // free capacity alone (every heartbeat) only matters to RayServices not fully placed, and the
 // heartbeat itself to none.
 func (r *Reconciler) memberClusterHandler() handler.EventHandler {
@@ -250,8 +251,10 @@ const (
 // memberChange classifies a MemberCluster update by what the planner reads of it.
 func memberChange(oldMC, newMC *fleetv1alpha1.MemberCluster) change {
 	a, b := memberOf(oldMC), memberOf(newMC)
-	if a.Ready != b.Ready || !equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
-		!equality.Semantic.DeepEqual(a.Taints, b.Taints) {
+	if a.Ready != b.Ready || a.PodSecurityLevel != b.PodSecurityLevel || !equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
+		!equality.Semantic.DeepEqual(a.Taints, b.Taints) ||
+		// The hub RayServices placed there show the namespaces it cannot label.
+		!equality.Semantic.DeepEqual(oldMC.Status.UnenforcedNamespaces, newMC.Status.UnenforcedNamespaces) {
 		return changePlacement
 	}
 	if !equality.Semantic.DeepEqual(a.Free, b.Free) {

@@ -75,6 +75,9 @@ type Observation struct {
 	ReportMissing bool
 	// ServeAddresses is the MemberCluster's spec.serveAddresses.
 	ServeAddresses *fleetv1alpha1.ServeAddressRanges
+	// Namespaces is what became of the namespaces holding the hub's copies; nil when they
+	// were not looked at (the member not reporting), which keeps what the status said.
+	Namespaces *NamespaceEnforcement
 }
 
 // Status returns prev updated with obs: the ClusterReport mirrored when one was read (the last
@@ -97,6 +100,7 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatTime, obs))
 	set(readyCondition(st.Conditions))
 	set(serveAddressesCondition(obs.ServeAddresses))
+	setPodSecurity(&st, obs.Namespaces, obs)
 	setFirstReadyTime(&st)
 	return st
 }
@@ -167,6 +171,7 @@ func mirror(st *fleetv1alpha1.MemberClusterStatus, report *fleetv1alpha1.Cluster
 	st.Workloads = &r.Workloads
 	st.AgentVersion = r.AgentVersion
 	st.KubernetesVersion = r.KubernetesVersion
+	st.PodSecurityLevel = r.PodSecurityLevel
 	if !r.HeartbeatTime.IsZero() {
 		hb := r.HeartbeatTime
 		st.LastHeartbeatTime = &hb

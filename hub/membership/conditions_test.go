@@ -22,6 +22,7 @@ func report(heartbeat time.Time) *fleetv1alpha1.ClusterReport {
 		HeartbeatTime:     metav1.NewTime(heartbeat),
 		AgentVersion:      "v1.0.0",
 		KubernetesVersion: "v1.36.1",
+		PodSecurityLevel:  "restricted",
 		Capacity: fleetv1alpha1.ClusterCapacity{
 			Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
 			Free:        corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")},
@@ -249,7 +250,7 @@ func TestStatus(t *testing.T) {
 			}
 			if !tt.wantHeartbeat.IsZero() {
 				if st.Nodes == nil || *st.Nodes != (fleetv1alpha1.NodeCounts{Total: 3, Ready: 2}) || st.AgentVersion != "v1.0.0" ||
-					st.Capacity == nil || st.Capacity.Free.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 2 {
+					st.PodSecurityLevel != "restricted" || st.Capacity == nil || st.Capacity.Free.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 2 {
 					t.Errorf("report not mirrored: %+v", st)
 				}
 			}

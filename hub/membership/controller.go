@@ -2,8 +2,10 @@
 // member (Joined), can talk to it (Reachable) and hears its spoke agent (AgentReady), a mirror
 // of the member's ClusterReport, and when it was first Ready (firstReadyTime), so that a member
 // back from an outage is told apart from a new one: its return is a Readmitted event and counted
-// in rayfleet_member_readmissions_total. Status is a pure function of what one reconcile saw
-// (conditions.go); the reconciler only reads and writes.
+// in rayfleet_member_readmissions_total. It also labels for Pod Security the namespaces a hub
+// without those labels created on the member, when no Pod there breaks the member's level
+// (podsecurity.go). Status is a pure function of what one reconcile saw (conditions.go); the
+// reconciler only reads and writes.
 // It imports only shared/: never spoke/, the other hub packages, shared/localfleet or, outside
 // tests, shared/testing.
 package membership
@@ -77,6 +79,12 @@ const conflictRequeue = time.Second
 type Options struct {
 	// HubNamespace holds the members' kubeconfig Secrets; labels.DefaultHubNamespace if empty.
 	HubNamespace string
+	// HubName is the hub's --hub-name, whose copies' namespaces it labels (podsecurity.go);
+	// labels.DefaultHubName if empty.
+	HubName string
+	// PodSecurityRecheck is how long a namespace found holding Pods that break the member's
+	// level keeps that verdict before it is dry-run again; DefaultPodSecurityRecheck if zero.
+	PodSecurityRecheck time.Duration
 	// HeartbeatTimeout is how old a ClusterReport heartbeat may be for AgentReady.
 	HeartbeatTimeout time.Duration
 	// ResyncInterval is how often every MemberCluster is reconciled without an event.
@@ -99,6 +107,8 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	streaks map[string]FailureStreak // by member; in memory only: after a restart, hysteresis starts afresh
+	// verdicts are the namespaces found unlabellable, by member (podsecurity.go).
+	verdicts verdicts
 
 	// started is when the reconciler first reconciled, for EngageGrace.
 	started *Start
@@ -109,6 +119,12 @@ type Reconciler struct {
 func New(hub client.Client, clusters ClusterGetter, recorder events.EventRecorder, opts Options) (*Reconciler, error) {
 	if opts.HubNamespace == "" {
 		opts.HubNamespace = labels.DefaultHubNamespace
+	}
+	if opts.HubName == "" {
+		opts.HubName = labels.DefaultHubName
+	}
+	if opts.PodSecurityRecheck <= 0 {
+		opts.PodSecurityRecheck = DefaultPodSecurityRecheck
 	}
 	if opts.HeartbeatTimeout <= 0 {
 		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
@@ -270,6 +286,7 @@ func (r *Reconciler) observe(ctx context.Context, mc *fleetv1alpha1.MemberCluste
 	// Read the clock after the probe: a probe that timed out took time.
 	obs.Now = r.opts.Clock.Now()
 	obs.Streak = r.recordProbe(mc.Name, js.Joined, obs.ProbeErr, obs.Now)
+	obs.Namespaces = r.enforceNamespaces(ctx, cl, mc.Name, obs)
 	return obs, nil
 }
 
@@ -288,6 +305,7 @@ func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	delete(r.streaks, name)
 	r.mu.Unlock()
+	r.verdicts.forget(name)
 	r.metrics.forget(name)
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
 
 // Reasons a member is filtered out, as they appear in Decision.Rejected and the message.
@@ -17,6 +19,9 @@ const (
 	reasonDuplicate = "duplicate member name"
 	reasonNotNamed  = "not in the policy's cluster names"
 	reasonRefused   = "refused this RayService: "
+	// reasonPodSecurity starts "Pod Security level baseline enforced, the Pods need
+	// privileged: headGroupSpec: privileged (...)".
+	reasonPodSecurity = "Pod Security level "
 )
 
 // candidate is a member that passed every filter, with what scoring needs.
@@ -57,6 +62,9 @@ func filter(m *Member, in *Input, names map[string]bool, asked []corev1.Resource
 	if blocking != nil {
 		return nil, "untolerated taint " + blocking.ToString()
 	}
+	if why := podSecurityShort(m, &in.PodSecurity, current); why != "" {
+		return nil, why
+	}
 	free := m.Free
 	if current {
 		free = plus(m.Free, in.Held[m.Name])
@@ -65,6 +73,22 @@ func filter(m *Member, in *Input, names map[string]bool, asked []corev1.Resource
 		return nil, short
 	}
 	return &candidate{member: m, current: current, free: free, preferAvoid: preferAvoid}, ""
+}
+
+// podSecurityShort says why m's Pod Security level keeps the RayService off it, "" when it
+// does not: the member enforces a level the Pods break, which its API server would answer by
+// refusing every Pod. A member the RayService runs on keeps it, as with a NoSchedule taint: its
+// copy predates the level (see the hub's namespace labelling), and a spec the member no longer
+// admits is refused by its guard, which Input.Refused carries.
+func podSecurityShort(m *Member, need *podsecurity.Need, current bool) string {
+	if current || m.PodSecurityLevel == "" || need.Level == "" || podsecurity.Allows(m.PodSecurityLevel, need.Level) {
+		return ""
+	}
+	why := fmt.Sprintf("%s%s enforced, the Pods need %s", reasonPodSecurity, m.PodSecurityLevel, need.Level)
+	if breaks := need.Breaks[m.PodSecurityLevel]; breaks != "" {
+		why += ": " + breaks
+	}
+	return why
 }
 
 // readmitting reports whether m, back from an outage, is still held off new work, and until

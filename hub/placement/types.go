@@ -12,8 +12,8 @@
 // (reservations.go) is the one piece of state: the copies placed recently, held in memory by
 // the hub and subtracted from the members' free capacity until their reports include them.
 //
-// Of the repository it imports only shared/ (the demand of a RayService, condition message
-// limits, the policy annotation, the fleet API's default names and durations): no client,
+// Of the repository it imports only shared/ (the demand of a RayService, the Pod Security
+// levels, condition message limits, the policy annotation, the fleet API's default names and durations): no client,
 // nothing of spoke/ and none of the hub's reconcilers.
 package placement
 
@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
 
 // Member is what the planner knows of a member cluster.
@@ -48,6 +49,9 @@ type Member struct {
 	// not been out since it first turned Ready). Until Policy.Readmit has passed since then it
 	// gets no new work: a flapping member must not pull RayServices onto itself.
 	ReadmittedAt time.Time
+	// PodSecurityLevel is the Pod Security level the member enforces on the namespaces the hub
+	// creates there; "" does not filter.
+	PodSecurityLevel string
 	// ReportedAt is when Free was measured (the member's last report); zero when never. A
 	// reservation made before it (see Reservations) may be missing from Free.
 	ReportedAt time.Time
@@ -103,6 +107,9 @@ type Input struct {
 	// that fills its member would no longer "fit" on the next plan and would be moved. Entries
 	// for members not in Current are ignored; nil holds nothing.
 	Held map[string]corev1.ResourceList
+	// PodSecurity is what the RayService's Pods need (podsecurity.NeedOf); a member enforcing a
+	// stricter level gets no new copy. The zero value needs nothing.
+	PodSecurity podsecurity.Need
 	// Refused maps a member whose API server refused this RayService's copy to what refused
 	// it ("hubPolicy/privileged: ..."). Such a member is filtered out, current or not: the hub
 	// lists only members that hold no copy, so leaving one out deletes nothing.

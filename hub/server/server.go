@@ -256,6 +256,7 @@ func setupControllers(mgr mcmanager.Manager, f flags, specs *fleet.HubSpecs) err
 	members, err := membership.New(local.GetClient(), mgr, local.GetEventRecorder("membercluster-controller"),
 		membership.Options{
 			HubNamespace:     f.hubNamespace,
+			HubName:          f.hubName,
 			HeartbeatTimeout: f.heartbeatTimeout,
 			Registerer:       metrics.Registry,
 		})

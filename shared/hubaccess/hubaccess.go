@@ -43,10 +43,13 @@ func HubRules() []rbacv1.PolicyRule {
 			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 		},
 		{
-			// A member copy lands in the hub RayService's namespace, created when missing.
+			// A member copy lands in the hub RayService's namespace, created when missing with
+			// the member's Pod Security labels; a namespace the hub created before it labelled
+			// them is patched with them once no Pod there breaks the level. The member's guard
+			// refuses labels looser than the member's.
 			APIGroups: []string{corev1.GroupName},
 			Resources: []string{"namespaces"},
-			Verbs:     []string{"get", "list", "watch", "create"},
+			Verbs:     []string{"get", "list", "watch", "create", "patch"},
 		},
 		{
 			// Membership mirrors the spoke's heartbeat and capacity.

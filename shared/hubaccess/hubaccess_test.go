@@ -11,7 +11,7 @@ func TestHubRules(t *testing.T) {
 		wantVerbs       []string
 	}{
 		{group: "ray.io", resource: "rayservices", wantVerbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
-		{group: "", resource: "namespaces", wantVerbs: []string{"create", "get", "list", "watch"}},
+		{group: "", resource: "namespaces", wantVerbs: []string{"create", "get", "list", "patch", "watch"}},
 		{group: "fleet.rayfleet.io", resource: "clusterreports", wantVerbs: []string{"get", "list", "watch"}},
 		// A leaked hub kubeconfig must not read a member's credentials or reach into its Pods.
 		{group: "", resource: "secrets"},

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 )
 
@@ -51,6 +52,9 @@ type Options struct {
 	Clock clock.Clock
 	// AgentVersion is the spoke's version, reported as is.
 	AgentVersion string
+	// PodSecurityLevel is the Pod Security level the member enforces on the namespaces the hub
+	// creates (privileged, baseline or restricted); "" means podsecurity.Default.
+	PodSecurityLevel string
 	// Client creates the ClusterReport and patches its status; nil means the manager's client.
 	Client client.Client
 	// APIReader reads the ClusterReport before each write; nil means the manager's API reader
@@ -76,6 +80,7 @@ type Reporter struct {
 	interval      time.Duration
 	clock         clock.Clock
 	agentVersion  string
+	podSecurity   string
 	client        client.Client
 	apiReader     client.Reader
 	rayReader     client.Reader
@@ -99,6 +104,7 @@ func New(mgr ctrl.Manager, opts Options) (*Reporter, error) {
 		interval:      opts.Interval,
 		clock:         opts.Clock,
 		agentVersion:  opts.AgentVersion,
+		podSecurity:   opts.PodSecurityLevel,
 		client:        opts.Client,
 		apiReader:     opts.APIReader,
 		rayReader:     opts.RayReader,
@@ -108,6 +114,12 @@ func New(mgr ctrl.Manager, opts Options) (*Reporter, error) {
 	}
 	if r.interval <= 0 {
 		r.interval = DefaultInterval
+	}
+	if r.podSecurity == "" {
+		r.podSecurity = podsecurity.Default
+	}
+	if !podsecurity.Valid(r.podSecurity) {
+		return nil, fmt.Errorf("Pod Security level %q is none of %v", r.podSecurity, podsecurity.Levels())
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -237,7 +249,8 @@ func (r *Reporter) Report(ctx context.Context) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	in := reportInput{now: metav1.NewTime(r.clock.Now()), agentVersion: r.agentVersion, kubernetesVersion: kubeVersion}
+	in := reportInput{now: metav1.NewTime(r.clock.Now()), agentVersion: r.agentVersion, kubernetesVersion: kubeVersion,
+		podSecurityLevel: r.podSecurity}
 	if err := r.write(ctx, in, obs); err != nil {
 		errs = append(errs, err)
 	}

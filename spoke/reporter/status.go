@@ -28,6 +28,8 @@ type reportInput struct {
 	generation        int64
 	agentVersion      string
 	kubernetesVersion string
+	// podSecurityLevel is the level the member enforces on the hub's namespaces.
+	podSecurityLevel string
 }
 
 // buildStatus returns the report status that follows prev after a tick that observed obs. It
@@ -37,6 +39,7 @@ func buildStatus(prev *fleetv1alpha1.ClusterReportStatus, in reportInput, obs ob
 	s.ObservedGeneration = in.generation
 	s.HeartbeatTime = in.now
 	s.AgentVersion = in.agentVersion
+	s.PodSecurityLevel = in.podSecurityLevel
 	// Discovery may not have answered yet; the last known version is still the right one.
 	if in.kubernetesVersion != "" {
 		s.KubernetesVersion = in.kubernetesVersion

@@ -31,7 +31,7 @@ func TestBuildStatus(t *testing.T) {
 	}
 	summary := &Summary{Allocatable: rl("cpu", "4"), Free: rl("cpu", "3"), TotalNodes: 1, ReadyNodes: 1}
 	workloads := &fleetv1alpha1.WorkloadCounts{RayClusters: 1}
-	in := reportInput{now: now, generation: 1, agentVersion: "v0.2.0", kubernetesVersion: "v1.36.1"}
+	in := reportInput{now: now, generation: 1, agentVersion: "v0.2.0", kubernetesVersion: "v1.36.1", podSecurityLevel: "baseline"}
 
 	tests := []struct {
 		name string
@@ -47,9 +47,10 @@ func TestBuildStatus(t *testing.T) {
 			want: func(s *fleetv1alpha1.ClusterReportStatus) {
 				*s = fleetv1alpha1.ClusterReportStatus{
 					ObservedGeneration: 1, HeartbeatTime: now, AgentVersion: "v0.2.0", KubernetesVersion: "v1.36.1",
-					Capacity:  fleetv1alpha1.ClusterCapacity{Allocatable: rl("cpu", "4"), Free: rl("cpu", "3")},
-					Nodes:     fleetv1alpha1.NodeCounts{Total: 1, Ready: 1},
-					Workloads: fleetv1alpha1.WorkloadCounts{RayClusters: 1},
+					PodSecurityLevel: "baseline",
+					Capacity:         fleetv1alpha1.ClusterCapacity{Allocatable: rl("cpu", "4"), Free: rl("cpu", "3")},
+					Nodes:            fleetv1alpha1.NodeCounts{Total: 1, Ready: 1},
+					Workloads:        fleetv1alpha1.WorkloadCounts{RayClusters: 1},
 					Conditions: []metav1.Condition{{
 						Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonAgentRunning,
 						Message: "the spoke agent reads the cluster and reports", LastTransitionTime: now, ObservedGeneration: 1,
@@ -64,6 +65,7 @@ func TestBuildStatus(t *testing.T) {
 			obs:  observation{summary: summary, workloads: workloads},
 			want: func(s *fleetv1alpha1.ClusterReportStatus) {
 				s.HeartbeatTime, s.AgentVersion, s.KubernetesVersion, s.ObservedGeneration = now, "v0.2.0", "v1.36.1", 1
+				s.PodSecurityLevel = "baseline"
 				s.Capacity = fleetv1alpha1.ClusterCapacity{Allocatable: rl("cpu", "4"), Free: rl("cpu", "3")}
 				s.Nodes = fleetv1alpha1.NodeCounts{Total: 1, Ready: 1}
 				s.Workloads = fleetv1alpha1.WorkloadCounts{RayClusters: 1}
@@ -88,6 +90,7 @@ func TestBuildStatus(t *testing.T) {
 			obs:  observation{problems: []string{"the Node and Pod informers have not synced yet", "listing RayServices: no matches"}},
 			want: func(s *fleetv1alpha1.ClusterReportStatus) {
 				s.HeartbeatTime, s.AgentVersion, s.KubernetesVersion, s.ObservedGeneration = now, "v0.2.0", "v1.36.1", 1
+				s.PodSecurityLevel = "baseline"
 				s.Conditions = []metav1.Condition{{
 					Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonAgentNotReady,
 					Message:            "the Node and Pod informers have not synced yet; listing RayServices: no matches",
@@ -103,6 +106,7 @@ func TestBuildStatus(t *testing.T) {
 				problems: []string{"KubeRay's operator is active on this cluster"}},
 			want: func(s *fleetv1alpha1.ClusterReportStatus) {
 				s.HeartbeatTime, s.AgentVersion, s.KubernetesVersion, s.ObservedGeneration = now, "v0.2.0", "v1.36.1", 1
+				s.PodSecurityLevel = "baseline"
 				s.Capacity = fleetv1alpha1.ClusterCapacity{Allocatable: rl("cpu", "4"), Free: rl("cpu", "3")}
 				s.Nodes = fleetv1alpha1.NodeCounts{Total: 1, Ready: 1}
 				s.Workloads = fleetv1alpha1.WorkloadCounts{RayClusters: 1}

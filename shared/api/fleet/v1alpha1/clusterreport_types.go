@@ -36,6 +36,13 @@ type ClusterReportStatus struct {
 	// +optional
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 
+	// PodSecurityLevel is the Pod Security level the member enforces on the namespaces the hub
+	// creates there (the spoke's --pod-security-level, the spoke chart's
+	// hubPolicy.minPodSecurityLevel). The hub places a RayService only where its Pods pass it.
+	// +optional
+	// +kubebuilder:validation:Enum=privileged;baseline;restricted
+	PodSecurityLevel string `json:"podSecurityLevel,omitempty"`
+
 	// Capacity is the member's allocatable and free resources.
 	// +optional
 	Capacity ClusterCapacity `json:"capacity,omitempty"`

@@ -36,6 +36,12 @@ const (
 	// RayService failed over from are kept because the policy's purgeMode is Never; the
 	// message names the clusters. Absent otherwise.
 	ConditionCopiesRetained = "CopiesRetained"
+	// ConditionPodSecurityEnforced (MemberCluster, hub RayService) is False while a namespace
+	// holding the hub's copies on the member carries no pod-security.kubernetes.io/enforce
+	// label and Pods running there would break the member's level, so the hub does not label
+	// it; the message names the namespaces (and, on a hub RayService, the members), the Pods
+	// and the checks they fail. True on a MemberCluster otherwise; absent on a hub RayService.
+	ConditionPodSecurityEnforced = "PodSecurityEnforced"
 	// ConditionTrafficShifting (hub RayService) is present when the policy manages traffic or
 	// rolls out BlueGreen: True while traffic moves from blue to green, False otherwise; the
 	// message gives the split ("blue us,eu 40% → green ap 60%").
@@ -142,6 +148,12 @@ const (
 	// MemberCluster): KubeRay's operator, or another spoke, reconciles the member's ray.io
 	// objects, so the spoke leaves them alone; the message names the other controller.
 	ReasonAnotherOperatorActive = "AnotherOperatorActive"
+	// ReasonNamespacesEnforced (PodSecurityEnforced=True): every namespace holding the hub's
+	// copies enforces the member's Pod Security level.
+	ReasonNamespacesEnforced = "NamespacesEnforced"
+	// ReasonPodsViolateLevel (PodSecurityEnforced=False): some namespaces are left unlabelled
+	// because Pods in them break the member's level; the message lists them.
+	ReasonPodsViolateLevel = "PodsViolateLevel"
 	// ReasonMemberReady (Ready=True on a MemberCluster): Joined, Reachable and AgentReady hold.
 	ReasonMemberReady = "MemberReady"
 	// ReasonMemberNotReady (Ready=False on a MemberCluster): the message names the conditions

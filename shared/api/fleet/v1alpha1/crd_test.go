@@ -381,6 +381,22 @@ func TestCRDsRejectInvalidObjects(t *testing.T) {
 			want: `status.clusters[1]: Duplicate value: {"name":"m1"}`,
 		},
 		{
+			name: "member cluster status with an unknown Pod Security level",
+			obj:  memberCluster("m-strict"),
+			setStatus: func(o client.Object) {
+				o.(*fleetv1alpha1.MemberCluster).Status.PodSecurityLevel = "strict"
+			},
+			want: `status.podSecurityLevel: Unsupported value: "strict"`,
+		},
+		{
+			name: "member cluster status listing an unenforced namespace twice",
+			obj:  memberCluster("m-dup-ns"),
+			setStatus: func(o client.Object) {
+				o.(*fleetv1alpha1.MemberCluster).Status.UnenforcedNamespaces = []fleetv1alpha1.UnenforcedNamespace{{Name: "team"}, {Name: "team"}}
+			},
+			want: `status.unenforcedNamespaces[1]: Duplicate value: {"name":"team"}`,
+		},
+		{
 			name: "cluster report status without a heartbeat",
 			obj:  clusterReport(fleetv1alpha1.ClusterReportName),
 			setStatus: func(o client.Object) {

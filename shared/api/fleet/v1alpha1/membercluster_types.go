@@ -113,6 +113,24 @@ type MemberClusterStatus struct {
 	// +optional
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 
+	// PodSecurityLevel is the Pod Security level the member enforces on the namespaces the hub
+	// creates there, from its ClusterReport; empty when its spoke reports none, which the hub
+	// takes for baseline.
+	// +optional
+	// +kubebuilder:validation:Enum=privileged;baseline;restricted
+	PodSecurityLevel string `json:"podSecurityLevel,omitempty"`
+
+	// UnenforcedNamespaces are the namespaces holding the hub's copies that carry no
+	// pod-security.kubernetes.io/enforce label, because the hub made them before it labelled
+	// every namespace it creates, and that the hub cannot label: Pods running there would break
+	// the member's level. Nothing in them is moved or deleted; the PodSecurityEnforced condition
+	// says so.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	UnenforcedNamespaces []UnenforcedNamespace `json:"unenforcedNamespaces,omitempty"`
+
 	// LastHeartbeatTime is the heartbeat of the member's ClusterReport last mirrored.
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
@@ -122,6 +140,24 @@ type MemberClusterStatus struct {
 	// failover.readmitSeconds before it gets new work.
 	// +optional
 	FirstReadyTime *metav1.Time `json:"firstReadyTime,omitempty"`
+}
+
+// UnenforcedNamespace is a namespace on a member that the hub cannot label with the member's
+// Pod Security level.
+type UnenforcedNamespace struct {
+	// Name of the namespace.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Violations are Pod Security admission's answers to labelling the namespace: each names a
+	// Pod (and how many others break the same checks) and the checks it fails, e.g.
+	// `head-x (and 2 other pods): privileged, host namespaces`.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=1024
+	Violations []string `json:"violations,omitempty"`
 }
 
 // ClusterCapacity is what a member can run, by resource name: cpu, memory and every extended
@@ -173,6 +209,7 @@ type WorkloadCounts struct {
 // +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatTime`
 // +kubebuilder:printcolumn:name="Kubernetes",type=string,JSONPath=`.status.kubernetesVersion`,priority=1
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agentVersion`,priority=1
+// +kubebuilder:printcolumn:name="PodSecurity",type=string,JSONPath=`.status.podSecurityLevel`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a MemberCluster name must be a DNS label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
 type MemberCluster struct {
