@@ -42,9 +42,15 @@ func runsEverywhere(clusters []Cluster) string {
 // mostDone is the revision the most clusters are done on, ties going by name; "" when no
 // cluster is done on any.
 func mostDone(clusters []Cluster) string {
+	return mostRun(clusters, func(c Cluster) bool { return c.Done })
+}
+
+// mostRun is the revision the most clusters for which counts holds carry, ties going by name;
+// "" when none carries one.
+func mostRun(clusters []Cluster, counts func(Cluster) bool) string {
 	count := map[string]int{}
 	for _, c := range clusters {
-		if c.Revision != "" && c.Done {
+		if c.Revision != "" && counts(c) {
 			count[c.Revision]++
 		}
 	}

@@ -3,7 +3,6 @@ package rollout
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -133,19 +132,7 @@ func newPlanner(in Input) *planner {
 // recreated): the revision other than the target that most clusters run, ties going by name.
 // None when the clusters run nothing or only the target: then it is a first revision.
 func inferGood(clusters []Cluster, target string) string {
-	count := map[string]int{}
-	for _, c := range clusters {
-		if c.Revision != "" && c.Revision != target {
-			count[c.Revision]++
-		}
-	}
-	best := ""
-	for _, rev := range slices.Sorted(maps.Keys(count)) {
-		if count[rev] > count[best] {
-			best = rev
-		}
-	}
-	return best
+	return mostRun(clusters, func(c Cluster) bool { return c.Revision != target })
 }
 
 // rebase is m's phase for a new target. Every cluster is Pending again; one that was updating
