@@ -32,14 +32,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/policy"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/sweep"
-	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
 	"github.com/rayfleet/rayfleet/shared/scheme"
@@ -208,7 +206,8 @@ func providerSettings(f flags, sch *runtime.Scheme, userAgent string) ProviderSe
 	}
 }
 
-// newProvider is opts.NewProvider's provider, or the kubeconfig provider.
+// newProvider is opts.NewProvider's provider, or the kubeconfig provider (membership.Provider),
+// which refuses kubeconfigs that would make the hub run a program or read a file.
 func newProvider(f flags, opts Options, s ProviderSettings) (multicluster.Provider, error) {
 	if opts.NewProvider != nil {
 		p, err := opts.NewProvider(s)
@@ -217,12 +216,10 @@ func newProvider(f flags, opts Options, s ProviderSettings) (multicluster.Provid
 		}
 		return p, nil
 	}
-	return kubeconfig.New(kubeconfig.Options{
-		Namespace:             f.hubNamespace,
-		KubeconfigSecretLabel: fleetv1alpha1.KubeconfigSecretLabel,
-		KubeconfigSecretKey:   fleetv1alpha1.DefaultKubeconfigKey,
-		ClusterOptions:        s.ClusterOptions,
-		RESTOptions:           s.RESTOptions,
+	return membership.NewProvider(membership.ProviderOptions{
+		Namespace:      f.hubNamespace,
+		ClusterOptions: s.ClusterOptions,
+		RESTOptions:    s.RESTOptions,
 	}), nil
 }
 
