@@ -291,14 +291,15 @@ func (r *Reconciler) forget(name string) {
 }
 
 // recordTransitions emits one event per condition whose status changed: Normal when it turned
-// True, Warning when it turned False.
+// True, Warning when it turned False; and a Warning when a condition that is not True changes
+// its reason, so that a Secret turning refused says so even if the member was not Joined.
 func (r *Reconciler) recordTransitions(mc *fleetv1alpha1.MemberCluster, before, after []metav1.Condition) {
 	if r.recorder == nil {
 		return
 	}
 	for _, c := range after {
 		old := meta.FindStatusCondition(before, c.Type)
-		if old != nil && old.Status == c.Status {
+		if old != nil && old.Status == c.Status && (c.Status == metav1.ConditionTrue || old.Reason == c.Reason) {
 			continue
 		}
 		eventType := corev1.EventTypeNormal

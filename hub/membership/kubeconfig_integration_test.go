@@ -207,8 +207,18 @@ func TestRefusedKubeconfigs(t *testing.T) {
 
 	t.Run("a Secret refused from the start is never engaged", func(t *testing.T) {
 		g := NewWithT(t)
+		// The MemberCluster first, so that Joined is already False when the Secret comes:
+		// the change of reason is a Warning of its own.
+		g.Expect(hub.Client.Create(ctx, &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m2"},
+			Spec: fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretRef{Name: "m2"}}})).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(joined(g, "m2").Reason).To(Equal(fleetv1alpha1.ReasonKubeconfigSecretNotFound))
+		}, timeout, interval).Should(Succeed())
 		data, _, _ := mutateKubeconfig(t, member.KubeConfig, refusedKubeconfigCases(t, marker, proxy.URL)[0].mutate)
-		setSecret(g, "m2", data)
+		g.Expect(hub.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "m2", Namespace: ns, Labels: map[string]string{fleetv1alpha1.KubeconfigSecretLabel: labels.True}},
+			Data:       map[string][]byte{fleetv1alpha1.DefaultKubeconfigKey: data},
+		})).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			c := joined(g, "m2")
 			g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonKubeconfigRefused))
