@@ -24,6 +24,7 @@ type RefusedKubeconfig struct {
 	Why string
 }
 
+// Error is the field's path, then why it is refused.
 func (e *RefusedKubeconfig) Error() string {
 	return fmt.Sprintf("%s: %s", e.Field, e.Why)
 }
