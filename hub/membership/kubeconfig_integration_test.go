@@ -17,8 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -114,7 +116,9 @@ func TestRefusedKubeconfigs(t *testing.T) {
 	provider := NewProvider(ProviderOptions{Namespace: ns,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }}})
 	mgr, err := mcmanager.New(hub.Config, provider, mcmanager.Options{Scheme: hub.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}})
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// The package's tests each run the same controllers in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)
 	g.Expect(provider.SetupWithManager(mgrCtx, mgr)).To(Succeed())

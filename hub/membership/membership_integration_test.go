@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
@@ -46,7 +48,9 @@ func TestMembership(t *testing.T) {
 	provider := NewProvider(ProviderOptions{Namespace: ns,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }}})
 	mgr, err := mcmanager.New(hub.Config, provider, mcmanager.Options{Scheme: hub.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}})
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// The package's tests each run the same controllers in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)
 	g.Expect(provider.SetupWithManager(mgrCtx, mgr)).To(Succeed())
