@@ -3,7 +3,9 @@
 // of the member's ClusterReport, and when it was first Ready (firstReadyTime), so that a member
 // back from an outage is told apart from a new one: its return is a Readmitted event and counted
 // in rayfleet_member_readmissions_total. Status is a pure function of what one reconcile saw
-// (conditions.go); the reconciler only reads and writes.
+// (conditions.go); the reconciler only reads and writes. Provider (provider.go) engages the
+// members from their kubeconfig Secrets, refusing kubeconfigs that would make the hub run a
+// program or read a file (shared/hubaccess).
 // It imports only shared/: never spoke/, the other hub packages, shared/localfleet or, outside
 // tests, shared/testing.
 package membership
