@@ -5,7 +5,9 @@
 // in rayfleet_member_readmissions_total. It also labels for Pod Security the namespaces a hub
 // without those labels created on the member, when no Pod there breaks the member's level
 // (podsecurity.go). Status is a pure function of what one reconcile saw (conditions.go); the
-// reconciler only reads and writes.
+// reconciler only reads and writes. Provider (provider.go) engages the members from their
+// kubeconfig Secrets, refusing kubeconfigs that would make the hub run a program or read a file
+// (shared/hubaccess).
 // It imports only shared/: never spoke/, the other hub packages, shared/localfleet or, outside
 // tests, shared/testing.
 package membership
@@ -310,14 +312,15 @@ func (r *Reconciler) forget(name string) {
 }
 
 // recordTransitions emits one event per condition whose status changed: Normal when it turned
-// True, Warning when it turned False.
+// True, Warning when it turned False; and a Warning when a condition that is not True changes
+// its reason, so that a Secret turning refused says so even if the member was not Joined.
 func (r *Reconciler) recordTransitions(mc *fleetv1alpha1.MemberCluster, before, after []metav1.Condition) {
 	if r.recorder == nil {
 		return
 	}
 	for _, c := range after {
 		old := meta.FindStatusCondition(before, c.Type)
-		if old != nil && old.Status == c.Status {
+		if old != nil && old.Status == c.Status && (c.Status == metav1.ConditionTrue || old.Reason == c.Reason) {
 			continue
 		}
 		eventType := corev1.EventTypeNormal

@@ -9,12 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/hubaccess"
 )
 
 // ClusterGetter returns the engaged member clusters; a multicluster-runtime manager is one.
@@ -65,9 +65,12 @@ func join(ctx context.Context, hub client.Reader, clusters ClusterGetter, hubNam
 		return notJoined(fleetv1alpha1.ReasonKubeconfigSecretNotFound,
 			fmt.Sprintf("Secret %s has no key %q", key, fleetv1alpha1.DefaultKubeconfigKey)), nil, nil
 	}
-	if _, err := clientcmd.RESTConfigFromKubeConfig(data); err != nil {
-		return notJoined(fleetv1alpha1.ReasonKubeconfigInvalid,
-			fmt.Sprintf("Secret %s: kubeconfig does not parse: %v", key, err)), nil, nil
+	if _, err := hubaccess.RESTConfig(data); err != nil {
+		if refused, ok := errors.AsType[*hubaccess.RefusedKubeconfig](err); ok {
+			return notJoined(fleetv1alpha1.ReasonKubeconfigRefused,
+				fmt.Sprintf("Secret %s: kubeconfig refused: %v", key, refused)), nil, nil
+		}
+		return notJoined(fleetv1alpha1.ReasonKubeconfigInvalid, fmt.Sprintf("Secret %s: %v", key, err)), nil, nil
 	}
 	cl, err := clusters.GetCluster(ctx, multicluster.ClusterName(mc.Name))
 	if err != nil {

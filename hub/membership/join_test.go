@@ -2,12 +2,22 @@ package membership
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -28,15 +38,41 @@ func (e engaged) GetCluster(_ context.Context, name multicluster.ClusterName) (c
 	return nil, fmt.Errorf("cluster %s: %w", name, multicluster.ErrClusterNotFound)
 }
 
+// testCA returns a self-signed CA certificate, PEM-encoded.
+func testCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<33, 0), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
 func TestJoin(t *testing.T) {
 	const ns = "rayfleet-system"
-	kubeconfig := []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: m, cluster: {server: "https://127.0.0.1:6443"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: m, context: {cluster: m, user: u}}]
-current-context: m
-`)
+	kubeconfigWith := func(mutate func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo)) []byte {
+		cfg := clientcmdapi.NewConfig()
+		cfg.Clusters["m"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443", CertificateAuthorityData: testCA(t)}
+		cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+		cfg.Contexts["m"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "u"}
+		cfg.CurrentContext = "m"
+		mutate(cfg.Clusters["m"], cfg.AuthInfos["u"])
+		data, err := clientcmd.Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	kubeconfig := kubeconfigWith(func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {})
+	execPlugin := kubeconfigWith(func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		u.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh"}
+	})
 	secret := func(mutate func(*corev1.Secret)) *corev1.Secret {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{fleetv1alpha1.KubeconfigSecretLabel: "true"}},
@@ -59,6 +95,8 @@ current-context: m
 		engaged    engaged
 		wantJoined bool
 		wantReason string
+		// wantMessage, when set, is the beginning of the message.
+		wantMessage string
 	}{
 		{name: "engaged", mc: member(ownRef), secret: secret(nil), engaged: engaged{"m1": true}, wantJoined: true},
 		{name: "valid but not engaged yet", mc: member(ownRef), secret: secret(nil), engaged: engaged{},
@@ -76,6 +114,11 @@ current-context: m
 		{name: "kubeconfig does not parse", mc: member(ownRef),
 			secret:  secret(func(s *corev1.Secret) { s.Data[fleetv1alpha1.DefaultKubeconfigKey] = []byte("clusters: {") }),
 			engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigInvalid},
+		// Joined turns False at once, even while the provider has yet to disengage the member.
+		{name: "exec plugin, still engaged", mc: member(ownRef),
+			secret:  secret(func(s *corev1.Secret) { s.Data[fleetv1alpha1.DefaultKubeconfigKey] = execPlugin }),
+			engaged: engaged{"m1": true}, wantReason: fleetv1alpha1.ReasonKubeconfigRefused,
+			wantMessage: "Secret rayfleet-system/m1: kubeconfig refused: users[u].exec: runs a program in the hub's Pod"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +138,9 @@ current-context: m
 			if js.Joined != tt.wantJoined || js.Reason != tt.wantReason {
 				t.Errorf("join = {Joined: %v, Reason: %q, Message: %q}, want {Joined: %v, Reason: %q}",
 					js.Joined, js.Reason, js.Message, tt.wantJoined, tt.wantReason)
+			}
+			if !strings.HasPrefix(js.Message, tt.wantMessage) {
+				t.Errorf("message %q, want it to begin with %q", js.Message, tt.wantMessage)
 			}
 		})
 	}

@@ -12,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -44,14 +45,12 @@ func TestMembership(t *testing.T) {
 	g.Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 
 	clock := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	provider := kubeconfig.New(kubeconfig.Options{
-		Namespace:             ns,
-		KubeconfigSecretLabel: fleetv1alpha1.KubeconfigSecretLabel,
-		KubeconfigSecretKey:   fleetv1alpha1.DefaultKubeconfigKey,
-		ClusterOptions:        []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }},
-	})
+	provider := NewProvider(ProviderOptions{Namespace: ns,
+		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }}})
 	mgr, err := mcmanager.New(hub.Config, provider, mcmanager.Options{Scheme: hub.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}})
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// The package's tests each run the same controllers in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)
 	g.Expect(provider.SetupWithManager(mgrCtx, mgr)).To(Succeed())

@@ -33,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
@@ -41,7 +40,6 @@ import (
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/sweep"
 	"github.com/rayfleet/rayfleet/hub/traffic"
-	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
 	"github.com/rayfleet/rayfleet/shared/scheme"
@@ -230,7 +228,8 @@ func providerSettings(f flags, sch *runtime.Scheme, userAgent string) ProviderSe
 	}
 }
 
-// newProvider is opts.NewProvider's provider, or the kubeconfig provider.
+// newProvider is opts.NewProvider's provider, or the kubeconfig provider (membership.Provider),
+// which refuses kubeconfigs that would make the hub run a program or read a file.
 func newProvider(f flags, opts Options, s ProviderSettings) (multicluster.Provider, error) {
 	if opts.NewProvider != nil {
 		p, err := opts.NewProvider(s)
@@ -239,12 +238,10 @@ func newProvider(f flags, opts Options, s ProviderSettings) (multicluster.Provid
 		}
 		return p, nil
 	}
-	return kubeconfig.New(kubeconfig.Options{
-		Namespace:             f.hubNamespace,
-		KubeconfigSecretLabel: fleetv1alpha1.KubeconfigSecretLabel,
-		KubeconfigSecretKey:   fleetv1alpha1.DefaultKubeconfigKey,
-		ClusterOptions:        s.ClusterOptions,
-		RESTOptions:           s.RESTOptions,
+	return membership.NewProvider(membership.ProviderOptions{
+		Namespace:      f.hubNamespace,
+		ClusterOptions: s.ClusterOptions,
+		RESTOptions:    s.RESTOptions,
 	}), nil
 }
 

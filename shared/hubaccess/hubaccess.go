@@ -3,6 +3,8 @@
 // cluster-wide and, on request, TrafficRules in the namespace of a Gateway it routes through.
 // The spoke chart renders it, `rayfleet join` creates it when no chart did, and the tests
 // compare both against HubRules and TrafficRules.
+// The hub's side of the contract is the kubeconfig it reaches the member with: CheckKubeconfig
+// and RESTConfig (kubeconfig.go) say which kubeconfigs the hub and `rayfleet join` accept.
 // Of the repository it imports only shared/ (the fleet API, labels); like all of shared/, never
 // hub/, spoke/ or cmd/.
 package hubaccess

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -93,6 +94,16 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 	if o.Name == "" || o.HubNamespace == "" {
 		return nil, errors.New("joining: a member name and a hub namespace are required")
 	}
+	server := o.MemberServer
+	if server == "" {
+		server = member.Config.Host
+	}
+	// The hub refuses a kubeconfig without a CA, skipping TLS verification or not over
+	// https: find out before anything is written on either cluster. No token exists yet;
+	// a stand-in takes its place.
+	if _, err := hubKubeconfig(o.Name, server, member.Config, []byte("token-stand-in")); err != nil {
+		return nil, fmt.Errorf("member %s: %w", o.Name, err)
+	}
 	namespace := o.memberNamespace()
 	existing, err := existingIdentity(ctx, member.Client, namespace)
 	if err != nil {
@@ -125,10 +136,6 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 	token, err := waitForToken(ctx, member.Client, namespace, o.tokenTimeout(), o.pollInterval())
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
-	}
-	server := o.MemberServer
-	if server == "" {
-		server = member.Config.Host
 	}
 	kubeconfig, err := hubKubeconfig(o.Name, server, member.Config, token)
 	if err != nil {
@@ -230,7 +237,9 @@ func waitForToken(ctx context.Context, c client.Client, namespace string, timeou
 }
 
 // hubKubeconfig is the kubeconfig the hub reaches the member with: the server, the member
-// context's trust settings and the hub ServiceAccount's token.
+// context's trust settings and the hub ServiceAccount's token, all inline. It fails with the
+// field the hub would refuse (hubaccess.RESTConfig), such as a member context that skips TLS
+// verification or has no CA.
 func hubKubeconfig(name, server string, member *rest.Config, token []byte) ([]byte, error) {
 	ca := member.CAData
 	if len(ca) == 0 && member.CAFile != "" {
@@ -253,6 +262,10 @@ func hubKubeconfig(name, server string, member *rest.Config, token []byte) ([]by
 	data, err := clientcmd.Write(*cfg)
 	if err != nil {
 		return nil, fmt.Errorf("writing the hub's kubeconfig: %w", err)
+	}
+	if _, err := hubaccess.RESTConfig(data); err != nil {
+		return nil, fmt.Errorf("the hub would refuse the kubeconfig made from the member context's server and trust settings "+
+			"(--member-server sets the server; the context needs its CA, not insecure-skip-tls-verify): %w", err)
 	}
 	return data, nil
 }

@@ -124,6 +124,10 @@ const (
 	ReasonKubeconfigSecretNotFound = "KubeconfigSecretNotFound"
 	// ReasonKubeconfigInvalid (Joined=False): the Secret's kubeconfig does not parse or connect.
 	ReasonKubeconfigInvalid = "KubeconfigInvalid"
+	// ReasonKubeconfigRefused (Joined=False): the Secret's kubeconfig holds a field the hub
+	// refuses (an exec plugin, a file, a proxy, no CA, ...); the message names the Secret and
+	// the field, and the hub keeps no client of the member.
+	ReasonKubeconfigRefused = "KubeconfigRefused"
 	// ReasonEngaging (Joined=False): the kubeconfig Secret is valid and the hub is still
 	// connecting to the member (the provider retries a failing connection with backoff).
 	ReasonEngaging = "Engaging"
