@@ -46,7 +46,7 @@ func startGuard(t *testing.T) guardEnv {
 	ctx := t.Context()
 	loose := hubpolicy.Default()
 	loose.HubUsernames = []string{hubpolicy.HubUsername(hubaccess.DefaultNamespace, "loose-hub")}
-	loose.AllowedNamespaces = []string{"team-a", "team-c"}
+	loose.AllowedNamespaces = []string{"team-a", "team-c", "bare"}
 	loose.AllowedServiceAccounts = []string{"default", "ray"}
 	loose.AllowedCapabilities = append(hubpolicy.BaselineCapabilities(), "SYS_PTRACE")
 	loose.AllowHostNetwork, loose.AllowNodePorts = true, true
@@ -461,17 +461,28 @@ func testWorkerGroups(t *testing.T, g guardEnv) {
 		})
 	}
 	// The largest RayService the guard admits, checked in full at either level within the
-	// API server's CEL budget: a budget spent would refuse it, as the policies fail closed.
+	// API server's CEL budget (a budget spent would refuse it, as the policies fail closed):
+	// the largest request the API server takes (3 MiB) in a dry run, and one etcd stores
+	// (its 1.5 MiB request limit) created for real.
 	t.Run("largest", func(t *testing.T) {
 		for _, c := range []struct {
 			who       string
 			namespace string
 			c         client.Client
 		}{{"strict", "team-r", g.strict}, {"hub", "team-b", g.hub}} {
-			rs := largest("largest-"+c.who, hubpolicy.DefaultMaxWorkerGroups)
+			rs := largest("largest-"+c.who, hubpolicy.DefaultMaxWorkerGroups, 3, 2, 6)
 			rs.Namespace = c.namespace
-			if err := c.c.Create(ctx, rs); err != nil {
-				t.Errorf("the %s's create of the largest RayService: %v, want it admitted", c.who, err)
+			start := time.Now()
+			if err := c.c.Create(ctx, rs, client.DryRunAll); err != nil {
+				t.Errorf("the %s's dry run of the largest RayService: %v, want it admitted", c.who, err)
+			}
+			t.Logf("the %s's dry run of the largest RayService took %v (the admin's: %v)", c.who, time.Since(start), timed(func() error {
+				return g.admin.Create(ctx, largest("largest-"+c.who, hubpolicy.DefaultMaxWorkerGroups, 3, 2, 6), client.DryRunAll)
+			}))
+			stored := largest("stored-"+c.who, hubpolicy.DefaultMaxWorkerGroups, 1, 1, 2)
+			stored.Namespace = c.namespace
+			if err := c.c.Create(ctx, stored); err != nil {
+				t.Errorf("the %s's create of the largest RayService etcd stores: %v, want it admitted", c.who, err)
 			}
 		}
 	})
@@ -483,6 +494,15 @@ func testWorkerGroups(t *testing.T, g guardEnv) {
 			}
 		}
 	})
+}
+
+// timed is how long f took, or its error.
+func timed(f func() error) any {
+	start := time.Now()
+	if err := f(); err != nil {
+		return err
+	}
+	return time.Since(start)
 }
 
 // manyGroups is a plain RayService with n worker groups, each with a securityContext, a

@@ -98,7 +98,7 @@ func testPodSecurity(t *testing.T, g guardEnv) {
 			wantMsg: `hubPolicy/runAsNonRoot: container "ray-worker" in worker group "small" sets no securityContext.runAsNonRoot, nor does its Pod`,
 			edit: func(rs *rayv1.RayService) { worker(rs).Containers[0].SecurityContext.RunAsNonRoot = nil }},
 		{name: "restricted autoscaler without securityContext", strict: true, wantRule: hubpolicy.RuleSeccomp,
-			wantMsg: `hubPolicy/seccomp: the autoscaler (rayClusterConfig.autoscalerOptions) does not set what seccomp requires in securityContext, nor does the head Pod`,
+			wantMsg: `hubPolicy/seccomp: the autoscaler (rayClusterConfig.autoscalerOptions) sets no securityContext.seccompProfile.type, nor does the head Pod`,
 			edit:    func(rs *rayv1.RayService) { rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true) }},
 		{name: "restricted volume", strict: true, wantRule: hubpolicy.RuleVolumeTypes,
 			wantMsg: `hubPolicy/volumeTypes: volume "data" in headGroupSpec is none of configMap, csi, downwardAPI, emptyDir, ephemeral, image, persistentVolumeClaim, projected, secret`,
@@ -108,11 +108,12 @@ func testPodSecurity(t *testing.T, g guardEnv) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			name := strings.ReplaceAll(strings.ToLower(tt.name), " ", "-")
-			c, rs := g.hub, rayService(name, tt.edit)
+			name := strings.NewReplacer(" ", "-", "_", "-").Replace(strings.ToLower(tt.name))
+			c, make := g.hub, rayService
 			if tt.strict {
-				c, rs = g.strict, restrictedService(name, tt.edit)
+				c, make = g.strict, restrictedService
 			}
+			rs := make(name, tt.edit)
 			checkWrite(t, c.Create(ctx, rs, client.DryRunAll), tt.wantRule, tt.wantMsg)
 		})
 	}
@@ -145,11 +146,11 @@ func testNamespaceLevel(t *testing.T, g guardEnv) {
 	}
 }
 
-// largest is the largest RayService the guard is meant to admit at restricted: the most worker
-// groups, each Pod template with four containers and four init containers that set every
-// field a check reads, probes, ports and eight volumes. Its request stays under the API
-// server's 3 MiB limit.
-func largest(name string, groups int) *rayv1.RayService {
+// largest is a RayService conforming to restricted with the given worker groups, each Pod
+// template with containers and inits init containers that set every field a check reads,
+// probes and ports, and volumes emptyDir volumes. 1,000 groups of 3, 2 and 6 bring the request
+// close to the API server's 3 MiB limit; of 1, 1 and 2 under etcd's 1.5 MiB.
+func largest(name string, groups, containers, inits, volumes int) *rayv1.RayService {
 	return restrictedService(name, func(rs *rayv1.RayService) {
 		rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
 		rs.Spec.RayClusterSpec.AutoscalerOptions = &rayv1.AutoscalerOptions{SecurityContext: restrictedContext()}
@@ -165,14 +166,18 @@ func largest(name string, groups int) *rayv1.RayService {
 		ray.Ports = []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 8081}}
 		ray.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}}
 		spec.Containers, spec.InitContainers = nil, nil
-		for i := range 4 {
+		for i := range max(containers, inits) {
 			c := *ray.DeepCopy()
 			c.Name = fmt.Sprintf("c%d", i)
-			spec.Containers = append(spec.Containers, c)
+			if i < containers {
+				spec.Containers = append(spec.Containers, c)
+			}
 			c.Name = fmt.Sprintf("i%d", i)
-			spec.InitContainers = append(spec.InitContainers, c)
+			if i < inits {
+				spec.InitContainers = append(spec.InitContainers, c)
+			}
 		}
-		for i := range 8 {
+		for i := range volumes {
 			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: fmt.Sprintf("v%d", i), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		}
 		first := rs.Spec.RayClusterSpec.WorkerGroupSpecs[0]

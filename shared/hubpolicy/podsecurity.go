@@ -78,7 +78,7 @@ type podCheck struct {
 	pod        func(spec, where string) string
 	sc         scCheck
 	container  func(spec string) (pred, what string)
-	autoscaler func(spec string) string
+	autoscaler func(spec string) (pred, what string)
 }
 
 // podCheckVariables are the refusal lists of the Pod Security checks, one variable per rule.
@@ -118,15 +118,10 @@ func (p podCheck) expression() string {
 		out += " + " + autoscalerRefusal(pred, what)
 	}
 	if p.autoscaler != nil {
-		out += fmt.Sprintf(" + (variables.autoscaling && %s ? ['the autoscaler (rayClusterConfig.autoscalerOptions)' + %s] : [])",
-			p.autoscaler(head), p.autoscalerWhat())
+		pred, what := p.autoscaler(head)
+		out += fmt.Sprintf(" + (variables.autoscaling && %s ? ['the autoscaler (rayClusterConfig.autoscalerOptions)' + %s] : [])", pred, what)
 	}
 	return fmt.Sprintf("%s ? %s : []", level, out)
-}
-
-// autoscalerWhat says what the autoscaler misses for the check's implicit refusal.
-func (p podCheck) autoscalerWhat() string {
-	return "' does not set what " + p.rule + " requires in securityContext, nor does the head Pod'"
 }
 
 // podChecks are the Pod Security checks in Rules' order.
@@ -159,8 +154,9 @@ func podChecks() []podCheck {
 		}, container: func(spec string) (string, string) {
 			return fmt.Sprintf("variables.restricted && !(%s) && !(%s) && !(%s)", windows(spec), containerSC.has("seccompProfile"), podSeccompSet(spec)),
 				"' sets no securityContext.seccompProfile.type, nor does its Pod'"
-		}, autoscaler: func(spec string) string {
-			return fmt.Sprintf("variables.restricted && !(%s) && !variables.autoscaler.exists(s, has(s.seccompProfile)) && !(%s)", windows(spec), podSeccompSet(spec))
+		}, autoscaler: func(spec string) (string, string) {
+			return fmt.Sprintf("variables.restricted && !(%s) && !variables.autoscaler.exists(s, has(s.seccompProfile)) && !(%s)", windows(spec), podSeccompSet(spec)),
+				"' sets no securityContext.seccompProfile.type, nor does the head Pod'"
 		}},
 		{rule: RuleSysctls, pod: func(spec, where string) string {
 			sc := podSC(spec)
@@ -196,8 +192,9 @@ func podChecks() []podCheck {
 		{rule: RuleAllowPrivilegeEscalation, restricted: true, container: func(spec string) (string, string) {
 			return fmt.Sprintf("!(%s) && !(%s && !%s)", windows(spec), containerSC.has("allowPrivilegeEscalation"), containerSC.get("allowPrivilegeEscalation")),
 				"' does not set securityContext.allowPrivilegeEscalation false'"
-		}, autoscaler: func(spec string) string {
-			return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, has(s.allowPrivilegeEscalation) && !s.allowPrivilegeEscalation)", windows(spec))
+		}, autoscaler: func(spec string) (string, string) {
+			return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, has(s.allowPrivilegeEscalation) && !s.allowPrivilegeEscalation)", windows(spec)),
+				"' does not set securityContext.allowPrivilegeEscalation false'"
 		}},
 		runAsNonRootCheck(),
 		{rule: RuleRunAsUser, restricted: true, pod: func(spec, where string) string {
@@ -221,8 +218,9 @@ func runAsNonRootCheck() podCheck {
 	}, container: func(spec string) (string, string) {
 		return fmt.Sprintf("!(%s) && !(%s) && !(%s)", userNamespace(spec), containerSC.has("runAsNonRoot"), podRunsAsNonRoot(spec)),
 			"' sets no securityContext.runAsNonRoot, nor does its Pod'"
-	}, autoscaler: func(spec string) string {
-		return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, has(s.runAsNonRoot)) && !(%s)", userNamespace(spec), podRunsAsNonRoot(spec))
+	}, autoscaler: func(spec string) (string, string) {
+		return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, has(s.runAsNonRoot)) && !(%s)", userNamespace(spec), podRunsAsNonRoot(spec)),
+			"' sets no securityContext.runAsNonRoot, nor does the head Pod'"
 	}}
 }
 
@@ -240,8 +238,8 @@ func capabilitiesRestrictedCheck() podCheck {
 			"' adds capabilities ' + " + sc.get("capabilities", "add") + ".filter(x, x != 'NET_BIND_SERVICE').join(', ') + ' (only NET_BIND_SERVICE)'"
 	}, container: func(spec string) (string, string) {
 		return fmt.Sprintf("!(%s) && !(%s)", windows(spec), dropsAll(containerSC)), "' does not drop ALL capabilities'"
-	}, autoscaler: func(spec string) string {
-		return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, %s)", windows(spec), dropsAll(autoscalerSC))
+	}, autoscaler: func(spec string) (string, string) {
+		return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, %s)", windows(spec), dropsAll(autoscalerSC)), "' does not drop ALL capabilities'"
 	}}
 }
 
@@ -251,10 +249,10 @@ func appArmorPod(spec, where string) string {
 	sc := podSC(spec)
 	meta := strings.TrimSuffix(spec, ".spec") + ".metadata"
 	ann := meta + ".annotations"
-	return fmt.Sprintf("(%s && !(%s in %s) ? [%s + ' sets securityContext.appArmorProfile.type ' + %[2]s] : []) + "+
-		"(has(%s) && has(%s) ? %[7]s.filter(k, k.startsWith('%[8]s') && !(%[7]s[k] == '' || %[7]s[k] == 'runtime/default' || %[7]s[k].startsWith('localhost/')))"+
-		".map(k, %[4]s + ' has annotation ' + k + '=' + %[7]s[k]) : [])",
-		sc.has("appArmorProfile"), sc.get("appArmorProfile", "type"), validProfiles, where, meta, ann, ann, appArmorAnnotationPrefix)
+	return fmt.Sprintf("(%[1]s && !(%[2]s in %[3]s) ? [%[4]s + ' sets securityContext.appArmorProfile.type ' + %[2]s] : []) + "+
+		"(has(%[5]s) && has(%[6]s) ? %[6]s.filter(k, k.startsWith('%[7]s') && !(%[6]s[k] == '' || %[6]s[k] == 'runtime/default' || %[6]s[k].startsWith('localhost/')))"+
+		".map(k, %[4]s + ' has annotation ' + k + '=' + %[6]s[k]) : [])",
+		sc.has("appArmorProfile"), sc.get("appArmorProfile", "type"), validProfiles, where, meta, ann, appArmorAnnotationPrefix)
 }
 
 // badSELinux is the CEL condition that the seLinuxOptions o are outside baseline.
