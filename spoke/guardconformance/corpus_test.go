@@ -265,7 +265,16 @@ func autoscalerCorpus(base *corev1.SecurityContext) []entry {
 		}
 	}
 	out := []entry{
-		{name: "autoscaler: no autoscalerOptions", edit: autoscale(nil)},
+		// The sidecar the spoke adds carries no securityContext of its own: at restricted it
+		// fails allowPrivilegeEscalation and capabilities whatever the head Pod sets, so both
+		// Pod Security and the guard refuse an autoscaling RayService without one.
+		{name: "autoscaler: no autoscalerOptions (the spoke's sidecar as built)", edit: autoscale(nil)},
+		{name: "autoscaler: no autoscalerOptions, head Pod runAsNonRoot and seccomp set", edit: func(rs *rayv1.RayService) {
+			autoscale(nil)(rs)
+			rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			}
+		}},
 		{name: "autoscaler: the level's securityContext", edit: autoscale(base.DeepCopy())},
 		{name: "autoscaler disabled: privileged autoscalerOptions", guardStricter: "the guard checks autoscalerOptions even when no sidecar runs",
 			edit: func(rs *rayv1.RayService) {
