@@ -96,7 +96,7 @@ func testPodSecurity(t *testing.T, g guardEnv) {
 		{name: "restricted plain", strict: true},
 		{name: "restricted root", strict: true, wantRule: hubpolicy.RuleRunAsNonRoot,
 			wantMsg: `hubPolicy/runAsNonRoot: container "ray-worker" in worker group "small" sets no securityContext.runAsNonRoot, nor does its Pod`,
-			edit: func(rs *rayv1.RayService) { worker(rs).Containers[0].SecurityContext.RunAsNonRoot = nil }},
+			edit:    func(rs *rayv1.RayService) { worker(rs).Containers[0].SecurityContext.RunAsNonRoot = nil }},
 		{name: "restricted autoscaler without securityContext", strict: true, wantRule: hubpolicy.RuleSeccomp,
 			wantMsg: `hubPolicy/seccomp: the autoscaler (rayClusterConfig.autoscalerOptions) sets no securityContext.seccompProfile.type, nor does the head Pod`,
 			edit:    func(rs *rayv1.RayService) { rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true) }},
@@ -109,11 +109,11 @@ func testPodSecurity(t *testing.T, g guardEnv) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := strings.NewReplacer(" ", "-", "_", "-").Replace(strings.ToLower(tt.name))
-			c, make := g.hub, rayService
+			c, build := g.hub, rayService
 			if tt.strict {
-				c, make = g.strict, restrictedService
+				c, build = g.strict, restrictedService
 			}
-			rs := make(name, tt.edit)
+			rs := build(name, tt.edit)
 			checkWrite(t, c.Create(ctx, rs, client.DryRunAll), tt.wantRule, tt.wantMsg)
 		})
 	}

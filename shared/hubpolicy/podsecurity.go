@@ -126,6 +126,11 @@ func (p podCheck) expression() string {
 
 // podChecks are the Pod Security checks in Rules' order.
 func podChecks() []podCheck {
+	return append(baselineChecks(), restrictedChecks()...)
+}
+
+// baselineChecks are the baseline checks without a rule of their own above.
+func baselineChecks() []podCheck {
 	return []podCheck{
 		{rule: RuleAppArmor, pod: appArmorPod, sc: func(sc secCtx, _ string) (string, string) {
 			t := sc.get("appArmorProfile", "type")
@@ -181,6 +186,12 @@ func podChecks() []podCheck {
 			}
 			return strings.Join(conds, " || "), "' sets a host in ' + [" + strings.Join(names, ", ") + "].filter(x, x != '').join(', ')"
 		}},
+	}
+}
+
+// restrictedChecks are the checks restricted adds to baseline.
+func restrictedChecks() []podCheck {
+	return []podCheck{
 		{rule: RuleVolumeTypes, restricted: true, pod: func(spec, where string) string {
 			allowed := make([]string, len(restrictedVolumeSources))
 			for i, s := range restrictedVolumeSources {

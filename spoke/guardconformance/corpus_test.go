@@ -46,7 +46,9 @@ func securityContextEdits() []struct {
 			sc.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("ray")}
 		}},
 		{"seLinux type spc_t", func(sc *corev1.SecurityContext) { sc.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"} }},
-		{"seLinux type container_engine_t", func(sc *corev1.SecurityContext) { sc.SELinuxOptions = &corev1.SELinuxOptions{Type: "container_engine_t"} }},
+		{"seLinux type container_engine_t", func(sc *corev1.SecurityContext) {
+			sc.SELinuxOptions = &corev1.SELinuxOptions{Type: "container_engine_t"}
+		}},
 		{"seLinux user", func(sc *corev1.SecurityContext) { sc.SELinuxOptions = &corev1.SELinuxOptions{User: "system_u"} }},
 		{"seLinux role", func(sc *corev1.SecurityContext) { sc.SELinuxOptions = &corev1.SELinuxOptions{Role: "object_r"} }},
 		{"seLinux level only", func(sc *corev1.SecurityContext) { sc.SELinuxOptions = &corev1.SELinuxOptions{Level: "s0:c1"} }},
@@ -83,7 +85,9 @@ func containerEdits() []struct {
 		name string
 		edit containerEdit
 	}{
-		{"hostPort", func(c *corev1.Container) { c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 9000, HostPort: 9000}) }},
+		{"hostPort", func(c *corev1.Container) {
+			c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 9000, HostPort: 9000})
+		}},
 		{"containerPort only", func(c *corev1.Container) { c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 9000}) }},
 		{"livenessProbe httpGet host", func(c *corev1.Container) { c.LivenessProbe = &corev1.Probe{ProbeHandler: *host("10.0.0.1")} }},
 		{"readinessProbe tcpSocket host", func(c *corev1.Container) {
@@ -147,8 +151,12 @@ func podEdits() []struct {
 		{"appArmor annotation unconfined", annotate("unconfined")},
 		{"appArmor annotation runtime/default", annotate("runtime/default")},
 		{"appArmor annotation localhost", annotate("localhost/ray")},
-		{"sysctl kernel.msgmax", func(t *corev1.PodTemplateSpec) { psc(t).Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}} }},
-		{"sysctl net.ipv4.tcp_rmem", func(t *corev1.PodTemplateSpec) { psc(t).Sysctls = []corev1.Sysctl{{Name: "net.ipv4.tcp_rmem", Value: "4096 87380 6291456"}} }},
+		{"sysctl kernel.msgmax", func(t *corev1.PodTemplateSpec) {
+			psc(t).Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}
+		}},
+		{"sysctl net.ipv4.tcp_rmem", func(t *corev1.PodTemplateSpec) {
+			psc(t).Sysctls = []corev1.Sysctl{{Name: "net.ipv4.tcp_rmem", Value: "4096 87380 6291456"}}
+		}},
 		{"pod windows hostProcess", func(t *corev1.PodTemplateSpec) {
 			psc(t).WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}
 		}},
@@ -172,7 +180,9 @@ func podEdits() []struct {
 		}},
 		{"windows Pod, Linux settings unset", func(t *corev1.PodTemplateSpec) {
 			t.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
-			eachSC(t, func(sc *corev1.SecurityContext) { sc.AllowPrivilegeEscalation, sc.SeccompProfile, sc.Capabilities = nil, nil, nil })
+			eachSC(t, func(sc *corev1.SecurityContext) {
+				sc.AllowPrivilegeEscalation, sc.SeccompProfile, sc.Capabilities = nil, nil, nil
+			})
 		}},
 	}
 }
@@ -199,14 +209,20 @@ type containerLocation struct {
 // containerLocations are the containers the hub's RayService controls directly.
 func containerLocations() []containerLocation {
 	headT := func(rs *rayv1.RayService) *corev1.PodSpec { return &rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec }
-	workerT := func(rs *rayv1.RayService) *corev1.PodSpec { return &rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec }
+	workerT := func(rs *rayv1.RayService) *corev1.PodSpec {
+		return &rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec
+	}
 	initC := func(spec *corev1.PodSpec, base *corev1.SecurityContext) *corev1.Container {
 		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: "setup", Image: "busybox", SecurityContext: base.DeepCopy()})
 		return &spec.InitContainers[len(spec.InitContainers)-1]
 	}
 	return []containerLocation{
-		{"head container", func(rs *rayv1.RayService, _ *corev1.SecurityContext) *corev1.Container { return &headT(rs).Containers[0] }},
-		{"head init container", func(rs *rayv1.RayService, base *corev1.SecurityContext) *corev1.Container { return initC(headT(rs), base) }},
+		{"head container", func(rs *rayv1.RayService, _ *corev1.SecurityContext) *corev1.Container {
+			return &headT(rs).Containers[0]
+		}},
+		{"head init container", func(rs *rayv1.RayService, base *corev1.SecurityContext) *corev1.Container {
+			return initC(headT(rs), base)
+		}},
 		{"head ephemeral container", func(rs *rayv1.RayService, base *corev1.SecurityContext) *corev1.Container {
 			spec := headT(rs)
 			spec.EphemeralContainers = append(spec.EphemeralContainers, corev1.EphemeralContainer{
@@ -214,13 +230,17 @@ func containerLocations() []containerLocation {
 			})
 			return (*corev1.Container)(&spec.EphemeralContainers[len(spec.EphemeralContainers)-1].EphemeralContainerCommon)
 		}},
-		{"worker container (and wait-gcs-ready)", func(rs *rayv1.RayService, _ *corev1.SecurityContext) *corev1.Container { return &workerT(rs).Containers[0] }},
+		{"worker container (and wait-gcs-ready)", func(rs *rayv1.RayService, _ *corev1.SecurityContext) *corev1.Container {
+			return &workerT(rs).Containers[0]
+		}},
 		{"worker sidecar", func(rs *rayv1.RayService, base *corev1.SecurityContext) *corev1.Container {
 			spec := workerT(rs)
 			spec.Containers = append(spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox", SecurityContext: base.DeepCopy()})
 			return &spec.Containers[len(spec.Containers)-1]
 		}},
-		{"worker init container", func(rs *rayv1.RayService, base *corev1.SecurityContext) *corev1.Container { return initC(workerT(rs), base) }},
+		{"worker init container", func(rs *rayv1.RayService, base *corev1.SecurityContext) *corev1.Container {
+			return initC(workerT(rs), base)
+		}},
 	}
 }
 
