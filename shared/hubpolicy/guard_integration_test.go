@@ -32,6 +32,8 @@ const waitTimeout = 60 * time.Second
 // ("loose") with a loosened guard, a third ("strict") at restricted, and the admin.
 type guardEnv struct {
 	admin, hub, loose, strict client.Client
+	// config is the admin's.
+	config *rest.Config
 }
 
 // enforce is Pod Security admission's enforce label.
@@ -93,7 +95,7 @@ func startGuard(t *testing.T) guardEnv {
 		}
 		mustCreate(ctx, t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
 	}
-	g := guardEnv{admin: env.Client, hub: clients[0], loose: clients[1], strict: clients[2]}
+	g := guardEnv{admin: env.Client, hub: clients[0], loose: clients[1], strict: clients[2], config: env.Config}
 	// The API server loads policies asynchronously: wait until every guard refuses.
 	for _, c := range []client.Client{g.hub, g.loose, g.strict} {
 		gomega.NewWithT(t).Eventually(func() bool {
@@ -141,6 +143,7 @@ func TestGuard(t *testing.T) {
 	t.Run("worker groups", func(t *testing.T) { testWorkerGroups(t, g) })
 	t.Run("pod security", func(t *testing.T) { testPodSecurity(t, g) })
 	t.Run("namespace level", func(t *testing.T) { testNamespaceLevel(t, g) })
+	t.Run("type checking", func(t *testing.T) { testTypeChecking(t, g) })
 }
 
 func testRayServices(t *testing.T, g guardEnv) {

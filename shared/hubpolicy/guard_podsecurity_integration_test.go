@@ -7,6 +7,9 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -187,4 +190,36 @@ func largest(name string, groups, containers, inits, volumes int) *rayv1.RayServ
 			rs.Spec.RayClusterSpec.WorkerGroupSpecs[i].GroupName = fmt.Sprintf("g%d", i)
 		}
 	})
+}
+
+// testTypeChecking type checks the guard's policies as the API server's status controller
+// does, against the ray.io and core schemas the API server publishes: the API server compiles a
+// policy's expressions against untyped objects, so a misspelt field in has() would pass every
+// request silently. No expression may draw a warning.
+func testTypeChecking(t *testing.T, g guardEnv) {
+	d, err := discovery.NewDiscoveryClientForConfig(g.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := &validating.TypeChecker{SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: d}, RestMapper: g.admin.RESTMapper()}
+	for _, level := range []string{hubpolicy.LevelBaseline, hubpolicy.LevelRestricted} {
+		cfg := hubpolicy.Default()
+		cfg.MinPodSecurityLevel = level
+		objs, err := hubpolicy.Build(hubpolicy.DefaultName, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range objs.Policies {
+			for _, w := range checker.Check(p) {
+				t.Errorf("policy %s at %s: %s: %s", p.Name, level, w.FieldRef, w.Warning)
+			}
+			// Check looks at the validations only; the rules live in the variables.
+			ctx := checker.CreateContext(p)
+			for _, v := range p.Spec.Variables {
+				if res := checker.CheckExpression(ctx, v.Expression); len(res) != 0 {
+					t.Errorf("policy %s at %s: variable %s: %s", p.Name, level, v.Name, res)
+				}
+			}
+		}
+	}
 }
