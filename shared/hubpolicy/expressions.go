@@ -101,6 +101,9 @@ func rayServiceVariables() []admissionregistrationv1.Variable {
 		{Name: "baseline", Expression: fmt.Sprintf("variables.%s in ['%s', '%s']", VarMinPodSecurityLevel, LevelBaseline, LevelRestricted)},
 		{Name: "restricted", Expression: fmt.Sprintf("variables.%s == '%s'", VarMinPodSecurityLevel, LevelRestricted)},
 		{Name: "tooManyWorkerGroups", Expression: "size(variables.workers) > variables." + VarMaxWorkerGroups},
+	}
+	vs = append(vs, namespaceLabelVariables()...)
+	vs = append(vs, []admissionregistrationv1.Variable{
 		{Name: RuleServiceAccount, Expression: perTemplate(serviceAccountRefusals)},
 		{Name: RulePrivileged, Expression: perTemplate(func(spec, where string) string {
 			return containerRefusals(spec, where, present("c", "securityContext", "privileged")+" && c.securityContext.privileged", "' asks for privileged'")
@@ -117,7 +120,7 @@ func rayServiceVariables() []admissionregistrationv1.Variable {
 		{Name: RuleHostPath, Expression: perTemplate(func(spec, where string) string {
 			return fmt.Sprintf(`(has(%[1]s.volumes) ? %[1]s.volumes : []).filter(v, has(v.hostPath)).map(v, 'volume "' + v.name + '" in ' + %[2]s + ' is a hostPath (' + v.hostPath.path + ')')`, spec, where)
 		})},
-	}
+	}...)
 	vs = append(vs, podCheckVariables()...)
 	return append(vs, []admissionregistrationv1.Variable{
 		{Name: RuleExternalIPs, Expression: perService(func(svc, where string) string {
@@ -150,23 +153,42 @@ func rayServiceValidations() []admissionregistrationv1.Validation {
 	return vs
 }
 
-// namespaceLevelValidation refuses a RayService in a namespace whose enforce label (as the
-// API server has the Namespace, namespaceObject) is missing or looser than the member's level,
-// unless the namespace is among the unenforced ones. A missing label counts as looser than
-// baseline: Pod Security admission then enforces nothing unless the cluster's own defaults say
-// otherwise, which the guard cannot see.
+// Pod Security admission's labels on a namespace.
+const (
+	enforceLabel        = "pod-security.kubernetes.io/enforce"
+	enforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
+)
+
+// namespaceLabelVariables are the enforce labels of the RayService's namespace as the API
+// server has it (namespaceObject), "" when missing.
+func namespaceLabelVariables() []admissionregistrationv1.Variable {
+	label := func(key string) string {
+		return fmt.Sprintf("namespaceObject != null && has(namespaceObject.metadata.labels) && '%[1]s' in namespaceObject.metadata.labels ? namespaceObject.metadata.labels['%[1]s'] : ''", key)
+	}
+	return []admissionregistrationv1.Variable{
+		{Name: "namespaceEnforce", Expression: label(enforceLabel)},
+		{Name: "namespaceEnforceVersion", Expression: label(enforceVersionLabel)},
+	}
+}
+
+// namespaceLevelValidation refuses a RayService in a namespace whose enforce label is missing
+// or looser than the member's level, or whose enforce-version is pinned (an older version
+// checks less; the Namespace policy lets the hub set only latest), unless the namespace is
+// among the unenforced ones. A missing label counts as looser than baseline: Pod Security
+// admission then enforces nothing unless the cluster's own defaults say otherwise, which the
+// guard cannot see.
 func namespaceLevelValidation() admissionregistrationv1.Validation {
-	const enforce = "pod-security.kubernetes.io/enforce"
-	label := fmt.Sprintf("has(namespaceObject.metadata.labels) && '%[1]s' in namespaceObject.metadata.labels ? namespaceObject.metadata.labels['%[1]s'] : ''", enforce)
 	rank := func(v string) string {
 		return fmt.Sprintf("(%[1]s in %[2]s ? %[2]s[%[1]s] : -1)", v, "{"+levelMap()+"}")
 	}
-	ok := fmt.Sprintf("variables.%[1]s == '%[2]s' || request.namespace in variables.%[3]s || namespaceObject != null && %[4]s >= %[5]s",
-		VarMinPodSecurityLevel, LevelPrivileged, VarUnenforcedNamespaces, rank("("+label+")"), rank("variables."+VarMinPodSecurityLevel))
+	looser := fmt.Sprintf("%s < %s", rank("variables.namespaceEnforce"), rank("variables."+VarMinPodSecurityLevel))
+	ok := fmt.Sprintf("variables.%s == '%s' || request.namespace in variables.%s || !(%s) && variables.namespaceEnforceVersion in ['', 'latest']",
+		VarMinPodSecurityLevel, LevelPrivileged, VarUnenforcedNamespaces, looser)
 	return validation(RuleNamespaceLevel, "variables.tooManyWorkerGroups || "+ok, fmt.Sprintf(
-		`'RayService "' + object.metadata.name + '" in namespace "' + request.namespace + '", which enforces ' + `+
-			`(namespaceObject != null && (%[1]s) != '' ? '%[2]s=' + (%[1]s) : 'no %[2]s') + ', looser than ' + variables.%[3]s`,
-		label, enforce, VarMinPodSecurityLevel))
+		`'RayService "' + object.metadata.name + '" in namespace "' + request.namespace + '", ' + (%[1]s ? `+
+			`'which enforces ' + (variables.namespaceEnforce != '' ? '%[2]s=' + variables.namespaceEnforce : 'no %[2]s') + ', looser than ' + variables.%[3]s : `+
+			`'whose %[4]s is ' + variables.namespaceEnforceVersion + ' (only latest)')`,
+		looser, enforceLabel, VarMinPodSecurityLevel, enforceVersionLabel))
 }
 
 // namespaceVariables are the Namespace policy's variables after the settings: the enforce

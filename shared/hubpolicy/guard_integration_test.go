@@ -41,7 +41,8 @@ const enforce = "pod-security.kubernetes.io/enforce"
 
 // startGuard starts an API server with three guards: the default one for the hub's default
 // identity, a loosened one and a restricted one for other ServiceAccounts, each with the hub's
-// RBAC. Namespaces team-a and team-b enforce baseline, team-r restricted, bare nothing.
+// RBAC. Namespaces team-a and team-b enforce baseline, team-r restricted, pinned restricted
+// at v1.30, bare nothing.
 func startGuard(t *testing.T) guardEnv {
 	t.Helper()
 	env := envtest.Start(t)
@@ -88,11 +89,12 @@ func startGuard(t *testing.T) guardEnv {
 		}
 		clients = append(clients, c)
 	}
-	for ns, level := range map[string]string{"team-a": hubpolicy.LevelBaseline, "team-b": hubpolicy.LevelBaseline, "team-r": hubpolicy.LevelRestricted, "bare": ""} {
-		labels := map[string]string{enforce: level}
-		if level == "" {
-			labels = nil
-		}
+	const version = "pod-security.kubernetes.io/enforce-version"
+	for ns, labels := range map[string]map[string]string{
+		"team-a": {enforce: hubpolicy.LevelBaseline}, "team-b": {enforce: hubpolicy.LevelBaseline},
+		"team-r": {enforce: hubpolicy.LevelRestricted, version: "latest"}, "pinned": {enforce: hubpolicy.LevelRestricted, version: "v1.30"},
+		"bare": nil,
+	} {
 		mustCreate(ctx, t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
 	}
 	g := guardEnv{admin: env.Client, hub: clients[0], loose: clients[1], strict: clients[2], config: env.Config}

@@ -137,6 +137,8 @@ func testNamespaceLevel(t *testing.T, g guardEnv) {
 		{name: "unlabelled namespace", namespace: "bare", c: g.hub, wantRule: hubpolicy.RuleNamespaceLevel,
 			wantMsg: `hubPolicy/namespaceLevel: RayService "unlabelled-namespace" in namespace "bare", which enforces no pod-security.kubernetes.io/enforce, looser than baseline`},
 		{name: "unlabelled namespace the admin exempted", namespace: "bare", c: g.loose},
+		{name: "pinned version", namespace: "pinned", c: g.hub, wantRule: hubpolicy.RuleNamespaceLevel,
+			wantMsg: `hubPolicy/namespaceLevel: RayService "pinned-version" in namespace "pinned", whose pod-security.kubernetes.io/enforce-version is v1.30 (only latest)`},
 		{name: "baseline namespace at restricted", namespace: "team-b", c: g.strict, wantRule: hubpolicy.RuleNamespaceLevel,
 			wantMsg: `hubPolicy/namespaceLevel: RayService "baseline-namespace-at-restricted" in namespace "team-b", which enforces pod-security.kubernetes.io/enforce=baseline, looser than restricted`},
 	}
