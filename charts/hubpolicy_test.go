@@ -30,7 +30,7 @@ func TestHubPolicyIsGenerated(t *testing.T) {
 			set: []string{
 				`json:hubPolicy.allowedServiceAccounts=["default","ray-worker"]`, `json:hubPolicy.allowedNamespaces=["team-a","team-b"]`,
 				`json:hubPolicy.allowedCapabilities=["NET_ADMIN"]`, "hubPolicy.allowHostNetwork=true", "hubPolicy.allowNodePorts=true",
-				"hubPolicy.minPodSecurityLevel=privileged", "hubPolicy.maxWorkerGroups=20",
+				"hubPolicy.minPodSecurityLevel=privileged", "hubPolicy.maxWorkerGroups=20", `json:hubPolicy.unenforcedNamespaces=["legacy"]`,
 			},
 			edit: func(c *hubpolicy.Config) {
 				c.AllowedServiceAccounts = []string{"default", "ray-worker"}
@@ -39,6 +39,7 @@ func TestHubPolicyIsGenerated(t *testing.T) {
 				c.AllowHostNetwork, c.AllowNodePorts = true, true
 				c.MinPodSecurityLevel = hubpolicy.LevelPrivileged
 				c.MaxWorkerGroups = 20
+				c.UnenforcedNamespaces = []string{"legacy"}
 			},
 		},
 		{

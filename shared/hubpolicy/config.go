@@ -1,9 +1,10 @@
 // Package hubpolicy is the member's guard on what the hub may run there: a
 // ValidatingAdmissionPolicy (CEL) and its binding that refuse, for requests made as the hub's
-// identity only, RayServices whose Pod templates or Services step outside the Pod Security
-// "baseline" level (privileged containers, host namespaces and ports, hostPath volumes, added
-// capabilities, other ServiceAccounts, exposed Services) and Namespaces whose Pod Security labels
-// weaken the member's. The spoke chart renders it (generated from Build by `make manifests`),
+// identity only, RayServices whose Pod templates step outside the member's Pod Security level
+// (every check of "baseline" by default, of "restricted" when chosen, as
+// k8s.io/pod-security-admission implements them), that run as other ServiceAccounts, expose
+// Services, or land in a namespace whose Pod Security label is looser than that level; and
+// Namespaces whose Pod Security labels weaken the member's. The spoke chart renders it (generated from Build by `make manifests`),
 // `rayfleet join` applies it when no chart did, and the hub reads its refusals with ParseDenial.
 // It imports neither the hub nor the spoke.
 package hubpolicy
@@ -48,6 +49,51 @@ const (
 	// RulePodSecurityLabels refuses Namespaces whose pod-security.kubernetes.io/enforce labels
 	// are weaker than Config.MinPodSecurityLevel or than the Namespace had.
 	RulePodSecurityLabels = "podSecurityLabels"
+	// RuleNamespaceLevel refuses a RayService in a namespace whose
+	// pod-security.kubernetes.io/enforce label is missing or looser than
+	// Config.MinPodSecurityLevel, outside Config.UnenforcedNamespaces: Pod Security admission is
+	// the backstop for the Pods the spoke builds, whoever edits their templates later.
+	RuleNamespaceLevel = "namespaceLevel"
+)
+
+// Rules of the Pod Security checks the guard adds at Config.MinPodSecurityLevel baseline and
+// above; each is the upstream check of the same name, on every Pod template of a RayService.
+const (
+	// RuleAppArmor refuses AppArmor profiles other than RuntimeDefault and Localhost, in the
+	// securityContexts and in the container.apparmor.security.beta.kubernetes.io annotations.
+	RuleAppArmor = "appArmor"
+	// RuleSELinux refuses SELinux types outside baseline's and any SELinux user or role.
+	RuleSELinux = "seLinux"
+	// RuleProcMount refuses a procMount other than Default (allowed at baseline in a Pod with
+	// its own user namespace, hostUsers false).
+	RuleProcMount = "procMount"
+	// RuleSeccomp refuses the Unconfined seccomp profile and, at restricted, a container
+	// without RuntimeDefault or Localhost set on it or on its Pod.
+	RuleSeccomp = "seccomp"
+	// RuleSysctls refuses sysctls outside the safe set.
+	RuleSysctls = "sysctls"
+	// RuleHostProcess refuses Windows HostProcess containers.
+	RuleHostProcess = "hostProcess"
+	// RuleHostProbes refuses probes and lifecycle handlers aimed at another host.
+	RuleHostProbes = "hostProbes"
+)
+
+// Rules of the Pod Security checks the guard adds at Config.MinPodSecurityLevel restricted.
+const (
+	// RuleVolumeTypes refuses volumes other than configMap, csi, downwardAPI, emptyDir,
+	// ephemeral, image, persistentVolumeClaim, projected and secret.
+	RuleVolumeTypes = "volumeTypes"
+	// RuleAllowPrivilegeEscalation refuses containers that do not set
+	// allowPrivilegeEscalation false (Linux Pods).
+	RuleAllowPrivilegeEscalation = "allowPrivilegeEscalation"
+	// RuleRunAsNonRoot refuses containers not running with runAsNonRoot true, set on them or
+	// on their Pod (unless the Pod has its own user namespace).
+	RuleRunAsNonRoot = "runAsNonRoot"
+	// RuleRunAsUser refuses runAsUser 0 (unless the Pod has its own user namespace).
+	RuleRunAsUser = "runAsUser"
+	// RuleCapabilitiesRestricted refuses containers that do not drop ALL capabilities or add
+	// any but NET_BIND_SERVICE (Linux Pods).
+	RuleCapabilitiesRestricted = "capabilitiesRestricted"
 )
 
 // Rules are every rule name, in the order the guard evaluates them: when a request breaks
@@ -55,8 +101,10 @@ const (
 func Rules() []string {
 	return []string{
 		RuleWorkerGroups, RuleNamespace, RuleServiceAccount, RulePrivileged, RuleCapabilities,
-		RuleHostNamespaces, RuleHostPorts, RuleHostPath, RuleExternalIPs, RuleNodePorts,
-		RulePodSecurityLabels,
+		RuleHostNamespaces, RuleHostPorts, RuleHostPath, RuleAppArmor, RuleSELinux, RuleProcMount,
+		RuleSeccomp, RuleSysctls, RuleHostProcess, RuleHostProbes, RuleVolumeTypes,
+		RuleAllowPrivilegeEscalation, RuleRunAsNonRoot, RuleRunAsUser, RuleCapabilitiesRestricted,
+		RuleExternalIPs, RuleNodePorts, RuleNamespaceLevel, RulePodSecurityLabels,
 	}
 }
 
@@ -106,9 +154,15 @@ type Config struct {
 	// AllowNodePorts lets the RayService's Services be of type NodePort or LoadBalancer and
 	// ask for nodePorts (never externalIPs).
 	AllowNodePorts bool
-	// MinPodSecurityLevel is the loosest pod-security.kubernetes.io/enforce level the hub may
-	// put on a Namespace.
+	// MinPodSecurityLevel is the member's Pod Security level: the guard holds the hub's Pod
+	// templates to its checks (at privileged, only to the rules with a setting of their own
+	// above), refuses RayServices in namespaces enforcing less, and refuses Namespaces the hub
+	// labels with less.
 	MinPodSecurityLevel string
+	// UnenforcedNamespaces are the namespaces where the hub may write RayServices although
+	// their pod-security.kubernetes.io/enforce label is missing or looser than
+	// MinPodSecurityLevel; the guard still checks the Pod templates.
+	UnenforcedNamespaces []string
 	// MaxWorkerGroups bounds the worker groups of a RayService the hub writes.
 	MaxWorkerGroups int
 }
@@ -119,8 +173,9 @@ func HubUsername(namespace, serviceAccount string) string {
 }
 
 // Default is the Pod Security "baseline" level for the hub's identity in its default
-// namespace: only the "default" ServiceAccount, any namespace, baseline's capabilities, no host
-// networking, no node ports, no Namespace looser than baseline.
+// namespace: every baseline check, only the "default" ServiceAccount, any namespace that
+// enforces baseline or stricter, baseline's capabilities, no host networking, no node ports, no
+// Namespace looser than baseline.
 func Default() Config {
 	return Config{
 		HubUsernames:           []string{HubUsername(hubaccess.DefaultNamespace, hubaccess.ServiceAccountName)},
@@ -144,6 +199,7 @@ func (c Config) Validate() error {
 	}{
 		{"hub usernames", c.HubUsernames}, {"allowed ServiceAccounts", c.AllowedServiceAccounts},
 		{"allowed namespaces", c.AllowedNamespaces}, {"allowed capabilities", c.AllowedCapabilities},
+		{"unenforced namespaces", c.UnenforcedNamespaces},
 	} {
 		if slices.Contains(l.list, "") {
 			errs = append(errs, fmt.Errorf("an empty string among the %s", l.field))

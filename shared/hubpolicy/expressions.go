@@ -26,6 +26,8 @@ const (
 	VarMinPodSecurityLevel = "minPodSecurityLevel"
 	// VarMaxWorkerGroups holds Config.MaxWorkerGroups, an int.
 	VarMaxWorkerGroups = "maxWorkerGroups"
+	// VarUnenforcedNamespaces holds Config.UnenforcedNamespaces, a list of strings.
+	VarUnenforcedNamespaces = "unenforcedNamespaces"
 )
 
 // HubMatchCondition names the match condition that limits the guard to Config.HubUsernames;
@@ -68,6 +70,8 @@ func settings(c Config, kind string) []admissionregistrationv1.Variable {
 		{Name: VarAllowHostNetwork, Expression: literal(c.AllowHostNetwork)},
 		{Name: VarAllowNodePorts, Expression: literal(c.AllowNodePorts)},
 		{Name: VarMaxWorkerGroups, Expression: literal(c.MaxWorkerGroups)},
+		{Name: VarMinPodSecurityLevel, Expression: literal(c.MinPodSecurityLevel)},
+		{Name: VarUnenforcedNamespaces, Expression: literal(nonNil(c.UnenforcedNamespaces))},
 	}
 }
 
@@ -88,12 +92,18 @@ func nonNil(l []string) []string {
 // the RayService the rules read, then one list of refusals per rule.
 func rayServiceVariables() []admissionregistrationv1.Variable {
 	const cluster = "object.spec.rayClusterConfig"
-	return []admissionregistrationv1.Variable{
+	vs := []admissionregistrationv1.Variable{
 		{Name: "head", Expression: cluster + ".headGroupSpec"},
 		{Name: "workers", Expression: fmt.Sprintf("has(%[1]s.workerGroupSpecs) ? %[1]s.workerGroupSpecs : []", cluster)},
 		{Name: "autoscaler", Expression: fmt.Sprintf(
 			"has(%[1]s.autoscalerOptions) && has(%[1]s.autoscalerOptions.securityContext) ? [%[1]s.autoscalerOptions.securityContext] : []", cluster)},
+		{Name: "autoscaling", Expression: fmt.Sprintf("has(%[1]s.enableInTreeAutoscaling) && %[1]s.enableInTreeAutoscaling", cluster)},
+		{Name: "baseline", Expression: fmt.Sprintf("variables.%s in ['%s', '%s']", VarMinPodSecurityLevel, LevelBaseline, LevelRestricted)},
+		{Name: "restricted", Expression: fmt.Sprintf("variables.%s == '%s'", VarMinPodSecurityLevel, LevelRestricted)},
 		{Name: "tooManyWorkerGroups", Expression: "size(variables.workers) > variables." + VarMaxWorkerGroups},
+	}
+	vs = append(vs, namespaceLabelVariables()...)
+	vs = append(vs, []admissionregistrationv1.Variable{
 		{Name: RuleServiceAccount, Expression: perTemplate(serviceAccountRefusals)},
 		{Name: RulePrivileged, Expression: perTemplate(func(spec, where string) string {
 			return containerRefusals(spec, where, present("c", "securityContext", "privileged")+" && c.securityContext.privileged", "' asks for privileged'")
@@ -110,12 +120,15 @@ func rayServiceVariables() []admissionregistrationv1.Variable {
 		{Name: RuleHostPath, Expression: perTemplate(func(spec, where string) string {
 			return fmt.Sprintf(`(has(%[1]s.volumes) ? %[1]s.volumes : []).filter(v, has(v.hostPath)).map(v, 'volume "' + v.name + '" in ' + %[2]s + ' is a hostPath (' + v.hostPath.path + ')')`, spec, where)
 		})},
+	}...)
+	vs = append(vs, podCheckVariables()...)
+	return append(vs, []admissionregistrationv1.Variable{
 		{Name: RuleExternalIPs, Expression: perService(func(svc, where string) string {
 			return fmt.Sprintf("(has(%[1]s.spec.externalIPs) && size(%[1]s.spec.externalIPs) > 0 ? [%[2]s + ' asks for externalIPs ' + %[1]s.spec.externalIPs.join(', ')] : [])", svc, where)
 		})},
 		{Name: RuleNodePorts, Expression: fmt.Sprintf("variables.%s ? [] : %s + %s", VarAllowNodePorts, perService(nodePortRefusals),
 			"(has(variables.head.serviceType) && variables.head.serviceType in ['NodePort', 'LoadBalancer'] ? ['headGroupSpec.serviceType is ' + variables.head.serviceType] : [])")},
-	}
+	}...)
 }
 
 // rayServiceValidations are the RayService policy's validations, in Rules' order. Each rule
@@ -128,13 +141,54 @@ func rayServiceValidations() []admissionregistrationv1.Validation {
 		validation(RuleNamespace, fmt.Sprintf("size(variables.%[1]s) == 0 || request.namespace in variables.%[1]s", VarAllowedNamespaces),
 			"'RayService \"' + object.metadata.name + '\" in namespace \"' + request.namespace + '\", where the hub may not write'"),
 	}
-	for _, rule := range []string{
-		RuleServiceAccount, RulePrivileged, RuleCapabilities, RuleHostNamespaces, RuleHostPorts,
-		RuleHostPath, RuleExternalIPs, RuleNodePorts,
-	} {
-		vs = append(vs, listValidation(rule, "variables.tooManyWorkerGroups || "))
+	for _, rule := range Rules() {
+		switch rule {
+		case RuleWorkerGroups, RuleNamespace, RulePodSecurityLabels:
+		case RuleNamespaceLevel:
+			vs = append(vs, namespaceLevelValidation())
+		default:
+			vs = append(vs, listValidation(rule, "variables.tooManyWorkerGroups || "))
+		}
 	}
 	return vs
+}
+
+// Pod Security admission's labels on a namespace.
+const (
+	enforceLabel        = "pod-security.kubernetes.io/enforce"
+	enforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
+)
+
+// namespaceLabelVariables are the enforce labels of the RayService's namespace as the API
+// server has it (namespaceObject), "" when missing.
+func namespaceLabelVariables() []admissionregistrationv1.Variable {
+	label := func(key string) string {
+		return fmt.Sprintf("namespaceObject != null && has(namespaceObject.metadata.labels) && '%[1]s' in namespaceObject.metadata.labels ? namespaceObject.metadata.labels['%[1]s'] : ''", key)
+	}
+	return []admissionregistrationv1.Variable{
+		{Name: "namespaceEnforce", Expression: label(enforceLabel)},
+		{Name: "namespaceEnforceVersion", Expression: label(enforceVersionLabel)},
+	}
+}
+
+// namespaceLevelValidation refuses a RayService in a namespace whose enforce label is missing
+// or looser than the member's level, or whose enforce-version is pinned (an older version
+// checks less; the Namespace policy lets the hub set only latest), unless the namespace is
+// among the unenforced ones. A missing label counts as looser than baseline: Pod Security
+// admission then enforces nothing unless the cluster's own defaults say otherwise, which the
+// guard cannot see.
+func namespaceLevelValidation() admissionregistrationv1.Validation {
+	rank := func(v string) string {
+		return fmt.Sprintf("(%[1]s in %[2]s ? %[2]s[%[1]s] : -1)", v, "{"+levelMap()+"}")
+	}
+	looser := fmt.Sprintf("%s < %s", rank("variables.namespaceEnforce"), rank("variables."+VarMinPodSecurityLevel))
+	ok := fmt.Sprintf("variables.%s == '%s' || request.namespace in variables.%s || !(%s) && variables.namespaceEnforceVersion in ['', 'latest']",
+		VarMinPodSecurityLevel, LevelPrivileged, VarUnenforcedNamespaces, looser)
+	return validation(RuleNamespaceLevel, "variables.tooManyWorkerGroups || "+ok, fmt.Sprintf(
+		`'RayService "' + object.metadata.name + '" in namespace "' + request.namespace + '", ' + (%[1]s ? `+
+			`'which enforces ' + (variables.namespaceEnforce != '' ? '%[2]s=' + variables.namespaceEnforce : 'no %[2]s') + ', looser than ' + variables.%[3]s : `+
+			`'whose %[4]s is ' + variables.namespaceEnforceVersion + ' (only latest)')`,
+		looser, enforceLabel, VarMinPodSecurityLevel, enforceVersionLabel))
 }
 
 // namespaceVariables are the Namespace policy's variables after the settings: the enforce
@@ -244,7 +298,8 @@ func containerRefusals(spec, where, pred, what string) string {
 		return fmt.Sprintf(`%s.filter(c, %s).map(c, '%s "' + c.name + '" in ' + %s + %s)`, list, pred, kind, where, what)
 	}
 	return one(spec+".containers", "container") + " + " +
-		one(fmt.Sprintf("(has(%[1]s.initContainers) ? %[1]s.initContainers : [])", spec), "init container")
+		one(fmt.Sprintf("(has(%[1]s.initContainers) ? %[1]s.initContainers : [])", spec), "init container") + " + " +
+		one(fmt.Sprintf("(has(%[1]s.ephemeralContainers) ? %[1]s.ephemeralContainers : [])", spec), "ephemeral container")
 }
 
 // autoscalerRefusal is the CEL list of the refusal of the autoscaler's securityContext (read

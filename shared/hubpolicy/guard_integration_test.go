@@ -29,25 +29,35 @@ import (
 const waitTimeout = 60 * time.Second
 
 // The API server under test: the hub's identity with the default guard, a second hub identity
-// ("loose") with a loosened guard, and the admin.
+// ("loose") with a loosened guard, a third ("strict") at restricted, and the admin.
 type guardEnv struct {
-	admin, hub, loose client.Client
+	admin, hub, loose, strict client.Client
+	// config is the admin's.
+	config *rest.Config
 }
 
-// startGuard starts an API server with two guards: the default one for the hub's default
-// identity, and a loosened one for another ServiceAccount, each with the hub's RBAC.
+// enforce is Pod Security admission's enforce label.
+const enforce = "pod-security.kubernetes.io/enforce"
+
+// startGuard starts an API server with three guards: the default one for the hub's default
+// identity, a loosened one and a restricted one for other ServiceAccounts, each with the hub's
+// RBAC. Namespaces team-a and team-b enforce baseline, team-r restricted, pinned restricted
+// at v1.30, bare nothing.
 func startGuard(t *testing.T) guardEnv {
 	t.Helper()
 	env := envtest.Start(t)
 	ctx := t.Context()
 	loose := hubpolicy.Default()
 	loose.HubUsernames = []string{hubpolicy.HubUsername(hubaccess.DefaultNamespace, "loose-hub")}
-	loose.AllowedNamespaces = []string{"team-a", "team-c"}
+	loose.AllowedNamespaces = []string{"team-a", "team-c", "bare"}
 	loose.AllowedServiceAccounts = []string{"default", "ray"}
 	loose.AllowedCapabilities = append(hubpolicy.BaselineCapabilities(), "SYS_PTRACE")
 	loose.AllowHostNetwork, loose.AllowNodePorts = true, true
-	loose.MinPodSecurityLevel = hubpolicy.LevelRestricted
-	for name, cfg := range map[string]hubpolicy.Config{hubpolicy.DefaultName: hubpolicy.Default(), "loose-guard": loose} {
+	loose.UnenforcedNamespaces = []string{"bare"}
+	strict := hubpolicy.Default()
+	strict.HubUsernames = []string{hubpolicy.HubUsername(hubaccess.DefaultNamespace, "strict-hub")}
+	strict.MinPodSecurityLevel = hubpolicy.LevelRestricted
+	for name, cfg := range map[string]hubpolicy.Config{hubpolicy.DefaultName: hubpolicy.Default(), "loose-guard": loose, "strict-guard": strict} {
 		objs, err := hubpolicy.Build(name, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +71,7 @@ func startGuard(t *testing.T) guardEnv {
 	mustCreate(ctx, t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubaccess.DefaultNamespace}})
 	mustCreate(ctx, t, env.Client, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hubaccess.ClusterRoleName}, Rules: hubaccess.HubRules()})
 	var clients []client.Client
-	for _, sa := range []string{hubaccess.ServiceAccountName, "loose-hub"} {
+	for _, sa := range []string{hubaccess.ServiceAccountName, "loose-hub", "strict-hub"} {
 		mustCreate(ctx, t, env.Client, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: hubaccess.DefaultNamespace}})
 		mustCreate(ctx, t, env.Client, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: sa},
@@ -79,12 +89,17 @@ func startGuard(t *testing.T) guardEnv {
 		}
 		clients = append(clients, c)
 	}
-	for _, ns := range []string{"team-a", "team-b"} {
-		mustCreate(ctx, t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	const version = "pod-security.kubernetes.io/enforce-version"
+	for ns, labels := range map[string]map[string]string{
+		"team-a": {enforce: hubpolicy.LevelBaseline}, "team-b": {enforce: hubpolicy.LevelBaseline},
+		"team-r": {enforce: hubpolicy.LevelRestricted, version: "latest"}, "pinned": {enforce: hubpolicy.LevelRestricted, version: "v1.30"},
+		"bare": nil,
+	} {
+		mustCreate(ctx, t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
 	}
-	g := guardEnv{admin: env.Client, hub: clients[0], loose: clients[1]}
-	// The API server loads policies asynchronously: wait until both guards refuse.
-	for _, c := range []client.Client{g.hub, g.loose} {
+	g := guardEnv{admin: env.Client, hub: clients[0], loose: clients[1], strict: clients[2], config: env.Config}
+	// The API server loads policies asynchronously: wait until every guard refuses.
+	for _, c := range []client.Client{g.hub, g.loose, g.strict} {
 		gomega.NewWithT(t).Eventually(func() bool {
 			rs := raybuilder.MakeRayService("probe", "team-b").Obj()
 			rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.HostPID = true
@@ -128,6 +143,9 @@ func TestGuard(t *testing.T) {
 	t.Run("update", func(t *testing.T) { testUpdate(t, g) })
 	t.Run("namespaces", func(t *testing.T) { testNamespaces(t, g) })
 	t.Run("worker groups", func(t *testing.T) { testWorkerGroups(t, g) })
+	t.Run("pod security", func(t *testing.T) { testPodSecurity(t, g) })
+	t.Run("namespace level", func(t *testing.T) { testNamespaceLevel(t, g) })
+	t.Run("type checking", func(t *testing.T) { testTypeChecking(t, g) })
 }
 
 func testRayServices(t *testing.T, g guardEnv) {
@@ -329,11 +347,12 @@ func testUpdate(t *testing.T, g guardEnv) {
 // testNamespaces checks the Namespaces the hub creates.
 func testNamespaces(t *testing.T, g guardEnv) {
 	ctx := t.Context()
-	const enforce, version = "pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/enforce-version"
+	const version = "pod-security.kubernetes.io/enforce-version"
 	tests := []struct {
 		name     string
 		labels   map[string]string
 		byLoose  bool
+		byStrict bool
 		wantRule string
 		wantMsg  string
 	}{
@@ -344,9 +363,10 @@ func testNamespaces(t *testing.T, g guardEnv) {
 			wantMsg: `hubPolicy/podSecurityLabels: namespace "privileged" sets pod-security.kubernetes.io/enforce=privileged, looser than baseline`},
 		{name: "pinned version", labels: map[string]string{enforce: "baseline", version: "v1.22"}, wantRule: hubpolicy.RulePodSecurityLabels,
 			wantMsg: `hubPolicy/podSecurityLabels: namespace "pinned-version" pins pod-security.kubernetes.io/enforce-version=v1.22 (only latest)`},
-		// The loosened guard allows namespaces team-a and team-c, restricted ones only.
-		{name: "team-c", byLoose: true, labels: map[string]string{enforce: "restricted"}},
-		{name: "team-c", byLoose: true, labels: map[string]string{enforce: "baseline"}, wantRule: hubpolicy.RulePodSecurityLabels,
+		// The loosened guard allows namespaces team-a and team-c; the strict one restricted ones only.
+		{name: "team-c", byLoose: true, labels: map[string]string{enforce: "baseline"}},
+		{name: "team-c", byStrict: true, labels: map[string]string{enforce: "restricted"}},
+		{name: "team-c", byStrict: true, labels: map[string]string{enforce: "baseline"}, wantRule: hubpolicy.RulePodSecurityLabels,
 			wantMsg: `hubPolicy/podSecurityLabels: namespace "team-c" sets pod-security.kubernetes.io/enforce=baseline, looser than restricted`},
 		{name: "team-d", byLoose: true, wantRule: hubpolicy.RuleNamespace,
 			wantMsg: `hubPolicy/namespace: namespace "team-d", where the hub may not write`},
@@ -357,6 +377,9 @@ func testNamespaces(t *testing.T, g guardEnv) {
 			c := g.hub
 			if tt.byLoose {
 				c = g.loose
+			}
+			if tt.byStrict {
+				c = g.strict
 			}
 			// A dry run asks the guard the same question and leaves the name free.
 			checkWrite(t, c.Create(ctx, ns, client.DryRunAll), tt.wantRule, tt.wantMsg)
@@ -384,7 +407,6 @@ func testNamespaceUpdate(ctx context.Context, t *testing.T, g guardEnv) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "namespace-updater"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hubaccess.ServiceAccountName, Namespace: hubaccess.DefaultNamespace}},
 	})
-	const enforce = "pod-security.kubernetes.io/enforce"
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "strict", Labels: map[string]string{enforce: "restricted"}}}
 	mustCreate(ctx, t, g.admin, ns)
 	tests := []struct {
@@ -443,6 +465,32 @@ func testWorkerGroups(t *testing.T, g guardEnv) {
 			}
 		})
 	}
+	// The largest RayService the guard admits, checked in full at either level within the
+	// API server's CEL budget (a budget spent would refuse it, as the policies fail closed):
+	// the largest request the API server takes (3 MiB) in a dry run, and one etcd stores
+	// (its 1.5 MiB request limit) created for real.
+	t.Run("largest", func(t *testing.T) {
+		for _, c := range []struct {
+			who       string
+			namespace string
+			c         client.Client
+		}{{"strict", "team-r", g.strict}, {"hub", "team-b", g.hub}} {
+			rs := largest("largest-"+c.who, hubpolicy.DefaultMaxWorkerGroups, 3, 2, 6)
+			rs.Namespace = c.namespace
+			start := time.Now()
+			if err := c.c.Create(ctx, rs, client.DryRunAll); err != nil {
+				t.Errorf("the %s's dry run of the largest RayService: %v, want it admitted", c.who, err)
+			}
+			t.Logf("the %s's dry run of the largest RayService took %v (the admin's: %v)", c.who, time.Since(start), timed(func() error {
+				return g.admin.Create(ctx, largest("largest-"+c.who, hubpolicy.DefaultMaxWorkerGroups, 3, 2, 6), client.DryRunAll)
+			}))
+			stored := largest("stored-"+c.who, hubpolicy.DefaultMaxWorkerGroups, 1, 1, 2)
+			stored.Namespace = c.namespace
+			if err := c.c.Create(ctx, stored); err != nil {
+				t.Errorf("the %s's create of the largest RayService etcd stores: %v, want it admitted", c.who, err)
+			}
+		}
+	})
 	t.Run("10000", func(t *testing.T) {
 		for who, c := range map[string]client.Client{"hub": g.hub, "admin": g.admin} {
 			err := c.Create(ctx, manyGroups("groups-10000", 10000), client.DryRunAll)
@@ -451,6 +499,15 @@ func testWorkerGroups(t *testing.T, g guardEnv) {
 			}
 		}
 	})
+}
+
+// timed is how long f took, or its error.
+func timed(f func() error) any {
+	start := time.Now()
+	if err := f(); err != nil {
+		return err
+	}
+	return time.Since(start)
 }
 
 // manyGroups is a plain RayService with n worker groups, each with a securityContext, a

@@ -29,6 +29,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "no level", edit: func(c *Config) { c.MinPodSecurityLevel = "" }, wantErr: `minimum Pod Security level ""`},
 		{name: "no worker groups", edit: func(c *Config) { c.MaxWorkerGroups = 0 }, wantErr: "maximum worker groups 0"},
 		{name: "privileged namespaces allowed", edit: func(c *Config) { c.MinPodSecurityLevel = LevelPrivileged }},
+		{name: "empty unenforced namespace", edit: func(c *Config) { c.UnenforcedNamespaces = []string{""} }, wantErr: "an empty string among the unenforced namespaces"},
+		{name: "restricted", edit: func(c *Config) { c.MinPodSecurityLevel = LevelRestricted; c.UnenforcedNamespaces = []string{"legacy"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +103,7 @@ func TestBuild(t *testing.T) {
 	}
 	wantVars := map[string]string{
 		VarAllowedServiceAccounts: `["default"]`, VarAllowedNamespaces: `["team-a"]`, VarAllowHostNetwork: "true",
-		VarAllowNodePorts: "false", VarMaxWorkerGroups: "7", VarMinPodSecurityLevel: `"baseline"`,
+		VarAllowNodePorts: "false", VarMaxWorkerGroups: "7", VarMinPodSecurityLevel: `"baseline"`, VarUnenforcedNamespaces: "[]",
 	}
 	for _, p := range objs.Policies {
 		for _, v := range p.Spec.Variables {

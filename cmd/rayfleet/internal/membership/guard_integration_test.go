@@ -57,7 +57,7 @@ func TestJoinGuardsTheHubIdentity(t *testing.T) {
 	}
 
 	// The hub's token, impersonated: refused a privileged RayService with the guard's rule.
-	if err = member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
+	if err = member.Client.Create(ctx, appsNamespace()); err != nil {
 		t.Fatal(err)
 	}
 	hubOnMember := impersonate(t, envs[1], namespace)
@@ -93,7 +93,7 @@ func TestJoinAllowNodePorts(t *testing.T) {
 	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: DefaultMemberNamespace,
 		PollInterval: 10 * time.Millisecond, AllowNodePorts: true}
 	joinFillingToken(ctx, t, hub, member, opts)
-	if err := member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
+	if err := member.Client.Create(ctx, appsNamespace()); err != nil {
 		t.Fatal(err)
 	}
 	hubOnMember := impersonate(t, envs[1], DefaultMemberNamespace)
@@ -198,4 +198,10 @@ func impersonate(t *testing.T, env *envtest.Env, namespace string) client.Client
 		t.Fatal(err)
 	}
 	return c
+}
+
+// appsNamespace is where the tests write the hub's RayServices: it enforces Pod Security
+// baseline, as the guard requires of the namespaces the hub writes RayServices in.
+func appsNamespace() *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{"pod-security.kubernetes.io/enforce": hubpolicy.LevelBaseline}}}
 }
