@@ -47,10 +47,10 @@ import (
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
-	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/serveaddress"
 	"github.com/rayfleet/rayfleet/shared/validation"
 )
 
@@ -103,7 +103,7 @@ type Options struct {
 	Specs *HubSpecs
 	// TrafficCluster is the traffic cluster's own ranges and domain: no member's serve address
 	// in them is routed to.
-	TrafficCluster traffic.Cluster
+	TrafficCluster serveaddress.Cluster
 }
 
 // Reconciler reconciles hub RayServices. Build it with NewReconciler.

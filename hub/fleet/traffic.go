@@ -16,6 +16,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/serveaddress"
 )
 
 // drainDelay is how long a copy that is leaving stays after the gateway accepted a route that
@@ -187,7 +188,7 @@ func (r *Reconciler) checkServeAddress(m *memberRecord) error {
 	if err != nil {
 		return err
 	}
-	policy, err := traffic.AddressPolicyOf(m.mc.Spec.ServeAddresses, r.opts.TrafficCluster)
+	policy, err := serveaddress.PolicyOf(m.mc.Spec.ServeAddresses, r.opts.TrafficCluster)
 	if err != nil {
 		return fmt.Errorf("MemberCluster %s: %w", m.mc.Name, err)
 	}

@@ -7,9 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/conditions"
+	"github.com/rayfleet/rayfleet/shared/serveaddress"
 )
 
 // Hysteresis of Reachable: one slow or failed call must not flap a member (and with it every
@@ -110,7 +110,7 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 func serveAddressesCondition(grant *fleetv1alpha1.ServeAddressRanges) metav1.Condition {
 	c := metav1.Condition{Type: fleetv1alpha1.ConditionServeAddressesBounded, Status: metav1.ConditionTrue,
 		Reason: fleetv1alpha1.ReasonServeAddressesGranted, Message: "the hub routes only to serve addresses in spec.serveAddresses"}
-	_, err := traffic.AddressPolicyOf(grant, traffic.Cluster{})
+	_, err := serveaddress.PolicyOf(grant, serveaddress.Cluster{})
 	switch {
 	case grant == nil:
 		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonNoServeAddressRanges

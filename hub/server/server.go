@@ -39,10 +39,10 @@ import (
 	"github.com/rayfleet/rayfleet/hub/policy"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/sweep"
-	"github.com/rayfleet/rayfleet/hub/traffic"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
 	"github.com/rayfleet/rayfleet/shared/scheme"
+	"github.com/rayfleet/rayfleet/shared/serveaddress"
 )
 
 // The hub's own cluster, beyond what hub/fleet declares: the membership controller, the
@@ -126,17 +126,17 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 		"How often every hub RayService is reconciled without an event; member status changes also arrive by watch.")
 	fs.StringVar(&f.trafficCIDRs, "traffic-cluster-cidrs", "",
 		"Comma-separated Pod and Service CIDRs of the traffic cluster (where the hub writes routes): no member's serve address in them is routed to.")
-	fs.StringVar(&f.trafficDomain, "traffic-cluster-domain", traffic.DefaultClusterDomain,
+	fs.StringVar(&f.trafficDomain, "traffic-cluster-domain", serveaddress.DefaultClusterDomain,
 		"DNS domain of the traffic cluster: no member's serve address under it (or under svc) is routed to.")
 }
 
 // trafficCluster is the traffic cluster's own addresses as the flags give them.
-func (f flags) trafficCluster() (traffic.Cluster, error) {
-	tc := traffic.Cluster{Domain: f.trafficDomain}
+func (f flags) trafficCluster() (serveaddress.Cluster, error) {
+	tc := serveaddress.Cluster{Domain: f.trafficDomain}
 	if f.trafficCIDRs == "" {
 		return tc, nil
 	}
-	ranges, err := traffic.ParseCIDRs(strings.Split(f.trafficCIDRs, ","))
+	ranges, err := serveaddress.ParseCIDRs(strings.Split(f.trafficCIDRs, ","))
 	if err != nil {
 		return tc, fmt.Errorf("--traffic-cluster-cidrs: %w", err)
 	}

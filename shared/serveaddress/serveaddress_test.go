@@ -1,4 +1,4 @@
-package traffic
+package serveaddress
 
 import (
 	"net/netip"
@@ -8,7 +8,7 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
-func TestAddressPolicy(t *testing.T) {
+func TestPolicy(t *testing.T) {
 	tc := Cluster{Ranges: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.96.0.0/12")}}
 	granted := &fleetv1alpha1.ServeAddressRanges{CIDRs: []string{"203.0.113.0/24", "2001:db8::/32"}, Domains: []string{"us.example.com."}}
 	tests := []struct {
@@ -51,7 +51,7 @@ func TestAddressPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := AddressPolicyOf(tt.grant, tc)
+			p, err := PolicyOf(tt.grant, tc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,8 +66,8 @@ func TestAddressPolicy(t *testing.T) {
 	}
 }
 
-func TestAddressPolicyOfRefusesWhatDoesNotParse(t *testing.T) {
-	p, err := AddressPolicyOf(&fleetv1alpha1.ServeAddressRanges{CIDRs: []string{"203.0.113.0/24", "10.0.0.0/33"}, Domains: []string{"-bad-"}}, Cluster{})
+func TestPolicyOfRefusesWhatDoesNotParse(t *testing.T) {
+	p, err := PolicyOf(&fleetv1alpha1.ServeAddressRanges{CIDRs: []string{"203.0.113.0/24", "10.0.0.0/33"}, Domains: []string{"-bad-"}}, Cluster{})
 	if err == nil || !strings.Contains(err.Error(), `"10.0.0.0/33" is no CIDR`) || !strings.Contains(err.Error(), `"-bad-" is no DNS name`) {
 		t.Fatalf("error %v, want both entries named", err)
 	}
@@ -78,7 +78,7 @@ func TestAddressPolicyOfRefusesWhatDoesNotParse(t *testing.T) {
 }
 
 func TestClusterDomain(t *testing.T) {
-	p, err := AddressPolicyOf(nil, Cluster{Domain: "corp.internal"})
+	p, err := PolicyOf(nil, Cluster{Domain: "corp.internal"})
 	if err != nil {
 		t.Fatal(err)
 	}

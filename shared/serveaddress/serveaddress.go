@@ -1,10 +1,16 @@
-package traffic
+// Package serveaddress says which serve addresses a member may report for the hub to route to:
+// those its MemberCluster grants (spec.serveAddresses), never one of the traffic cluster itself.
+// It is pure and imports only the fleet API, so the hub's traffic path and its membership
+// status judge a grant the same way.
+package serveaddress
 
 import (
 	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -32,9 +38,9 @@ func (tc Cluster) refusedSuffixes() []string {
 	return []string{domain, "svc", "localhost"}
 }
 
-// AddressPolicy is what one member may report as a serve address: inside the ranges its
+// Policy is what one member may report as a serve address: inside the ranges its
 // MemberCluster grants when it grants any, and never an address of the traffic cluster itself.
-type AddressPolicy struct {
+type Policy struct {
 	// Bounded is whether the MemberCluster grants ranges; without, any address but the always
 	// refused ones is taken, and the MemberCluster carries a Warning.
 	Bounded bool
@@ -46,11 +52,11 @@ type AddressPolicy struct {
 	Cluster Cluster
 }
 
-// AddressPolicyOf reads a MemberCluster's grant. An entry that does not parse is an error
+// PolicyOf reads a MemberCluster's grant. An entry that does not parse is an error
 // naming it: the grant is then taken as granting nothing, so a typo never widens what a member
 // may report.
-func AddressPolicyOf(grant *fleetv1alpha1.ServeAddressRanges, tc Cluster) (AddressPolicy, error) {
-	p := AddressPolicy{Cluster: tc}
+func PolicyOf(grant *fleetv1alpha1.ServeAddressRanges, tc Cluster) (Policy, error) {
+	p := Policy{Cluster: tc}
 	if grant == nil {
 		return p, nil
 	}
@@ -66,21 +72,21 @@ func AddressPolicyOf(grant *fleetv1alpha1.ServeAddressRanges, tc Cluster) (Addre
 	}
 	for _, d := range grant.Domains {
 		name := strings.TrimSuffix(strings.ToLower(d), ".")
-		if err := checkHost(name); err != nil || isIP(name) {
+		if len(validation.IsDNS1123Subdomain(name)) > 0 {
 			errs = append(errs, fmt.Errorf("serveAddresses.domains: %q is no DNS name", d))
 			continue
 		}
 		p.Domains = append(p.Domains, name)
 	}
 	if len(errs) > 0 {
-		return AddressPolicy{Bounded: true, Cluster: tc}, errors.Join(errs...)
+		return Policy{Bounded: true, Cluster: tc}, errors.Join(errs...)
 	}
 	return p, nil
 }
 
 // Check says why host (an IP or a DNS name, as ParseAddress returns it) may not be routed to;
 // nil when it may.
-func (p AddressPolicy) Check(host string) error {
+func (p Policy) Check(host string) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return p.checkIP(ip.Unmap())
 	}
@@ -108,7 +114,7 @@ func (p AddressPolicy) Check(host string) error {
 
 // checkIP refuses the addresses that are never a member's serve address, then what the grant
 // leaves out.
-func (p AddressPolicy) checkIP(ip netip.Addr) error {
+func (p Policy) checkIP(ip netip.Addr) error {
 	switch {
 	case ip.IsUnspecified(), ip.IsLoopback(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(),
 		ip.IsInterfaceLocalMulticast(), ip.IsMulticast():
@@ -145,11 +151,6 @@ func ParseCIDRs(list []string) ([]netip.Prefix, error) {
 		out = append(out, prefix.Masked())
 	}
 	return out, nil
-}
-
-func isIP(s string) bool {
-	_, err := netip.ParseAddr(s)
-	return err == nil
 }
 
 func orNone(list []string) string {
