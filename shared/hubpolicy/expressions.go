@@ -215,13 +215,22 @@ func namespaceVariables() []admissionregistrationv1.Variable {
 			rank("variables.enforce"), rank("variables.oldEnforce"), ns, enforce),
 		fmt.Sprintf("(variables.enforceVersion != '' && variables.enforceVersion != 'latest' && variables.enforceVersion != variables.oldEnforceVersion ? [%s + ' pins %s=' + variables.enforceVersion + ' (only latest)'] : [])",
 			ns, enforceVersion),
+		// The hub patches namespaces it created to label them for Pod Security; any other label
+		// it changed could select the namespace into a NetworkPolicy or a Gateway's allowedRoutes.
+		fmt.Sprintf("(size(variables.otherLabelsChanged) > 0 ? [%s + ' changes labels ' + variables.otherLabelsChanged.join(', ') + ', where the hub may change only pod-security.kubernetes.io/ labels'] : [])", ns),
 	}, " + ")
+	const psa = "'pod-security.kubernetes.io/'"
+	newLabels := "(has(object.metadata.labels) ? object.metadata.labels : {})"
+	oldLabels := "(oldObject != null && has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})"
+	otherChanged := fmt.Sprintf("oldObject == null ? [] : %[1]s.filter(k, !k.startsWith(%[3]s) && (!(k in %[2]s) || %[2]s[k] != %[1]s[k])) + "+
+		"%[2]s.filter(k, !k.startsWith(%[3]s) && !(k in %[1]s))", newLabels, oldLabels, psa)
 	return []admissionregistrationv1.Variable{
 		{Name: "levels", Expression: fmt.Sprintf("{%s}", levelMap())},
 		{Name: "enforce", Expression: label("object", enforce)},
 		{Name: "oldEnforce", Expression: "oldObject != null && " + label("oldObject", enforce)},
 		{Name: "enforceVersion", Expression: label("object", enforceVersion)},
 		{Name: "oldEnforceVersion", Expression: "oldObject != null && " + label("oldObject", enforceVersion)},
+		{Name: "otherLabelsChanged", Expression: otherChanged},
 		{Name: RulePodSecurityLabels, Expression: refusals},
 	}
 }

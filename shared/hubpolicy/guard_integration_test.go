@@ -396,7 +396,7 @@ func testNamespaces(t *testing.T, g guardEnv) {
 }
 
 // testNamespaceUpdate grants the hub update on Namespaces and checks the guard refuses an
-// update that lowers or removes the enforce level.
+// update that lowers or removes the enforce level or changes any other label.
 func testNamespaceUpdate(ctx context.Context, t *testing.T, g guardEnv) {
 	mustCreate(ctx, t, g.admin, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "namespace-updater"},
@@ -417,8 +417,10 @@ func testNamespaceUpdate(ctx context.Context, t *testing.T, g guardEnv) {
 		{labels: map[string]string{enforce: "baseline"}, wantRule: hubpolicy.RulePodSecurityLabels,
 			wantMsg: `hubPolicy/podSecurityLabels: namespace "strict" lowers pod-security.kubernetes.io/enforce from restricted to baseline`},
 		{labels: map[string]string{"team": "a"}, wantRule: hubpolicy.RulePodSecurityLabels,
-			wantMsg: `hubPolicy/podSecurityLabels: namespace "strict" removes pod-security.kubernetes.io/enforce=restricted`},
-		{labels: map[string]string{enforce: "restricted", "team": "a"}},
+			wantMsg: `hubPolicy/podSecurityLabels: namespace "strict" removes pod-security.kubernetes.io/enforce=restricted (and 1 more)`},
+		{labels: map[string]string{enforce: "restricted", "team": "a"}, wantRule: hubpolicy.RulePodSecurityLabels,
+			wantMsg: `hubPolicy/podSecurityLabels: namespace "strict" changes labels team, where the hub may change only pod-security.kubernetes.io/ labels`},
+		{labels: map[string]string{enforce: "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}},
 	}
 	for _, tt := range tests {
 		gomega.NewWithT(t).Eventually(func() error {
