@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,6 +56,38 @@ func TestHubPolicyGuardRefusesWhatMembersDidNotAllow(t *testing.T) {
 		}},
 		{"sysadmin", "capabilities", "non-default capabilities", func(rs *rayv1.RayService) {
 			head(rs).SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+		}},
+		// The four fields a new user's RayService ran with on every member before the guard
+		// held all of baseline: each is a check of its own; placement names the first.
+		{"four-fields", "seccomp", "seccompProfile", func(rs *rayv1.RayService) {
+			pod := &rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec
+			pod.SecurityContext = &corev1.PodSecurityContext{
+				SeccompProfile:  &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined},
+				SELinuxOptions:  &corev1.SELinuxOptions{Type: "spc_t"},
+				AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined},
+				Sysctls:         []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}},
+			}
+		}},
+		{"selinux", "seLinux", "seLinuxOptions", func(rs *rayv1.RayService) {
+			head(rs).SecurityContext = &corev1.SecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Type: "spc_t"}}
+		}},
+		{"apparmor-annotation", "appArmor", "forbidden AppArmor profile", func(rs *rayv1.RayService) {
+			tmpl := &rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template
+			tmpl.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/ray-worker": "unconfined"}
+		}},
+		{"sysctl", "sysctls", "forbidden sysctls", func(rs *rayv1.RayService) {
+			rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{
+				Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}}
+		}},
+		{"procmount", "procMount", "procMount", func(rs *rayv1.RayService) {
+			head(rs).SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}
+		}},
+		{"hostport", "hostPorts", "hostPort", func(rs *rayv1.RayService) {
+			head(rs).Ports = append(head(rs).Ports, corev1.ContainerPort{Name: "host", ContainerPort: 9999, HostPort: 9999})
+		}},
+		{"hostprobe", "hostProbes", "probe or lifecycle host", func(rs *rayv1.RayService) {
+			head(rs).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Path: "/", Port: intstr.FromInt32(80)}}}
 		}},
 		{"serviceaccount", "serviceAccount", "", func(rs *rayv1.RayService) {
 			rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.ServiceAccountName = "cluster-admin-sa"
