@@ -203,11 +203,11 @@ func buildPrevious(t *testing.T) string {
 		t.Fatalf("the upgrade test builds the previous release from git history, and this is no git checkout: %v", err)
 	}
 	src, bin := t.TempDir(), t.TempDir()
-	var archive bytes.Buffer
+	var archive, stderr bytes.Buffer
 	cmd := exec.Command("git", "-C", strings.TrimSpace(string(top)), "archive", rev)
-	cmd.Stdout = &archive
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git archive %s (a checkout without history cannot build the previous release): %v\n%s", rev, err, out)
+	cmd.Stdout, cmd.Stderr = &archive, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("git archive %s (a checkout without history cannot build the previous release): %v\n%s", rev, err, stderr.String())
 	}
 	untar := exec.Command("tar", "-x", "-C", src)
 	untar.Stdin = &archive
