@@ -222,6 +222,7 @@ func TestBadValuesFail(t *testing.T) {
 		{name: "unknown Pod Security level", charts: []string{spokeChart}, set: []string{"hubPolicy.minPodSecurityLevel=strict"}, wantInErr: "/hubPolicy/minPodSecurityLevel"},
 		{name: "no worker groups", charts: []string{spokeChart}, set: []string{"hubPolicy.maxWorkerGroups=0"}, wantInErr: "/hubPolicy/maxWorkerGroups"},
 		{name: "capability in lower case", charts: []string{spokeChart}, set: []string{`json:hubPolicy.allowedCapabilities=["sys_admin"]`}, wantInErr: "/hubPolicy/allowedCapabilities/0"},
+		{name: "GatewayClass not a name", charts: []string{spokeChart}, set: []string{`json:hubPolicy.allowedGatewayClasses=[""]`}, wantInErr: "/hubPolicy/allowedGatewayClasses/0"},
 		{
 			name: "several replicas without leader election", charts: []string{hubChart, spokeChart},
 			set: []string{"replicas=2", "leaderElection.enabled=false"}, wantInErr: "leaderElection.enabled",

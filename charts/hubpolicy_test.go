@@ -31,6 +31,7 @@ func TestHubPolicyIsGenerated(t *testing.T) {
 				`json:hubPolicy.allowedServiceAccounts=["default","ray-worker"]`, `json:hubPolicy.allowedNamespaces=["team-a","team-b"]`,
 				`json:hubPolicy.allowedCapabilities=["NET_ADMIN"]`, "hubPolicy.allowHostNetwork=true", "hubPolicy.allowNodePorts=true",
 				"hubPolicy.minPodSecurityLevel=privileged", "hubPolicy.maxWorkerGroups=20", `json:hubPolicy.unenforcedNamespaces=["legacy"]`,
+				"hubPolicy.allowIngress=true", `json:hubPolicy.allowedGatewayClasses=["istio","eg"]`,
 			},
 			edit: func(c *hubpolicy.Config) {
 				c.AllowedServiceAccounts = []string{"default", "ray-worker"}
@@ -40,6 +41,8 @@ func TestHubPolicyIsGenerated(t *testing.T) {
 				c.MinPodSecurityLevel = hubpolicy.LevelPrivileged
 				c.MaxWorkerGroups = 20
 				c.UnenforcedNamespaces = []string{"legacy"}
+				c.AllowIngress = true
+				c.AllowedGatewayClasses = []string{"istio", "eg"}
 			},
 		},
 		{

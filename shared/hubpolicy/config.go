@@ -3,7 +3,7 @@
 // identity only, RayServices whose Pod templates step outside the member's Pod Security level
 // (every check of "baseline" by default, of "restricted" when chosen, as
 // k8s.io/pod-security-admission implements them), that run as other ServiceAccounts, expose
-// Services, or land in a namespace whose Pod Security label is looser than that level; and
+// Services, ask for an Ingress or a Gateway the member's admin did not allow, or land in a namespace whose Pod Security label is looser than that level; and
 // Namespaces whose Pod Security labels weaken the member's. The spoke chart renders it (generated from Build by `make manifests`),
 // `rayfleet join` applies it when no chart did, and the hub reads its refusals with ParseDenial.
 // It imports neither the hub nor the spoke.
@@ -46,6 +46,13 @@ const (
 	// RuleNodePorts refuses NodePort and LoadBalancer Services and explicit nodePorts (unless
 	// Config.AllowNodePorts).
 	RuleNodePorts = "nodePorts"
+	// RuleIngress refuses headGroupSpec.enableIngress (unless Config.AllowIngress): KubeRay
+	// then creates an Ingress for the head, of the class and with the annotations the
+	// RayService's head asks for.
+	RuleIngress = "ingress"
+	// RuleGatewayClass refuses an incremental upgrade's gatewayClassName outside
+	// Config.AllowedGatewayClasses: the spoke would create a Gateway of that class.
+	RuleGatewayClass = "gatewayClass"
 	// RulePodSecurityLabels refuses Namespaces whose pod-security.kubernetes.io/enforce labels
 	// are weaker than Config.MinPodSecurityLevel or than the Namespace had.
 	RulePodSecurityLabels = "podSecurityLabels"
@@ -104,7 +111,7 @@ func Rules() []string {
 		RuleHostNamespaces, RuleHostPorts, RuleHostPath, RuleAppArmor, RuleSELinux, RuleProcMount,
 		RuleSeccomp, RuleSysctls, RuleHostProcess, RuleHostProbes, RuleVolumeTypes,
 		RuleAllowPrivilegeEscalation, RuleRunAsNonRoot, RuleRunAsUser, RuleCapabilitiesRestricted,
-		RuleExternalIPs, RuleNodePorts, RuleNamespaceLevel, RulePodSecurityLabels,
+		RuleExternalIPs, RuleNodePorts, RuleIngress, RuleGatewayClass, RuleNamespaceLevel, RulePodSecurityLabels,
 	}
 }
 
@@ -154,6 +161,11 @@ type Config struct {
 	// AllowNodePorts lets the RayService's Services be of type NodePort or LoadBalancer and
 	// ask for nodePorts (never externalIPs).
 	AllowNodePorts bool
+	// AllowIngress lets the RayService's head ask KubeRay for an Ingress (enableIngress).
+	AllowIngress bool
+	// AllowedGatewayClasses are the GatewayClasses an incremental upgrade may name, each a
+	// Gateway the spoke creates; empty allows none.
+	AllowedGatewayClasses []string
 	// MinPodSecurityLevel is the member's Pod Security level: the guard holds the hub's Pod
 	// templates to its checks (at privileged, only to the rules with a setting of their own
 	// above), refuses RayServices in namespaces enforcing less, and refuses Namespaces the hub
@@ -175,7 +187,7 @@ func HubUsername(namespace, serviceAccount string) string {
 // Default is the Pod Security "baseline" level for the hub's identity in its default
 // namespace: every baseline check, only the "default" ServiceAccount, any namespace that
 // enforces baseline or stricter, baseline's capabilities, no host networking, no node ports, no
-// Namespace looser than baseline.
+// Ingress, no GatewayClass, no Namespace looser than baseline.
 func Default() Config {
 	return Config{
 		HubUsernames:           []string{HubUsername(hubaccess.DefaultNamespace, hubaccess.ServiceAccountName)},
@@ -199,7 +211,7 @@ func (c Config) Validate() error {
 	}{
 		{"hub usernames", c.HubUsernames}, {"allowed ServiceAccounts", c.AllowedServiceAccounts},
 		{"allowed namespaces", c.AllowedNamespaces}, {"allowed capabilities", c.AllowedCapabilities},
-		{"unenforced namespaces", c.UnenforcedNamespaces},
+		{"unenforced namespaces", c.UnenforcedNamespaces}, {"allowed GatewayClasses", c.AllowedGatewayClasses},
 	} {
 		if slices.Contains(l.list, "") {
 			errs = append(errs, fmt.Errorf("an empty string among the %s", l.field))

@@ -28,6 +28,10 @@ const (
 	VarMaxWorkerGroups = "maxWorkerGroups"
 	// VarUnenforcedNamespaces holds Config.UnenforcedNamespaces, a list of strings.
 	VarUnenforcedNamespaces = "unenforcedNamespaces"
+	// VarAllowIngress holds Config.AllowIngress, a bool.
+	VarAllowIngress = "allowIngress"
+	// VarAllowedGatewayClasses holds Config.AllowedGatewayClasses, a list of strings.
+	VarAllowedGatewayClasses = "allowedGatewayClasses"
 )
 
 // HubMatchCondition names the match condition that limits the guard to Config.HubUsernames;
@@ -72,6 +76,8 @@ func settings(c Config, kind string) []admissionregistrationv1.Variable {
 		{Name: VarMaxWorkerGroups, Expression: literal(c.MaxWorkerGroups)},
 		{Name: VarMinPodSecurityLevel, Expression: literal(c.MinPodSecurityLevel)},
 		{Name: VarUnenforcedNamespaces, Expression: literal(nonNil(c.UnenforcedNamespaces))},
+		{Name: VarAllowIngress, Expression: literal(c.AllowIngress)},
+		{Name: VarAllowedGatewayClasses, Expression: literal(nonNil(c.AllowedGatewayClasses))},
 	}
 }
 
@@ -128,7 +134,30 @@ func rayServiceVariables() []admissionregistrationv1.Variable {
 		})},
 		{Name: RuleNodePorts, Expression: fmt.Sprintf("variables.%s ? [] : %s + %s", VarAllowNodePorts, perService(nodePortRefusals),
 			"(has(variables.head.serviceType) && variables.head.serviceType in ['NodePort', 'LoadBalancer'] ? ['headGroupSpec.serviceType is ' + variables.head.serviceType] : [])")},
+		{Name: RuleIngress, Expression: ingressRefusals()},
+		{Name: RuleGatewayClass, Expression: gatewayClassRefusals()},
 	}...)
+}
+
+// rayServiceName is the CEL string naming the RayService at the start of a refusal.
+const rayServiceName = `'RayService "' + object.metadata.name + '"'`
+
+// ingressRefusals refuses headGroupSpec.enableIngress unless the member allows it: the Ingress
+// KubeRay creates takes its class and annotations from the head, which the hub writes.
+func ingressRefusals() string {
+	return fmt.Sprintf("!variables.%[1]s && has(variables.head.enableIngress) && variables.head.enableIngress ? "+
+		"[%[2]s + ' sets headGroupSpec.enableIngress, which this member does not allow (hubPolicy.%[1]s)'] : []", VarAllowIngress, rayServiceName)
+}
+
+// gatewayClassRefusals refuses an incremental upgrade's gatewayClassName outside the allowed
+// ones, whatever the upgrade type: the name is what decides which Gateway the spoke creates. An
+// empty name is no class (KubeRay refuses such an upgrade and creates no Gateway).
+func gatewayClassRefusals() string {
+	const opts = "object.spec.upgradeStrategy.clusterUpgradeOptions"
+	return fmt.Sprintf("%[1]s && %[2]s.gatewayClassName != '' && !(%[2]s.gatewayClassName in variables.%[3]s) ? "+
+		"[%[4]s + ' sets spec.upgradeStrategy.clusterUpgradeOptions.gatewayClassName \"' + %[2]s.gatewayClassName + "+
+		"'\", a GatewayClass this member does not allow (hubPolicy.%[3]s)'] : []",
+		present("object.spec", "upgradeStrategy", "clusterUpgradeOptions", "gatewayClassName"), opts, VarAllowedGatewayClasses, rayServiceName)
 }
 
 // rayServiceValidations are the RayService policy's validations, in Rules' order. Each rule

@@ -54,6 +54,8 @@ func startGuard(t *testing.T) guardEnv {
 	loose.AllowedCapabilities = append(hubpolicy.BaselineCapabilities(), "SYS_PTRACE")
 	loose.AllowHostNetwork, loose.AllowNodePorts = true, true
 	loose.UnenforcedNamespaces = []string{"bare"}
+	loose.AllowIngress = true
+	loose.AllowedGatewayClasses = []string{"istio"}
 	strict := hubpolicy.Default()
 	strict.HubUsernames = []string{hubpolicy.HubUsername(hubaccess.DefaultNamespace, "strict-hub")}
 	strict.MinPodSecurityLevel = hubpolicy.LevelRestricted
@@ -129,6 +131,16 @@ func rayService(name string, edit func(*rayv1.RayService)) *rayv1.RayService {
 
 func head(rs *rayv1.RayService) *corev1.PodSpec {
 	return &rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec
+}
+
+// incrementalUpgrade makes rs upgrade incrementally through a Gateway of class gatewayClass.
+func incrementalUpgrade(rs *rayv1.RayService, gatewayClass string) {
+	rs.Spec.UpgradeStrategy = &rayv1.RayServiceUpgradeStrategy{
+		Type: ptr.To(rayv1.RayServiceNewClusterWithIncrementalUpgrade),
+		ClusterUpgradeOptions: &rayv1.ClusterUpgradeOptions{
+			StepSizePercent: ptr.To[int32](10), IntervalSeconds: ptr.To[int32](30), GatewayClassName: gatewayClass,
+		},
+	}
 }
 
 func worker(rs *rayv1.RayService) *corev1.PodSpec {
@@ -277,6 +289,39 @@ func testRayServices(t *testing.T, g guardEnv) {
 			rs.Namespace = "team-a"
 			rs.Spec.ServeService = &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 			rs.Spec.RayClusterSpec.HeadGroupSpec.ServiceType = corev1.ServiceTypeNodePort
+		}},
+		{name: "enableIngress", wantRule: hubpolicy.RuleIngress,
+			wantMsg: `hubPolicy/ingress: RayService "enableingress" sets headGroupSpec.enableIngress, which this member does not allow (hubPolicy.allowIngress)`,
+			edit:    func(rs *rayv1.RayService) { rs.Spec.RayClusterSpec.HeadGroupSpec.EnableIngress = ptr.To(true) }},
+		{name: "enableIngress false", edit: func(rs *rayv1.RayService) { rs.Spec.RayClusterSpec.HeadGroupSpec.EnableIngress = ptr.To(false) }},
+		{name: "enableIngress allowed by config", byLoose: true, edit: func(rs *rayv1.RayService) {
+			rs.Namespace = "team-a"
+			rs.Spec.RayClusterSpec.HeadGroupSpec.EnableIngress = ptr.To(true)
+		}},
+		{name: "gatewayClassName", wantRule: hubpolicy.RuleGatewayClass,
+			wantMsg: `hubPolicy/gatewayClass: RayService "gatewayclassname" sets spec.upgradeStrategy.clusterUpgradeOptions.gatewayClassName "istio", a GatewayClass this member does not allow (hubPolicy.allowedGatewayClasses)`,
+			edit:    func(rs *rayv1.RayService) { incrementalUpgrade(rs, "istio") }},
+		{name: "gatewayClassName outside the allowed ones", byLoose: true, wantRule: hubpolicy.RuleGatewayClass,
+			wantMsg: `hubPolicy/gatewayClass: RayService "gatewayclassname-outside-the-allowed-ones" sets spec.upgradeStrategy.clusterUpgradeOptions.gatewayClassName "nginx", a GatewayClass this member does not allow (hubPolicy.allowedGatewayClasses)`,
+			edit: func(rs *rayv1.RayService) {
+				rs.Namespace = "team-a"
+				incrementalUpgrade(rs, "nginx")
+			}},
+		// Whatever the upgrade type: the options alone name the Gateway's class.
+		{name: "gatewayClassName with another upgrade type", wantRule: hubpolicy.RuleGatewayClass,
+			wantMsg: `hubPolicy/gatewayClass: RayService "gatewayclassname-with-another-upgrade-type" sets spec.upgradeStrategy.clusterUpgradeOptions.gatewayClassName "istio", a GatewayClass this member does not allow (hubPolicy.allowedGatewayClasses)`,
+			edit: func(rs *rayv1.RayService) {
+				incrementalUpgrade(rs, "istio")
+				rs.Spec.UpgradeStrategy.Type = ptr.To(rayv1.RayServiceNewCluster)
+			}},
+		{name: "gatewayClassName allowed by config", byLoose: true, edit: func(rs *rayv1.RayService) {
+			rs.Namespace = "team-a"
+			incrementalUpgrade(rs, "istio")
+		}},
+		// KubeRay refuses an incremental upgrade without a class and creates no Gateway.
+		{name: "empty gatewayClassName", edit: func(rs *rayv1.RayService) { incrementalUpgrade(rs, "") }},
+		{name: "NewCluster upgrade", edit: func(rs *rayv1.RayService) {
+			rs.Spec.UpgradeStrategy = &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.RayServiceNewCluster)}
 		}},
 		{name: "first rule wins", wantRule: hubpolicy.RuleServiceAccount,
 			wantMsg: `hubPolicy/serviceAccount: headGroupSpec runs as ServiceAccount "admin"`,

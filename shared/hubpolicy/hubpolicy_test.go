@@ -30,6 +30,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "no worker groups", edit: func(c *Config) { c.MaxWorkerGroups = 0 }, wantErr: "maximum worker groups 0"},
 		{name: "privileged namespaces allowed", edit: func(c *Config) { c.MinPodSecurityLevel = LevelPrivileged }},
 		{name: "empty unenforced namespace", edit: func(c *Config) { c.UnenforcedNamespaces = []string{""} }, wantErr: "an empty string among the unenforced namespaces"},
+		{name: "empty GatewayClass", edit: func(c *Config) { c.AllowedGatewayClasses = []string{"istio", ""} }, wantErr: "an empty string among the allowed GatewayClasses"},
+		{name: "ingress and GatewayClasses allowed", edit: func(c *Config) { c.AllowIngress = true; c.AllowedGatewayClasses = []string{"istio"} }},
 		{name: "restricted", edit: func(c *Config) { c.MinPodSecurityLevel = LevelRestricted; c.UnenforcedNamespaces = []string{"legacy"} }},
 	}
 	for _, tt := range tests {
@@ -55,8 +57,9 @@ func TestDefault(t *testing.T) {
 	if len(c.AllowedCapabilities) != 13 || slices.Contains(c.AllowedCapabilities, "SYS_ADMIN") || slices.Contains(c.AllowedCapabilities, "NET_RAW") {
 		t.Errorf("AllowedCapabilities = %v, want baseline's 13 (no NET_RAW)", c.AllowedCapabilities)
 	}
-	if c.AllowHostNetwork || c.AllowNodePorts || len(c.AllowedNamespaces) != 0 || !slices.Equal(c.AllowedServiceAccounts, []string{"default"}) {
-		t.Errorf("Default() = %+v, want no host network, no node ports, any namespace, the default ServiceAccount", c)
+	if c.AllowHostNetwork || c.AllowNodePorts || c.AllowIngress || len(c.AllowedGatewayClasses) != 0 || len(c.AllowedNamespaces) != 0 ||
+		!slices.Equal(c.AllowedServiceAccounts, []string{"default"}) {
+		t.Errorf("Default() = %+v, want no host network, no node ports, no Ingress, no GatewayClass, any namespace, the default ServiceAccount", c)
 	}
 }
 
@@ -68,6 +71,8 @@ func TestBuild(t *testing.T) {
 	c.AllowedNamespaces = []string{"team-a"}
 	c.AllowHostNetwork = true
 	c.MaxWorkerGroups = 7
+	c.AllowIngress = true
+	c.AllowedGatewayClasses = []string{"istio", "eg"}
 	objs, err := Build("guard", c)
 	if err != nil {
 		t.Fatal(err)
@@ -104,12 +109,20 @@ func TestBuild(t *testing.T) {
 	wantVars := map[string]string{
 		VarAllowedServiceAccounts: `["default"]`, VarAllowedNamespaces: `["team-a"]`, VarAllowHostNetwork: "true",
 		VarAllowNodePorts: "false", VarMaxWorkerGroups: "7", VarMinPodSecurityLevel: `"baseline"`, VarUnenforcedNamespaces: "[]",
+		VarAllowIngress: "true", VarAllowedGatewayClasses: `["istio","eg"]`,
 	}
+	seen := map[string]bool{}
 	for _, p := range objs.Policies {
 		for _, v := range p.Spec.Variables {
 			if want, ok := wantVars[v.Name]; ok && v.Expression != want {
 				t.Errorf("%s: variable %s = %s, want %s", p.Name, v.Name, v.Expression, want)
 			}
+			seen[v.Name] = true
+		}
+	}
+	for name := range wantVars {
+		if !seen[name] {
+			t.Errorf("no policy has the variable %s", name)
 		}
 	}
 }
@@ -187,5 +200,17 @@ func TestParseDenial(t *testing.T) {
 				t.Errorf("ParseDenial(%v) = %q, %q, %v; want %q, %q", tt.err, rule, msg, ok, tt.wantRule, tt.wantMsg)
 			}
 		})
+	}
+}
+
+// Every rule's refusal parses back to that rule, whatever characters its name uses.
+func TestParseDenialKnowsEveryRule(t *testing.T) {
+	gr := schema.GroupResource{Group: "ray.io", Resource: "rayservices"}
+	for _, want := range Rules() {
+		msg := messagePrefix(want) + `RayService "x" is refused`
+		rule, got, ok := ParseDenial(apierrors.NewForbidden(gr, "x", errors.New("ValidatingAdmissionPolicy 'g' with binding 'g' denied request: "+msg)))
+		if !ok || rule != want || got != msg {
+			t.Errorf("ParseDenial of %q = %q, %q, %v; want %q", msg, rule, got, ok, want)
+		}
 	}
 }
