@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,6 +237,8 @@ func TestFlagNamesAndDefaults(t *testing.T) {
 		"metrics-bind-address":      ":8080",
 		"pprof-bind-address":        "0",
 		"resync":                    "10s",
+		"traffic-cluster-cidrs":     "",
+		"traffic-cluster-domain":    "cluster.local",
 		"watch-namespace":           "",
 		"zap-devel":                 "false",
 		"zap-encoder":               "",
@@ -317,4 +320,14 @@ current-context: c
 		t.Fatal(err)
 	}
 	return path
+}
+
+func TestTrafficClusterFlags(t *testing.T) {
+	tc, err := flags{trafficCIDRs: "10.244.0.0/16, 10.96.0.0/12", trafficDomain: "corp.internal"}.trafficCluster()
+	if err != nil || len(tc.Ranges) != 2 || tc.Ranges[1].String() != "10.96.0.0/12" || tc.Domain != "corp.internal" {
+		t.Errorf("trafficCluster = %+v, %v", tc, err)
+	}
+	if _, err := (flags{trafficCIDRs: "10.244.0.0/16,10.96.0.1"}).trafficCluster(); err == nil || !strings.Contains(err.Error(), "--traffic-cluster-cidrs") {
+		t.Errorf("a range that is no CIDR: %v", err)
+	}
 }
