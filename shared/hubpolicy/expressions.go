@@ -103,6 +103,12 @@ func rayServiceVariables() []admissionregistrationv1.Variable {
 		{Name: "workers", Expression: fmt.Sprintf("has(%[1]s.workerGroupSpecs) ? %[1]s.workerGroupSpecs : []", cluster)},
 		{Name: "autoscaler", Expression: fmt.Sprintf(
 			"has(%[1]s.autoscalerOptions) && has(%[1]s.autoscalerOptions.securityContext) ? [%[1]s.autoscalerOptions.securityContext] : []", cluster)},
+		// Without its own securityContext the sidecar takes the Ray container's restrictions
+		// (seccomp, non-root, no privilege escalation, drop ALL), never its privileges.
+		{Name: "autoscalerInherited", Expression: fmt.Sprintf(
+			"has(%[1]s.autoscalerOptions) && has(%[1]s.autoscalerOptions.securityContext) ? [] : "+
+				"(size(%[1]s.headGroupSpec.template.spec.containers) > 0 && has(%[1]s.headGroupSpec.template.spec.containers[0].securityContext) ? "+
+				"[%[1]s.headGroupSpec.template.spec.containers[0].securityContext] : [])", cluster)},
 		{Name: "autoscaling", Expression: fmt.Sprintf("has(%[1]s.enableInTreeAutoscaling) && %[1]s.enableInTreeAutoscaling", cluster)},
 		{Name: "baseline", Expression: fmt.Sprintf("variables.%s in ['%s', '%s']", VarMinPodSecurityLevel, LevelBaseline, LevelRestricted)},
 		{Name: "restricted", Expression: fmt.Sprintf("variables.%s == '%s'", VarMinPodSecurityLevel, LevelRestricted)},

@@ -100,9 +100,19 @@ func testPodSecurity(t *testing.T, g guardEnv) {
 		{name: "restricted root", strict: true, wantRule: hubpolicy.RuleRunAsNonRoot,
 			wantMsg: `hubPolicy/runAsNonRoot: container "ray-worker" in worker group "small" sets no securityContext.runAsNonRoot, nor does its Pod`,
 			edit:    func(rs *rayv1.RayService) { worker(rs).Containers[0].SecurityContext.RunAsNonRoot = nil }},
-		{name: "restricted autoscaler without securityContext", strict: true, wantRule: hubpolicy.RuleSeccomp,
+		// The spoke gives a sidecar without its own securityContext the Ray container's
+		// restrictions: a restricted head keeps it restricted.
+		{name: "restricted autoscaler without securityContext", strict: true,
+			edit: func(rs *rayv1.RayService) { rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true) }},
+		{name: "restricted autoscaler with a securityContext of its own", strict: true, wantRule: hubpolicy.RuleSeccomp,
 			wantMsg: `hubPolicy/seccomp: the autoscaler (rayClusterConfig.autoscalerOptions) sets no securityContext.seccompProfile.type, nor does the head Pod`,
-			edit:    func(rs *rayv1.RayService) { rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true) }},
+			edit: func(rs *rayv1.RayService) {
+				rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
+				rs.Spec.RayClusterSpec.AutoscalerOptions = &rayv1.AutoscalerOptions{SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				}}
+			}},
 		{name: "restricted volume", strict: true, wantRule: hubpolicy.RuleVolumeTypes,
 			wantMsg: `hubPolicy/volumeTypes: volume "data" in headGroupSpec is none of configMap, csi, downwardAPI, emptyDir, ephemeral, image, persistentVolumeClaim, projected, secret`,
 			edit: func(rs *rayv1.RayService) {

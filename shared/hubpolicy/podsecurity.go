@@ -160,7 +160,7 @@ func baselineChecks() []podCheck {
 			return fmt.Sprintf("variables.restricted && !(%s) && !(%s) && !(%s)", windows(spec), containerSC.has("seccompProfile"), podSeccompSet(spec)),
 				"' sets no securityContext.seccompProfile.type, nor does its Pod'"
 		}, autoscaler: func(spec string) (string, string) {
-			return fmt.Sprintf("variables.restricted && !(%s) && !variables.autoscaler.exists(s, has(s.seccompProfile)) && !(%s)", windows(spec), podSeccompSet(spec)),
+			return fmt.Sprintf("variables.restricted && !(%s) && !(variables.autoscaler + variables.autoscalerInherited).exists(s, has(s.seccompProfile)) && !(%s)", windows(spec), podSeccompSet(spec)),
 				"' sets no securityContext.seccompProfile.type, nor does the head Pod'"
 		}},
 		{rule: RuleSysctls, pod: func(spec, where string) string {
@@ -204,7 +204,7 @@ func restrictedChecks() []podCheck {
 			return fmt.Sprintf("!(%s) && !(%s && !%s)", windows(spec), containerSC.has("allowPrivilegeEscalation"), containerSC.get("allowPrivilegeEscalation")),
 				"' does not set securityContext.allowPrivilegeEscalation false'"
 		}, autoscaler: func(spec string) (string, string) {
-			return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, has(s.allowPrivilegeEscalation) && !s.allowPrivilegeEscalation)", windows(spec)),
+			return fmt.Sprintf("!(%s) && !(variables.autoscaler + variables.autoscalerInherited).exists(s, has(s.allowPrivilegeEscalation) && !s.allowPrivilegeEscalation)", windows(spec)),
 				"' does not set securityContext.allowPrivilegeEscalation false'"
 		}},
 		runAsNonRootCheck(),
@@ -230,7 +230,7 @@ func runAsNonRootCheck() podCheck {
 		return fmt.Sprintf("!(%s) && !(%s) && !(%s)", userNamespace(spec), containerSC.has("runAsNonRoot"), podRunsAsNonRoot(spec)),
 			"' sets no securityContext.runAsNonRoot, nor does its Pod'"
 	}, autoscaler: func(spec string) (string, string) {
-		return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, has(s.runAsNonRoot)) && !(%s)", userNamespace(spec), podRunsAsNonRoot(spec)),
+		return fmt.Sprintf("!(%s) && !(variables.autoscaler + variables.autoscalerInherited).exists(s, has(s.runAsNonRoot)) && !(%s)", userNamespace(spec), podRunsAsNonRoot(spec)),
 			"' sets no securityContext.runAsNonRoot, nor does the head Pod'"
 	}}
 }
@@ -250,7 +250,7 @@ func capabilitiesRestrictedCheck() podCheck {
 	}, container: func(spec string) (string, string) {
 		return fmt.Sprintf("!(%s) && !(%s)", windows(spec), dropsAll(containerSC)), "' does not drop ALL capabilities'"
 	}, autoscaler: func(spec string) (string, string) {
-		return fmt.Sprintf("!(%s) && !variables.autoscaler.exists(s, %s)", windows(spec), dropsAll(autoscalerSC)), "' does not drop ALL capabilities'"
+		return fmt.Sprintf("!(%s) && !(variables.autoscaler + variables.autoscalerInherited).exists(s, %s)", windows(spec), dropsAll(autoscalerSC)), "' does not drop ALL capabilities'"
 	}}
 }
 

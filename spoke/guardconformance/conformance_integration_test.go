@@ -79,6 +79,9 @@ func startLevels(t *testing.T) []level {
 		cfg := hubpolicy.Default()
 		cfg.HubUsernames = []string{hubpolicy.HubUsername(hubaccess.DefaultNamespace, l.sa)}
 		cfg.MinPodSecurityLevel = string(l.level)
+		// Pod Security is what is compared here: the Gateway KubeRay's incremental upgrade
+		// sample asks for is another rule's business.
+		cfg.AllowedGatewayClasses = []string{"istio"}
 		objs, err := hubpolicy.Build("guard-"+string(l.level), cfg)
 		if err != nil {
 			t.Fatal(err)
