@@ -221,6 +221,9 @@ func TestBadValuesFail(t *testing.T) {
 		{name: "unknown hub policy key", charts: []string{spokeChart}, set: []string{"hubPolicy.allowPrivileged=true"}, wantInErr: "'allowPrivileged'"},
 		{name: "unknown Pod Security level", charts: []string{spokeChart}, set: []string{"hubPolicy.minPodSecurityLevel=strict"}, wantInErr: "/hubPolicy/minPodSecurityLevel"},
 		{name: "no worker groups", charts: []string{spokeChart}, set: []string{"hubPolicy.maxWorkerGroups=0"}, wantInErr: "/hubPolicy/maxWorkerGroups"},
+		{name: "sidecar without an image", charts: []string{spokeChart}, set: []string{`json:headSidecarContainers=[{"name":"fluentbit"}]`}, wantInErr: "/headSidecarContainers/0"},
+		{name: "sidecar name not a DNS label", charts: []string{spokeChart}, set: []string{`json:workerSidecarContainers=[{"name":"Ship_Logs","image":"x"}]`}, wantInErr: "/workerSidecarContainers/0/name"},
+		{name: "sidecar not a list", charts: []string{spokeChart}, set: []string{`json:headSidecarContainers={"name":"x"}`}, wantInErr: "/headSidecarContainers"},
 		{name: "capability in lower case", charts: []string{spokeChart}, set: []string{`json:hubPolicy.allowedCapabilities=["sys_admin"]`}, wantInErr: "/hubPolicy/allowedCapabilities/0"},
 		{name: "GatewayClass not a name", charts: []string{spokeChart}, set: []string{`json:hubPolicy.allowedGatewayClasses=[""]`}, wantInErr: "/hubPolicy/allowedGatewayClasses/0"},
 		{

@@ -56,6 +56,7 @@ type flags struct {
 	reportInterval    time.Duration
 	featureGates      *features.Gates
 	podSecurityLevel  string
+	configFile        string
 }
 
 // reconcilerOptions are the options of both reconcilers: KubeRay's environment variables first,
@@ -89,6 +90,11 @@ func bindFlags(fs *flag.FlagSet, f *flags, opts *reconcilerOptions) {
 			"the hub placed may violate it (the spoke checks every such Pod before creating it, whoever wrote its template, "+
 			"and creates none the level forbids); the hub labels the namespaces it creates with it and places there only "+
 			"RayServices whose Pods pass it. The spoke chart sets it from hubPolicy.minPodSecurityLevel, the guard's level.")
+	fs.StringVar(&f.configFile, "config", "",
+		"A KubeRay operator configuration file (apiVersion "+configAPIVersion+", kind "+configKind+"): its "+
+			"headSidecarContainers and workerSidecarContainers are added to every head and worker Pod, its "+
+			"defaultContainerEnvs to every Ray container. Its other fields configure KubeRay's process and are refused: "+
+			"the spoke's flags set them. The spoke chart renders it from headSidecarContainers and workerSidecarContainers.")
 	// KubeRay's gate names, so that a KubeRay operator's --feature-gates carries over; a gate
 	// the spoke cannot honour fails here rather than being ignored.
 	f.featureGates = features.New()
@@ -114,6 +120,9 @@ func parseArgs(args []string, getenv func(string) string, out io.Writer) (f flag
 	}
 	if opts.rayCluster.PodSecurity, err = podsecurity.New(f.podSecurityLevel); err != nil {
 		return f, opts, false, fmt.Errorf("invalid --pod-security-level: %w", err)
+	}
+	if err = loadConfig(f.configFile, &opts.rayCluster.Build); err != nil {
+		return f, opts, false, err
 	}
 	// Both reconcilers build the same RayClusters, and one flag sizes both worker pools.
 	opts.rayCluster.MaxConcurrentReconciles = f.manager.MaxConcurrentReconciles
@@ -174,7 +183,7 @@ func run(args []string) error {
 	setupLog.Info("starting spoke", "version", version, "watchNamespaces", f.manager.WatchNamespaces,
 		"maxConcurrentReconciles", opts.rayCluster.MaxConcurrentReconciles,
 		"gatewayAPI", opts.rayService.GatewayAPI, "reportInterval", f.reportInterval, "podSecurityLevel", f.podSecurityLevel,
-		"dashboardAddressTemplate", f.dashboardTemplate, "serveProxyAddressTemplate", f.proxyTemplate)
+		"dashboardAddressTemplate", f.dashboardTemplate, "config", f.configFile, "serveProxyAddressTemplate", f.proxyTemplate)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -250,7 +250,7 @@ func configureTokenAuth(spec *corev1.PodSpec, rc *rayv1.RayCluster) {
 		})
 	}
 	for i := range spec.InitContainers {
-		if spec.InitContainers[i].Name == waitGCSContainerName {
+		if spec.InitContainers[i].Name == WaitGCSContainerName {
 			setAuthEnv(&spec.InitContainers[i], rc)
 		}
 	}

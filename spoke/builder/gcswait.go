@@ -6,8 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// waitGCSContainerName is the init container that holds a worker back until the head's GCS answers.
-const waitGCSContainerName = "wait-gcs-ready"
+// WaitGCSContainerName is the init container that holds a worker back until the head's GCS answers.
+const WaitGCSContainerName = "wait-gcs-ready"
 
 // waitGCSQuietSeconds is how long the wait loop hides health-check errors: a GCS usually needs a
 // while to come up, and only a longer wait is worth showing the errors for.
@@ -40,7 +40,7 @@ done
 func waitGCSContainer(ray *corev1.Container, fqdn, port string, opts Options) corev1.Container {
 	src := ray.DeepCopy()
 	return corev1.Container{
-		Name:            waitGCSContainerName,
+		Name:            WaitGCSContainerName,
 		Image:           src.Image,
 		ImagePullPolicy: src.ImagePullPolicy,
 		Command:         opts.shellCommand(),

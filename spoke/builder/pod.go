@@ -3,6 +3,7 @@ package builder
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,7 +83,9 @@ func buildHeadPod(rc *rayv1.RayCluster, opts Options) (*corev1.Pod, error) {
 	if rayspec.TokenAuth(&rc.Spec) {
 		configureTokenAuth(&tmpl.Spec, rc)
 	}
-	tmpl.Spec.Containers = append(tmpl.Spec.Containers, copyContainers(opts.HeadSidecars)...)
+	if err := addSidecars(&tmpl.Spec, opts.HeadSidecars); err != nil {
+		return nil, fmt.Errorf("build head Pod of RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
+	}
 	return finishPod(rc, tmpl, podContext{nodeType: rayv1.HeadNode, params: params, port: port, fqdn: fqdn, opts: opts})
 }
 
@@ -128,7 +131,9 @@ func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, replica Repli
 	if rayspec.TokenAuth(&rc.Spec) {
 		configureTokenAuth(&tmpl.Spec, rc)
 	}
-	tmpl.Spec.Containers = append(tmpl.Spec.Containers, copyContainers(opts.WorkerSidecars)...)
+	if err := addSidecars(&tmpl.Spec, opts.WorkerSidecars); err != nil {
+		return nil, fmt.Errorf("build worker Pod of group %q of RayCluster %s/%s: %w", group.GroupName, rc.Namespace, rc.Name, err)
+	}
 	return finishPod(rc, tmpl, podContext{nodeType: rayv1.WorkerNode, params: params, port: port, fqdn: fqdn, opts: opts})
 }
 
@@ -281,6 +286,21 @@ func cloneParams(params map[string]string) map[string]string {
 	out := make(map[string]string, len(params))
 	maps.Copy(out, params)
 	return out
+}
+
+// addSidecars appends copies of the operator's sidecars to spec. A sidecar named like a container
+// the Pod already has (the template's or one the builder added) is refused here, naming it: the
+// API server would refuse the Pod anyway, with a message that does not say where the name came from.
+func addSidecars(spec *corev1.PodSpec, sidecars []corev1.Container) error {
+	for i := range sidecars {
+		name := sidecars[i].Name
+		taken := func(c corev1.Container) bool { return c.Name == name }
+		if slices.ContainsFunc(spec.Containers, taken) || slices.ContainsFunc(spec.InitContainers, taken) {
+			return fmt.Errorf("sidecar %q from the spoke's configuration has the name of a container of the Pod", name)
+		}
+	}
+	spec.Containers = append(spec.Containers, copyContainers(sidecars)...)
+	return nil
 }
 
 func copyContainers(cs []corev1.Container) []corev1.Container {

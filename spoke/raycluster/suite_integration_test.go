@@ -75,8 +75,9 @@ func startHarness(t *testing.T, env map[string]string) *harness {
 	return startHarnessOn(t, envtest.Start(t), env)
 }
 
-// startHarnessOn runs the reconciler against the API server of e.
-func startHarnessOn(t *testing.T, e *envtest.Env, env map[string]string) *harness {
+// startHarnessOn runs the reconciler against the API server of e, with the options read from
+// env and then changed by each of tweaks.
+func startHarnessOn(t *testing.T, e *envtest.Env, env map[string]string, tweaks ...func(*Options)) *harness {
 	t.Helper()
 	h := &harness{
 		c:      e.Client,
@@ -116,6 +117,9 @@ func startHarnessOn(t *testing.T, e *envtest.Env, env map[string]string) *harnes
 	opts := OptionsFromEnv(func(k string) string { return env[k] })
 	opts.Clock = h.clock
 	opts.MetricsRegisterer = prometheus.NewRegistry()
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
 	if err := NewReconciler(mgr, opts).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

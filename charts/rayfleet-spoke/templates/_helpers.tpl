@@ -96,3 +96,20 @@ would be merged into one, granted in the release namespace.
 {{- end }}
 {{- toJson $rules }}
 {{- end }}
+
+{{/*
+The spoke's KubeRay operator configuration (--config): the sidecars of every head and worker Pod.
+The Deployment hashes it, so that changing a sidecar rolls the spoke.
+*/}}
+{{- define "rayfleet-spoke.operatorConfig" -}}
+apiVersion: config.ray.io/v1alpha1
+kind: Configuration
+{{- with .Values.headSidecarContainers }}
+headSidecarContainers:
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- with .Values.workerSidecarContainers }}
+workerSidecarContainers:
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- end }}
