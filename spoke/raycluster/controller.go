@@ -26,6 +26,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/spoke/builder"
+	"github.com/rayfleet/rayfleet/spoke/eventseries"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/expectations"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
@@ -83,7 +84,8 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	recorder := mgr.GetEventRecorder("raycluster-controller")
+	// Repeats of an event count in one Event rather than each writing its own.
+	recorder := eventseries.New(mgr.GetEventRecorder("raycluster-controller"), mgr.GetScheme())
 	return &Reconciler{
 		client:       mgr.GetClient(),
 		apiReader:    mgr.GetAPIReader(),

@@ -47,6 +47,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/validation"
 	"github.com/rayfleet/rayfleet/spoke/builder"
 	"github.com/rayfleet/rayfleet/spoke/dashboard"
+	"github.com/rayfleet/rayfleet/spoke/eventseries"
 	"github.com/rayfleet/rayfleet/spoke/exclusivity"
 	"github.com/rayfleet/rayfleet/spoke/metrics"
 	"github.com/rayfleet/rayfleet/spoke/rayservice/serve"
@@ -128,7 +129,8 @@ func NewReconciler(mgr ctrl.Manager, opts Options) *Reconciler {
 			opts.Build.KubeRayVersion = defaults.KubeRayVersion
 		}
 	}
-	recorder := mgr.GetEventRecorder("rayservice-controller")
+	// Repeats of an event count in one Event rather than each writing its own.
+	recorder := eventseries.New(mgr.GetEventRecorder("rayservice-controller"), mgr.GetScheme())
 	return &Reconciler{
 		client:     mgr.GetClient(),
 		apiReader:  mgr.GetAPIReader(),
