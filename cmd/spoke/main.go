@@ -257,16 +257,15 @@ func setupReconcilers(mgr ctrl.Manager, opts reconcilerOptions) error {
 // RayService, serve and headless Services.) Services have no label common to all that KubeRay
 // creates, so they are cached whole. Secrets are never cached (see clientOptions).
 //
-// EndpointSlices are cached only when they carry ray.io/serve: the RayService reconciler counts
-// the ready endpoints of serve Services only, every serve Service KubeRay (and the spoke) creates
-// is labelled ray.io/serve=<name>-serve, and the EndpointSlice controller copies a Service's
-// labels onto its slices.
+// EndpointSlices are cached only when they name a Service, and trimmed: serve endpoints are
+// counted from every slice of a serve Service, including those no EndpointSlice controller made
+// and that carry nothing but kubernetes.io/service-name (see rayservice.EndpointSliceCache).
 func cacheOptions(namespaces []string) (cache.Options, error) {
 	owned, err := existsSelector(labels.Cluster)
 	if err != nil {
 		return cache.Options{}, err
 	}
-	serve, err := existsSelector(labels.Serve)
+	slices, err := rayservice.EndpointSliceCache()
 	if err != nil {
 		return cache.Options{}, err
 	}
@@ -276,7 +275,7 @@ func cacheOptions(namespaces []string) (cache.Options, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                {Label: owned, Transform: raycluster.TrimPod},
 			&batchv1.Job{}:               {Label: owned},
-			&discoveryv1.EndpointSlice{}: {Label: serve},
+			&discoveryv1.EndpointSlice{}: slices,
 		},
 	}
 	if len(namespaces) > 0 {

@@ -68,8 +68,11 @@ func TestCacheOptionsSelectOwnedObjects(t *testing.T) {
 		{kind: "Job", name: "ray node", labels: rayNode, want: true},
 		{kind: "Job", name: "unrelated", labels: unrelated, want: false},
 		{kind: "EndpointSlice", name: "serve Service slice", labels: serveSlice, want: true},
-		{kind: "EndpointSlice", name: "serve label with any value", labels: map[string]string{"ray.io/serve": "x"}, want: true},
-		{kind: "EndpointSlice", name: "head Service slice", labels: headSlice, want: false},
+		{kind: "EndpointSlice", name: "slice made by another manager, service-name alone", labels: map[string]string{
+			"kubernetes.io/service-name": "rs-serve-svc",
+		}, want: true},
+		{kind: "EndpointSlice", name: "head Service slice", labels: headSlice, want: true},
+		{kind: "EndpointSlice", name: "serve label without a Service", labels: map[string]string{"ray.io/serve": "x"}, want: false},
 		{kind: "EndpointSlice", name: "unrelated", labels: unrelated, want: false},
 	}
 	for _, tt := range tests {
@@ -85,6 +88,9 @@ func TestCacheOptionsSelectOwnedObjects(t *testing.T) {
 	}
 	if selectors["Pod"].Transform == nil {
 		t.Error("Pods are cached untrimmed, want raycluster.TrimPod")
+	}
+	if selectors["EndpointSlice"].Transform == nil {
+		t.Error("EndpointSlices are cached untrimmed, want rayservice.TrimEndpointSlice")
 	}
 }
 

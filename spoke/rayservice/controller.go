@@ -193,7 +193,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Ready turns on when the serve Service gets its first ready endpoint, and a head Pod
 		// whose endpoint turns not ready has its Serve proxy checked (headpod.go); watching
 		// the slices reports both at once instead of at the next requeue.
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(rayServiceOfSlice)).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.rayServiceOfSlice)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -294,15 +294,34 @@ func (r *Reconciler) retry(ctx context.Context, step string, err error) (ctrl.Re
 }
 
 // rayServiceOfSlice maps an EndpointSlice of a RayService's serve Service to the RayService.
-// The EndpointSlice controller copies the Service's labels onto its slices; a per-cluster serve
-// Service of an incremental upgrade is named after its cluster and maps to nothing (the
-// periodic requeue covers it).
-func rayServiceOfSlice(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
+// The EndpointSlice controller copies the Service's labels onto its slices, which name the
+// RayService at once; a slice made by anyone else (a mesh, a user, an MCS implementation)
+// carries only kubernetes.io/service-name, so its Service is read from the cache instead. A
+// per-cluster serve Service of an incremental upgrade is named after its cluster and maps to
+// nothing (the periodic requeue covers it).
+func (r *Reconciler) rayServiceOfSlice(ctx context.Context, o client.Object) []reconcile.Request {
+	if reqs := rayServiceOfLabels(o.GetNamespace(), o.GetLabels()); reqs != nil {
+		return reqs
+	}
+	name := o.GetLabels()[discoveryv1.LabelServiceName]
+	if name == "" {
+		return nil
+	}
+	var svc corev1.Service
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: name}, &svc); err != nil {
+		// A Service not cached (yet) maps to nothing: its creation requeues its RayService.
+		return nil
+	}
+	return rayServiceOfLabels(svc.Namespace, svc.Labels)
+}
+
+// rayServiceOfLabels names the RayService that objects labelled l in namespace ns originate
+// from, or nil.
+func rayServiceOfLabels(ns string, l map[string]string) []reconcile.Request {
 	if l[labels.OriginatedFromCRD] != "RayService" || l[labels.OriginatedFromCRName] == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[labels.OriginatedFromCRName]}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: l[labels.OriginatedFromCRName]}}}
 }
 
 // finalizerMemoKey keys the memory of the finalizer added to rs.

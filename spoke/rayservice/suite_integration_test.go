@@ -190,8 +190,7 @@ func (h *harness) restart(t *testing.T) {
 }
 
 // cacheOptions restrict the informers as cmd/spoke does, EndpointSlices included: only those
-// of serve Services (the EndpointSlice controller copies a Service's labels onto its slices,
-// and every serve Service carries ray.io/serve).
+// that name a Service, trimmed (EndpointSliceCache).
 func cacheOptions(t *testing.T) cache.Options {
 	exists := func(key string) k8slabels.Selector {
 		req, err := k8slabels.NewRequirement(key, selection.Exists, nil)
@@ -200,12 +199,16 @@ func cacheOptions(t *testing.T) cache.Options {
 		}
 		return k8slabels.NewSelector().Add(*req)
 	}
+	slices, err := EndpointSliceCache()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                {Label: exists(labels.Cluster), Transform: raycluster.TrimPod},
 			&corev1.Secret{}:             {Label: exists(labels.Cluster)},
-			&discoveryv1.EndpointSlice{}: {Label: exists(labels.Serve)},
+			&discoveryv1.EndpointSlice{}: slices,
 		},
 	}
 }

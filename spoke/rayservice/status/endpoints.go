@@ -6,7 +6,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// ReadyEndpoints counts the Pods behind a Service's EndpointSlices that are ready to serve. A
+// ReadyEndpoints counts the Pods behind a Service's EndpointSlices that are ready to serve,
+// whoever made the slices, as KubeRay does: Ready alone decides, unset meaning not ready. A
 // dual-stack Service lists each Pod once per IP family, so Pods are counted by UID; endpoints
 // without a target Pod are not counted.
 func ReadyEndpoints(slices []discoveryv1.EndpointSlice) int32 {

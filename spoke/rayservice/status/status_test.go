@@ -308,6 +308,18 @@ func TestInitializingTimeoutState(t *testing.T) {
 	}
 }
 
+// withConditions sets e's serving and terminating conditions.
+func withConditions(e discoveryv1.Endpoint, serving, terminating *bool) discoveryv1.Endpoint {
+	e.Conditions.Serving, e.Conditions.Terminating = serving, terminating
+	return e
+}
+
+// withAddresses sets e's addresses.
+func withAddresses(e discoveryv1.Endpoint, addresses ...string) discoveryv1.Endpoint {
+	e.Addresses = addresses
+	return e
+}
+
 func TestReadyEndpoints(t *testing.T) {
 	ep := func(uid string, ready *bool) discoveryv1.Endpoint {
 		e := discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ready}}
@@ -330,6 +342,25 @@ func TestReadyEndpoints(t *testing.T) {
 		}, 2},
 		{"not ready and unknown readiness are not counted", []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{ep("a", no), ep("b", nil), ep("c", yes)}}}, 1},
 		{"endpoints without a Pod are not counted", []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{ep("", yes)}}}, 0},
+		{"a target without a UID is not counted", []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{{
+			Conditions: discoveryv1.EndpointConditions{Ready: yes}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "a"},
+		}}}}, 0},
+		// Ready alone decides, as in KubeRay: serving-but-terminating Pods are draining.
+		{"serving but not ready (terminating) is not counted", []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
+			withConditions(ep("a", no), yes, yes), withConditions(ep("b", nil), yes, nil),
+		}}}, 0},
+		{"ready whatever serving and terminating say", []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
+			withConditions(ep("a", yes), no, yes), withConditions(ep("b", yes), nil, nil),
+		}}}, 2},
+		{"several addresses of one endpoint count one Pod", []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
+			withAddresses(ep("a", yes), "10.0.0.1", "10.0.0.2", "10.0.0.3"),
+		}}}, 1},
+		{"several slices, whoever made them, are summed by Pod", []discoveryv1.EndpointSlice{
+			{Endpoints: []discoveryv1.Endpoint{ep("a", yes), ep("b", no)}},
+			{Endpoints: []discoveryv1.Endpoint{ep("b", yes), ep("c", yes)}},
+			{Endpoints: []discoveryv1.Endpoint{ep("a", yes), ep("d", nil)}},
+			{},
+		}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
