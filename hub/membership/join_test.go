@@ -2,14 +2,7 @@ package membership
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +19,7 @@ import (
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/scheme"
+	"github.com/rayfleet/rayfleet/shared/testing/testcert"
 )
 
 // engaged is a ClusterGetter that knows the named clusters only.
@@ -40,18 +34,8 @@ func (e engaged) GetCluster(_ context.Context, name multicluster.ClusterName) (c
 
 // testCA returns a self-signed CA certificate, PEM-encoded.
 func testCA(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
-		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<33, 0), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	ca, _ := testcert.New(t, "test-ca")
+	return ca
 }
 
 func TestJoin(t *testing.T) {
