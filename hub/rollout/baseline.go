@@ -8,20 +8,18 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
-// Baseline is the revision a new target rolls out from: the revision every placed cluster is
-// done on when there is one, else the one recorded, else (a status written before baselines
-// were kept) the good revision, else the revision most clusters are done on. "" means the
-// RayService runs nowhere yet, the only case in which a change goes everywhere at once.
+// Baseline is the revision a new target rolls out from: the one recorded (a rollout moves it
+// to its target when it completes), else (a status written before baselines were kept) the
+// good revision, else, while nothing is recorded, the revision every placed cluster is done on,
+// else the one most clusters are done on. "" means the RayService runs nowhere yet, the only
+// case in which a change goes everywhere at once.
 func Baseline(previous *fleetv1alpha1.RolloutStatus, clusters []Cluster) string {
-	if rev := runsEverywhere(clusters); rev != "" {
-		return rev
-	}
 	if previous != nil {
 		if rev := cmp.Or(previous.BaselineRevision, previous.GoodRevision); rev != "" {
 			return rev
 		}
 	}
-	return mostDone(clusters)
+	return cmp.Or(runsEverywhere(clusters), mostDone(clusters))
 }
 
 // runsEverywhere is the revision every cluster is done on, "" when they are not all done on

@@ -114,8 +114,8 @@ type RolloutStatus struct {
 	TargetRevision string `json:"targetRevision,omitempty"`
 
 	// BaselineRevision is the revision the placed clusters run, which a new target rolls out
-	// from: the last revision every placed cluster was done on, soaked or not (while none was,
-	// the one most clusters are done on). Until a revision is good, it is also the one undo
+	// from: the target of the last completed rollout, or, for a first revision, the one the
+	// clusters are done on, soaked or not. Until a revision is good, it is also the one undo
 	// and automatic rollback return to.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
