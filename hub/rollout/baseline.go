@@ -10,31 +10,16 @@ import (
 
 // Baseline is the revision a new target rolls out from: the one recorded (a rollout moves it
 // to its target when it completes), else (a status written before baselines were kept) the
-// good revision, else, while nothing is recorded, the revision every placed cluster is done on,
-// else the one most clusters are done on. "" means the RayService runs nowhere yet, the only
-// case in which a change goes everywhere at once.
+// good revision, else, while nothing is recorded, the revision most clusters are done on (a
+// first revision, soaked or not). "" means the RayService runs nowhere yet, the only case in
+// which a change goes everywhere at once.
 func Baseline(previous *fleetv1alpha1.RolloutStatus, clusters []Cluster) string {
 	if previous != nil {
 		if rev := cmp.Or(previous.BaselineRevision, previous.GoodRevision); rev != "" {
 			return rev
 		}
 	}
-	return cmp.Or(runsEverywhere(clusters), mostDone(clusters))
-}
-
-// runsEverywhere is the revision every cluster is done on, "" when they are not all done on
-// the same one.
-func runsEverywhere(clusters []Cluster) string {
-	if len(clusters) == 0 {
-		return ""
-	}
-	rev := clusters[0].Revision
-	for _, c := range clusters {
-		if c.Revision != rev || !c.Done {
-			return ""
-		}
-	}
-	return rev
+	return mostDone(clusters)
 }
 
 // mostDone is the revision the most clusters are done on, ties going by name; "" when no
