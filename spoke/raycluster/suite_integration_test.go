@@ -99,14 +99,19 @@ func startHarnessOn(t *testing.T, e *envtest.Env, env map[string]string, tweaks 
 			}
 			return interceptor.NewClient(c, interceptor.Funcs{
 				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
-					if sub == "status" {
-						data, err := p.Data(obj)
-						if err != nil {
-							return err
-						}
-						h.writes.add(obj.GetName(), data)
+					if sub != "status" {
+						return c.SubResource(sub).Patch(ctx, obj, p, o...)
 					}
-					return c.SubResource(sub).Patch(ctx, obj, p, o...)
+					data, err := p.Data(obj)
+					if err != nil {
+						return err
+					}
+					// Counted once stored: a test that sees the count reads what was written.
+					if err := c.SubResource(sub).Patch(ctx, obj, p, o...); err != nil {
+						return err
+					}
+					h.writes.add(obj.GetName(), data)
+					return nil
 				},
 			}), nil
 		},
