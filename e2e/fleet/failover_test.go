@@ -25,6 +25,11 @@ import (
 // the hub to see the member gone (20-30 s) and then this long.
 const failoverToleration = 15 * time.Second
 
+// failoverTimeout bounds a failover from the hub seeing a member not Ready to replacements
+// Ready elsewhere: the toleration, then a placement and a RayService starting on a member that
+// the other parallel tests keep busy (about 45 s alone, three times that on a loaded CI machine).
+const failoverTimeout = 4 * time.Minute
+
 // Three RayServices run on ap, their policies selecting ap and us with a short toleration, one
 // for each purgeMode. ap's API server is stopped past the toleration: all fail over to us,
 // where their replacements turn Ready, and the bindings keep ap as leaving (FailedOver) while
@@ -42,7 +47,7 @@ func TestFailoverFromLostMember(t *testing.T) {
 
 	stoppedAt := o.stop()
 	notReady := waitMemberReady(t, memberAP, metav1.ConditionFalse)
-	eventuallyFor(t, memberTransitionTimeout, func(g gomega.Gomega) {
+	eventuallyFor(t, failoverTimeout, func(g gomega.Gomega) {
 		for name := range modes {
 			b := binding(g, ns, name)
 			g.Expect(b.Spec.Clusters).To(gomega.Equal([]string{memberUS}), "clusters of %s", name)

@@ -161,6 +161,7 @@ func applyHubRayService(t *testing.T, rs *rayv1.RayService) *rayv1.RayService {
 			t.Errorf("deleting RayService %s/%s on the hub: %v", ns, name, err)
 		}
 	})
+	logStateOnFailure(t, ns, name)
 	return rs
 }
 
