@@ -480,7 +480,8 @@ func testStatus(t *testing.T, c client.Client, hubFile string) {
 			"nvidia.com/gpu": resource.MustParse("2"), "google.com/tpu": resource.MustParse("4"),
 			"hugepages-2Mi": resource.MustParse("0"),
 		}},
-		LastHeartbeatTime: &heartbeat,
+		LastHeartbeatTime:         &heartbeat,
+		LastHeartbeatObservedTime: &heartbeat,
 	}
 	if err := c.Status().Update(ctx, &mc); err != nil {
 		t.Fatal(err)

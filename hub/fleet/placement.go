@@ -124,8 +124,9 @@ func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 	if mc.Status.Capacity != nil {
 		m.Free = mc.Status.Capacity.Free.DeepCopy()
 	}
-	if mc.Status.LastHeartbeatTime != nil {
-		m.ReportedAt = mc.Status.LastHeartbeatTime.Time
+	// The hub's clock, as the reservations it is compared with: a member's clock may be off.
+	if mc.Status.LastHeartbeatObservedTime != nil {
+		m.ReportedAt = mc.Status.LastHeartbeatObservedTime.Time
 	}
 	ready := meta.FindStatusCondition(mc.Status.Conditions, fleetv1alpha1.ConditionReady)
 	switch {

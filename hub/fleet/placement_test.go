@@ -68,7 +68,7 @@ func TestMemberOf(t *testing.T) {
 		},
 		want: placement.Member{Name: "m4", NotReadyReason: "not ready: MemberNotReady"},
 	}, {
-		name: "not ready since its Ready condition's transition, with its last report",
+		name: "not ready since its Ready condition's transition, with its last report as the hub saw it",
 		mc: fleetv1alpha1.MemberCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "m6", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
 			Status: fleetv1alpha1.MemberClusterStatus{
@@ -76,7 +76,9 @@ func TestMemberOf(t *testing.T) {
 					Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonMemberNotReady,
 					Message: "AgentReady is False", LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute)),
 				}},
-				LastHeartbeatTime: ptr.To(metav1.NewTime(t0.Add(-5 * time.Second))),
+				// The member's clock is an hour ahead: what counts is when the hub observed it.
+				LastHeartbeatTime:         ptr.To(metav1.NewTime(t0.Add(time.Hour))),
+				LastHeartbeatObservedTime: ptr.To(metav1.NewTime(t0.Add(-5 * time.Second))),
 			},
 		},
 		want: placement.Member{Name: "m6", NotReadyReason: "not ready: AgentReady is False",
@@ -278,6 +280,7 @@ func TestMemberChange(t *testing.T) {
 	}{
 		{name: "heartbeat only", modify: func(mc *fleetv1alpha1.MemberCluster) {
 			mc.Status.LastHeartbeatTime = &metav1.Time{Time: time.Unix(100, 0)}
+			mc.Status.LastHeartbeatObservedTime = &metav1.Time{Time: time.Unix(101, 0)}
 		}, want: changeNone},
 		{name: "free capacity", modify: func(mc *fleetv1alpha1.MemberCluster) {
 			mc.Status.Capacity.Free[corev1.ResourceCPU] = resource.MustParse("2")

@@ -78,6 +78,31 @@ type Observation struct {
 	// Namespaces is what became of the namespaces holding the hub's copies; nil when they
 	// were not looked at (the member not reporting), which keeps what the status said.
 	Namespaces *NamespaceEnforcement
+	// Seen is the heartbeat this hub process last saw of the member and when; nil when it
+	// has seen none since it started or began to lead.
+	Seen *HeartbeatSeen
+}
+
+// HeartbeatSeen is a heartbeat value the hub read and when it first read it, on its own clock:
+// as Kubernetes' node lifecycle controller judges a Lease, the member's clock only tells one
+// heartbeat from the next.
+type HeartbeatSeen struct {
+	Heartbeat time.Time
+	At        time.Time
+}
+
+// heartbeatObserved is when the hub observed heartbeat: when it was seen before, then; else
+// now, which after a restart gives the member a full timeout from the first observation.
+// Second precision, as the status stores it, so that an unchanged heartbeat writes nothing.
+func heartbeatObserved(seen *HeartbeatSeen, heartbeat *metav1.Time, now time.Time) *metav1.Time {
+	if heartbeat == nil {
+		return nil
+	}
+	at := metav1.NewTime(now).Rfc3339Copy()
+	if seen != nil && seen.Heartbeat.Equal(heartbeat.Time) {
+		at = metav1.NewTime(seen.At)
+	}
+	return &at
 }
 
 // Status returns prev updated with obs: the ClusterReport mirrored when one was read (the last
@@ -90,6 +115,7 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	if obs.Join.Joined && obs.ProbeErr == nil && obs.Report != nil {
 		mirror(&st, obs.Report)
 	}
+	st.LastHeartbeatObservedTime = heartbeatObserved(obs.Seen, st.LastHeartbeatTime, obs.Now)
 	set := func(c metav1.Condition) {
 		c.ObservedGeneration = obs.Generation
 		c.LastTransitionTime = metav1.NewTime(obs.Now)
@@ -97,7 +123,7 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	}
 	set(joinedCondition(obs.Join))
 	set(reachableCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionReachable), obs))
-	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatTime, obs))
+	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatObservedTime, obs))
 	set(readyCondition(st.Conditions))
 	set(serveAddressesCondition(obs.ServeAddresses))
 	setPodSecurity(&st, obs.Namespaces, obs)
@@ -207,13 +233,14 @@ func reachableCondition(prev *metav1.Condition, obs Observation) metav1.Conditio
 	return c
 }
 
-// agentReadyCondition is True while the heartbeat is fresh, unless the spoke itself says that
-// another controller (KubeRay's operator, a second spoke) keeps it from reconciling: a member
-// where the spoke touches nothing must not be given new RayServices. A probe that read no report
-// keeps that verdict of the previous one while the heartbeat stays fresh.
-func agentReadyCondition(prev *metav1.Condition, heartbeat *metav1.Time, obs Observation) metav1.Condition {
+// agentReadyCondition is True while the heartbeat is fresh, judged by when the hub observed it
+// change (observed), unless the spoke itself says that another controller (KubeRay's operator,
+// a second spoke) keeps it from reconciling: a member where the spoke touches nothing must not
+// be given new RayServices. A probe that read no report keeps that verdict of the previous one
+// while the heartbeat stays fresh.
+func agentReadyCondition(prev *metav1.Condition, observed *metav1.Time, obs Observation) metav1.Condition {
 	c := metav1.Condition{Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse}
-	if heartbeat == nil {
+	if observed == nil {
 		if obs.Join.Joined && obs.ProbeErr == nil && obs.ReportMissing {
 			c.Reason = fleetv1alpha1.ReasonClusterReportNotFound
 			c.Message = fmt.Sprintf("the member has no ClusterReport %q: is the spoke agent installed?",
@@ -223,13 +250,13 @@ func agentReadyCondition(prev *metav1.Condition, heartbeat *metav1.Time, obs Obs
 		c.Reason, c.Message = fleetv1alpha1.ReasonHeartbeatStale, "no heartbeat seen yet"
 		return c
 	}
-	age := obs.Now.Sub(heartbeat.Time)
+	age := obs.Now.Sub(observed.Time)
 	if age > obs.HeartbeatTimeout {
-		// The message names the heartbeat rather than its age so that a stale member's status
+		// The message names the time rather than the age so that a stale member's status
 		// does not change (and get written) on every resync.
 		c.Reason = fleetv1alpha1.ReasonHeartbeatStale
-		c.Message = fmt.Sprintf("last heartbeat at %s, more than %s ago",
-			heartbeat.UTC().Format(time.RFC3339), obs.HeartbeatTimeout)
+		c.Message = fmt.Sprintf("no new heartbeat since %s (the hub's clock), more than %s ago",
+			observed.UTC().Format(time.RFC3339), obs.HeartbeatTimeout)
 		return c
 	}
 	if blocked := anotherOperatorActive(prev, obs.Report); blocked != nil {

@@ -48,6 +48,11 @@ func readyStatus(heartbeat time.Time) fleetv1alpha1.MemberClusterStatus {
 	})
 }
 
+// seenAt is a hub that saw heartbeat at, on its own clock.
+func seenAt(heartbeat, at time.Time) *HeartbeatSeen {
+	return &HeartbeatSeen{Heartbeat: heartbeat, At: at}
+}
+
 func TestStatus(t *testing.T) {
 	probeErr := errors.New("context deadline exceeded")
 	joined := JoinState{Joined: true}
@@ -64,26 +69,32 @@ func TestStatus(t *testing.T) {
 		ready                    metav1.ConditionStatus
 		readyMessage             string
 		wantHeartbeat            time.Time
+		// restarted is a hub that remembers no heartbeat: without it, what prev shows is what
+		// the hub saw (obs.Seen), as in one process.
+		restarted bool
+		// wantObserved, when set, is the lastHeartbeatObservedTime expected.
+		wantObserved time.Time
 	}{
 		{
 			name:      "fresh report: everything True and mirrored",
-			obs:       Observation{Now: t0.Add(3 * time.Second), Join: joined, Report: report(t0)},
+			obs:       Observation{Now: t0.Add(3 * time.Second), Join: joined, Report: report(t0), Seen: seenAt(t0, t0)},
 			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
 			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
 			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "last heartbeat 3s ago (timeout 40s)"},
 			ready:     metav1.ConditionTrue, wantHeartbeat: t0,
 		},
 		{
-			name:      "stale report: AgentReady False naming the heartbeat",
-			obs:       Observation{Now: t0.Add(41 * time.Second), Join: joined, Report: report(t0)},
+			name:      "stale report: AgentReady False naming when the hub last saw a new heartbeat",
+			obs:       Observation{Now: t0.Add(41 * time.Second), Join: joined, Report: report(t0), Seen: seenAt(t0, t0)},
 			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
 			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
-			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale, "last heartbeat at 2026-03-01T12:00:00Z, more than 40s ago"},
-			ready:     metav1.ConditionFalse, readyMessage: "AgentReady: last heartbeat", wantHeartbeat: t0,
+			agent: want{metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale,
+				"no new heartbeat since 2026-03-01T12:00:00Z (the hub's clock), more than 40s ago"},
+			ready: metav1.ConditionFalse, readyMessage: "AgentReady: no new heartbeat", wantHeartbeat: t0,
 		},
 		{
 			name:      "heartbeat exactly at the timeout is still fresh",
-			obs:       Observation{Now: t0.Add(40 * time.Second), Join: joined, Report: report(t0)},
+			obs:       Observation{Now: t0.Add(40 * time.Second), Join: joined, Report: report(t0), Seen: seenAt(t0, t0)},
 			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
 			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
 			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "40s ago"},
@@ -181,7 +192,7 @@ func TestStatus(t *testing.T) {
 			obs:       Observation{Now: t0.Add(11 * time.Second), Join: joined, Report: report(t0.Add(10 * time.Second))},
 			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
 			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
-			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "1s ago"},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "0s ago"},
 			ready:     metav1.ConditionTrue, wantHeartbeat: t0.Add(10 * time.Second),
 		},
 		{
@@ -191,7 +202,7 @@ func TestStatus(t *testing.T) {
 				r.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ConditionAgentReady, Status: metav1.ConditionFalse,
 					Reason: fleetv1alpha1.ReasonAgentNotReady, Message: "the Node and Pod informers have not synced yet"}}
 				return r
-			}()},
+			}(), Seen: seenAt(t0, t0)},
 			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
 			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
 			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "1s ago"},
@@ -204,12 +215,46 @@ func TestStatus(t *testing.T) {
 			obs:       Observation{Now: t0.Add(41 * time.Second), Join: joined, Report: report(t0.Add(40 * time.Second))},
 			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
 			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
-			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "1s ago"},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "0s ago"},
 			ready:     metav1.ConditionTrue, wantHeartbeat: t0.Add(40 * time.Second),
+		},
+		{
+			// Its heartbeats carry times 45 s before the hub's; each is new when the hub reads it.
+			name: "a member whose clock is 45 s behind stays Ready",
+			prev: readyStatus(t0),
+			obs: Observation{Now: t0.Add(10 * time.Second), Join: joined, Report: report(t0.Add(-35 * time.Second)),
+				Seen: seenAt(t0.Add(-45*time.Second), t0)},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "0s ago"},
+			ready:     metav1.ConditionTrue, wantHeartbeat: t0.Add(-35 * time.Second), wantObserved: t0.Add(10 * time.Second),
+		},
+		{
+			name: "a member whose clock is an hour ahead goes stale when its heartbeat stops changing",
+			obs: Observation{Now: t0.Add(41 * time.Second), Join: joined, Report: report(t0.Add(time.Hour)),
+				Seen: seenAt(t0.Add(time.Hour), t0)},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionFalse, fleetv1alpha1.ReasonHeartbeatStale, "since 2026-03-01T12:00:00Z (the hub's clock)"},
+			ready:     metav1.ConditionFalse, wantHeartbeat: t0.Add(time.Hour), wantObserved: t0,
+		},
+		{
+			name: "a restarted hub counts from its first observation, not from another hub's",
+			prev: Status(readyStatus(t0.Add(-10*time.Minute)), Observation{Now: t0.Add(-9 * time.Minute), Join: joined,
+				HeartbeatTimeout: DefaultHeartbeatTimeout, Seen: seenAt(t0.Add(-10*time.Minute), t0.Add(-10*time.Minute))}),
+			restarted: true,
+			obs:       Observation{Now: t0, Join: joined, Report: report(t0.Add(-10 * time.Minute))},
+			joined:    want{metav1.ConditionTrue, fleetv1alpha1.ReasonEngaged, ""},
+			reachable: want{metav1.ConditionTrue, fleetv1alpha1.ReasonAPIServerReachable, ""},
+			agent:     want{metav1.ConditionTrue, fleetv1alpha1.ReasonHeartbeatFresh, "0s ago"},
+			ready:     metav1.ConditionTrue, wantHeartbeat: t0.Add(-10 * time.Minute), wantObserved: t0,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if prev := tt.prev; tt.obs.Seen == nil && !tt.restarted && prev.LastHeartbeatTime != nil {
+				tt.obs.Seen = seenAt(prev.LastHeartbeatTime.Time, prev.LastHeartbeatObservedTime.Time)
+			}
 			tt.obs.Generation = 7
 			if tt.obs.HeartbeatTimeout == 0 {
 				tt.obs.HeartbeatTimeout = DefaultHeartbeatTimeout
@@ -248,6 +293,9 @@ func TestStatus(t *testing.T) {
 			case !tt.wantHeartbeat.IsZero() && (st.LastHeartbeatTime == nil || !st.LastHeartbeatTime.Time.Equal(tt.wantHeartbeat)):
 				t.Errorf("lastHeartbeatTime = %v, want %v", st.LastHeartbeatTime, tt.wantHeartbeat)
 			}
+			if o := st.LastHeartbeatObservedTime; !tt.wantObserved.IsZero() && (o == nil || !o.Time.Equal(tt.wantObserved)) {
+				t.Errorf("lastHeartbeatObservedTime = %v, want %v", o, tt.wantObserved)
+			}
 			if !tt.wantHeartbeat.IsZero() {
 				if st.Nodes == nil || *st.Nodes != (fleetv1alpha1.NodeCounts{Total: 3, Ready: 2}) || st.AgentVersion != "v1.0.0" ||
 					st.PodSecurityLevel != "restricted" || st.Capacity == nil || st.Capacity.Free.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 2 {
@@ -256,6 +304,11 @@ func TestStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// seenIn is what a hub that wrote st remembers of the heartbeat.
+func seenIn(st fleetv1alpha1.MemberClusterStatus) *HeartbeatSeen {
+	return seenAt(st.LastHeartbeatTime.Time, st.LastHeartbeatObservedTime.Time)
 }
 
 func equalStatus(a, b *fleetv1alpha1.MemberClusterStatus) bool {
@@ -270,7 +323,7 @@ func TestStatusTransitionTimes(t *testing.T) {
 	st := Status(fleetv1alpha1.MemberClusterStatus{}, Observation{Now: clock.Now(), HeartbeatTimeout: time.Minute,
 		Join: joined, Report: report(t0)})
 	clock.Step(10 * time.Second)
-	again := Status(st, Observation{Now: clock.Now(), HeartbeatTimeout: time.Minute, Join: joined, Report: report(t0)})
+	again := Status(st, Observation{Now: clock.Now(), HeartbeatTimeout: time.Minute, Join: joined, Report: report(t0), Seen: seenIn(st)})
 	for _, typ := range []string{fleetv1alpha1.ConditionJoined, fleetv1alpha1.ConditionReachable, fleetv1alpha1.ConditionReady} {
 		before := meta.FindStatusCondition(st.Conditions, typ)
 		after := meta.FindStatusCondition(again.Conditions, typ)
@@ -279,12 +332,12 @@ func TestStatusTransitionTimes(t *testing.T) {
 		}
 	}
 	clock.Step(time.Minute)
-	stale := Status(again, Observation{Now: clock.Now(), HeartbeatTimeout: time.Minute, Join: joined, Report: report(t0)})
+	stale := Status(again, Observation{Now: clock.Now(), HeartbeatTimeout: time.Minute, Join: joined, Report: report(t0), Seen: seenIn(again)})
 	c := meta.FindStatusCondition(stale.Conditions, fleetv1alpha1.ConditionAgentReady)
 	if c.Status != metav1.ConditionFalse || !c.LastTransitionTime.Time.Equal(clock.Now()) {
 		t.Errorf("AgentReady = %+v, want False since %v", c, clock.Now())
 	}
-	staleLater := Status(stale, Observation{Now: clock.Now().Add(time.Hour), HeartbeatTimeout: time.Minute, Join: joined})
+	staleLater := Status(stale, Observation{Now: clock.Now().Add(time.Hour), HeartbeatTimeout: time.Minute, Join: joined, Seen: seenIn(stale)})
 	if !equalConds(stale.Conditions, staleLater.Conditions) {
 		t.Errorf("a stale member's conditions changed with time alone:\n%+v\n%+v", stale.Conditions, staleLater.Conditions)
 	}

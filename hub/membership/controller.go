@@ -109,6 +109,9 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	streaks map[string]FailureStreak // by member; in memory only: after a restart, hysteresis starts afresh
+	// seen is the heartbeat last seen of each member, in memory only: after a restart,
+	// freshness counts from the first observation.
+	seen map[string]HeartbeatSeen
 	// verdicts are the namespaces found unlabellable, by member (podsecurity.go).
 	verdicts verdicts
 
@@ -148,7 +151,7 @@ func New(hub client.Client, clusters ClusterGetter, recorder events.EventRecorde
 		return nil, err
 	}
 	return &Reconciler{hub: hub, clusters: clusters, recorder: recorder, opts: opts, metrics: m,
-		streaks: map[string]FailureStreak{}, started: &Start{}}, nil
+		streaks: map[string]FailureStreak{}, seen: map[string]HeartbeatSeen{}, started: &Start{}}, nil
 }
 
 // SetupWithManager registers the reconciler with the hub's local manager: MemberClusters are
@@ -197,6 +200,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: engageRetry}, nil
 	}
 	st := Status(mc.Status, obs)
+	r.rememberHeartbeat(mc.Name, &st)
 	r.metrics.observe(mc.Name, &st, obs.Now)
 	requeue := r.requeueAfter(&st)
 	if equality.Semantic.DeepEqual(mc.Status, st) {
@@ -288,6 +292,7 @@ func (r *Reconciler) observe(ctx context.Context, mc *fleetv1alpha1.MemberCluste
 	// Read the clock after the probe: a probe that timed out took time.
 	obs.Now = r.opts.Clock.Now()
 	obs.Streak = r.recordProbe(mc.Name, js.Joined, obs.ProbeErr, obs.Now)
+	obs.Seen = r.seenHeartbeat(mc.Name)
 	obs.Namespaces = r.enforceNamespaces(ctx, cl, mc.Name, obs)
 	return obs, nil
 }
@@ -303,9 +308,30 @@ func (r *Reconciler) recordProbe(name string, probed bool, err error, now time.T
 	return s
 }
 
+func (r *Reconciler) seenHeartbeat(name string) *HeartbeatSeen {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.seen[name]
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+func (r *Reconciler) rememberHeartbeat(name string, st *fleetv1alpha1.MemberClusterStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st.LastHeartbeatTime == nil || st.LastHeartbeatObservedTime == nil {
+		delete(r.seen, name)
+		return
+	}
+	r.seen[name] = HeartbeatSeen{Heartbeat: st.LastHeartbeatTime.Time, At: st.LastHeartbeatObservedTime.Time}
+}
+
 func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	delete(r.streaks, name)
+	delete(r.seen, name)
 	r.mu.Unlock()
 	r.verdicts.forget(name)
 	r.metrics.forget(name)

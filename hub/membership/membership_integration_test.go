@@ -69,7 +69,8 @@ func TestMembership(t *testing.T) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
-	writeReport := func(g Gomega, name string) {
+	// writeReportAt writes a report as a spoke whose clock is off by skew would.
+	writeReportAt := func(g Gomega, name string, skew time.Duration) {
 		c := members[name].Client
 		report := &fleetv1alpha1.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: fleetv1alpha1.ClusterReportName}}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(report), report); err != nil {
@@ -77,11 +78,12 @@ func TestMembership(t *testing.T) {
 			g.Expect(c.Create(ctx, report)).To(Succeed())
 		}
 		report.Status = fleetv1alpha1.ClusterReportStatus{
-			HeartbeatTime: metav1.NewTime(clock.Now()), AgentVersion: "v9.9.9-test", KubernetesVersion: "v1.36.1",
+			HeartbeatTime: metav1.NewTime(clock.Now().Add(skew)), AgentVersion: "v9.9.9-test", KubernetesVersion: "v1.36.1",
 			Nodes: fleetv1alpha1.NodeCounts{Total: 2, Ready: 2},
 		}
 		g.Expect(c.Status().Update(ctx, report)).To(Succeed())
 	}
+	writeReport := func(g Gomega, name string) { writeReportAt(g, name, 0) }
 	for name, env := range members {
 		g.Expect(hub.Client.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{fleetv1alpha1.KubeconfigSecretLabel: labels.True}},
@@ -191,6 +193,31 @@ func TestMembership(t *testing.T) {
 			}
 		}
 		g.Expect(testutil.CollectAndCount(reg, "rayfleet_member_readmissions_total")).To(Equal(2), "one series per member")
+	})
+
+	t.Run("member clocks five minutes off either way change nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		ready := func(g Gomega, name string) {
+			g.Expect(condition(g, name, fleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "%s Ready", name)
+		}
+		g.Eventually(func(g Gomega) { ready(g, "m1"); ready(g, "m2") }, timeout, interval).Should(Succeed())
+		for range 3 {
+			clock.Step(20 * time.Second)
+			writeReportAt(g, "m1", 5*time.Minute)
+			writeReportAt(g, "m2", -5*time.Minute)
+			g.Consistently(func(g Gomega) { ready(g, "m1"); ready(g, "m2") }, 3*testResync, interval).Should(Succeed())
+		}
+		// m1's spoke stops: its heartbeat, five minutes ahead, goes stale on the hub's clock.
+		clock.Step(DefaultHeartbeatTimeout + time.Second)
+		writeReportAt(g, "m2", -5*time.Minute)
+		g.Eventually(func(g Gomega) {
+			c := condition(g, "m1", fleetv1alpha1.ConditionAgentReady)
+			g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonHeartbeatStale))
+			ready(g, "m2")
+		}, timeout, interval).Should(Succeed())
+		g.Expect(testutil.ToFloat64(r.metrics.heartbeatAge.WithLabelValues("m1"))).To(BeNumerically(">", 40))
+		writeReport(g, "m1")
+		g.Eventually(func(g Gomega) { ready(g, "m1") }, timeout, interval).Should(Succeed())
 	})
 
 	t.Run("a member whose Secret is deleted turns Joined=False", func(t *testing.T) {

@@ -49,7 +49,7 @@ func (m *metrics) observe(name string, st *fleetv1alpha1.MemberClusterStatus, no
 	m.ready.WithLabelValues(name).Set(ready)
 	// A member's series exists at 0 before its first readmission, so that increase() sees it.
 	m.readmissions.WithLabelValues(name)
-	if hb := st.LastHeartbeatTime; hb != nil {
+	if hb := st.LastHeartbeatObservedTime; hb != nil {
 		m.heartbeatAge.WithLabelValues(name).Set(now.Sub(hb.Time).Seconds())
 	} else {
 		m.heartbeatAge.DeleteLabelValues(name)

@@ -52,8 +52,9 @@ type Member struct {
 	// PodSecurityLevel is the Pod Security level the member enforces on the namespaces the hub
 	// creates there; "" does not filter.
 	PodSecurityLevel string
-	// ReportedAt is when Free was measured (the member's last report); zero when never. A
-	// reservation made before it (see Reservations) may be missing from Free.
+	// ReportedAt is when the hub observed the member's last report, which measured Free, on
+	// the hub's clock (reservations are on it too); zero when never. A reservation made before
+	// it (see Reservations) may be missing from Free.
 	ReportedAt time.Time
 }
 

@@ -126,7 +126,8 @@ func memberRow(m *fleetv1alpha1.MemberCluster, now time.Time) []string {
 		}
 	}
 	heartbeat := none
-	if t := m.Status.LastHeartbeatTime; t != nil {
+	// The hub's clock, as the CLI's: a member's own clock may be off.
+	if t := m.Status.LastHeartbeatObservedTime; t != nil {
 		heartbeat = duration.HumanDuration(now.Sub(t.Time)) + " ago"
 	}
 	return []string{m.Name, ready, gpus, cpu, heartbeat}

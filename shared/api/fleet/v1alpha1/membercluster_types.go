@@ -131,9 +131,17 @@ type MemberClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=256
 	UnenforcedNamespaces []UnenforcedNamespace `json:"unenforcedNamespaces,omitempty"`
 
-	// LastHeartbeatTime is the heartbeat of the member's ClusterReport last mirrored.
+	// LastHeartbeatTime is the heartbeat of the member's ClusterReport last mirrored, on the
+	// member's clock.
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+
+	// LastHeartbeatObservedTime is when the hub saw lastHeartbeatTime change, on the hub's
+	// clock. Freshness (AgentReady, placement's reservations, the heartbeat-age metric) is
+	// judged by it, so that a member whose clock is off is judged like any other; a hub that
+	// restarts or takes over the lead counts from its first observation.
+	// +optional
+	LastHeartbeatObservedTime *metav1.Time `json:"lastHeartbeatObservedTime,omitempty"`
 
 	// FirstReadyTime is when the member was first Ready. A Ready condition that turned True
 	// after it marks a member back from an outage, which waits for its placement policies'
@@ -206,7 +214,7 @@ type WorkloadCounts struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="Reachable")].status`
 // +kubebuilder:printcolumn:name="AgentReady",type=string,JSONPath=`.status.conditions[?(@.type=="AgentReady")].status`
-// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatTime`
+// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatObservedTime`
 // +kubebuilder:printcolumn:name="Kubernetes",type=string,JSONPath=`.status.kubernetesVersion`,priority=1
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agentVersion`,priority=1
 // +kubebuilder:printcolumn:name="PodSecurity",type=string,JSONPath=`.status.podSecurityLevel`,priority=1

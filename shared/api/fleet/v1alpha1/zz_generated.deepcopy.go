@@ -455,6 +455,10 @@ func (in *MemberClusterStatus) DeepCopyInto(out *MemberClusterStatus) {
 		in, out := &in.LastHeartbeatTime, &out.LastHeartbeatTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastHeartbeatObservedTime != nil {
+		in, out := &in.LastHeartbeatObservedTime, &out.LastHeartbeatObservedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.FirstReadyTime != nil {
 		in, out := &in.FirstReadyTime, &out.FirstReadyTime
 		*out = (*in).DeepCopy()
