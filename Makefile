@@ -115,6 +115,10 @@ manifests: controller-gen ## Generate the ray.io and fleet.rayfleet.io CRDs, the
 	$(CONTROLLER_GEN) rbac:roleName=rayfleet-hub paths="{./hub/...,./cmd/hub/...}" \
 	  output:rbac:artifacts:config=$(HUB_RBAC)
 
+.PHONY: api-docs
+api-docs: ## Regenerate the field reference in shared/api/fleet/v1alpha1/README.md from the fleet CRDs (after make manifests).
+	go run ./shared/api/fleet/v1alpha1/internal/apidocs/gen
+
 .PHONY: build
 build: ## Build bin/hub, bin/spoke and bin/rayfleet.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/hub ./cmd/spoke ./cmd/rayfleet
@@ -188,9 +192,9 @@ verify: ## Fail when generated files are stale or Go files are unformatted.
 	@# its zz_generated files, so any difference there is a stale one.
 	snap=$$(mktemp -d); trap 'rm -rf "$$snap"' EXIT; \
 	for p in $(VERIFY_PATHS); do mkdir -p "$$snap/$$p"; [ ! -d "$$p" ] || cp -R "$$p/." "$$snap/$$p/"; done; \
-	$(MAKE) --no-print-directory generate manifests; \
+	$(MAKE) --no-print-directory generate manifests api-docs; \
 	stale=0; for p in $(VERIFY_PATHS); do diff -r "$$snap/$$p" "$$p" || stale=1; done; \
-	[ $$stale = 0 ] || { echo "generated files are stale: run 'make generate manifests' and commit the result" >&2; exit 1; }
+	[ $$stale = 0 ] || { echo "generated files are stale: run 'make generate manifests api-docs' and commit the result" >&2; exit 1; }
 	unformatted=$$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 -r gofmt -l); \
 	[ -z "$$unformatted" ] || { echo "gofmt needed:" >&2; echo "$$unformatted" >&2; exit 1; }
 

@@ -45,8 +45,9 @@ const (
 	// goroutines each). A leak per outage of even one goroutine per informer of ap (five
 	// kinds the hub watches there) exceeds it within the full run's seven outages.
 	flapGoroutineSlack = 30
-	// flapPeakRSS bounds the hub's peak RSS: the README measures 107 MiB at 1,000 RayServices
-	// on three members; 200 RayServices with a flapping member may not need five times that.
+	// flapPeakRSS bounds the hub's peak RSS: e2e/bench/RESULTS.md measures 107 MiB at 1,000
+	// RayServices on three members; 200 RayServices with a flapping member may not need five
+	// times that.
 	flapPeakRSS = 512 << 20
 	// flapSettle bounds the waits for the fleet to settle, before and after.
 	flapSettle = 10 * time.Minute

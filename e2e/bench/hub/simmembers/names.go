@@ -13,7 +13,7 @@
 // subresources): what the hub reads shows the member's own namespace and name, and two members
 // never see each other's objects.
 //
-// What it bypasses of production (README, "The hub at fleet scale"):
+// What it bypasses of production (e2e/bench/RESULTS.md, "At fleet scale: simulated members"):
 //   - the kubeconfig provider: members are engaged from a fixed list when the manager starts,
 //     not from the kubeconfig Secrets in the hub namespace (the benchmark still creates them,
 //     since the MemberCluster controller checks them), and no Secret watch engages or
