@@ -123,6 +123,10 @@ api-docs: ## Regenerate the field reference in shared/api/fleet/v1alpha1/README.
 build: ## Build bin/hub, bin/spoke and bin/rayfleet.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/hub ./cmd/spoke ./cmd/rayfleet
 
+.PHONY: build-faultinject
+build-faultinject: ## Build bin/spoke-faultinject: bin/spoke whose heartbeat clock the e2e tests can offset.
+	CGO_ENABLED=0 go build -trimpath -tags faultinject -ldflags '$(LDFLAGS)' -o $(BIN)/spoke-faultinject ./cmd/spoke
+
 # The one image both charts run: /hub, /spoke and /rayfleet on a distroless base (see Dockerfile).
 IMG ?= ghcr.io/rayfleet/rayfleet:$(VERSION)
 
@@ -155,11 +159,11 @@ fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the
 # -p 1: each e2e package starts its own control planes (one member; a hub and two members), and
 # running them side by side on two cores starves both. shared/localfleet holds the local fleet itself
 # (control planes, the dashboard stand-in), whose own tests start control planes too.
-e2e: build tools ## Run the end-to-end tests against local control planes.
+e2e: build build-faultinject tools ## Run the end-to-end tests against local control planes.
 	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 45m ./e2e/... ./shared/localfleet/...
 
 .PHONY: chaos
-chaos: build tools ## Run every fault scenario at full length on local fleets and write e2e/chaos/RESULTS.md.
+chaos: build build-faultinject tools ## Run every fault scenario at full length on local fleets and write e2e/chaos/RESULTS.md.
 	$(E2E_ENV) RAYFLEET_CHAOS_FULL=1 RAYFLEET_CHAOS_TABLE=$(CURDIR)/e2e/chaos/RESULTS.md RAYFLEET_CHAOS_COMMAND="make chaos" \
 		go test -tags e2e -count=1 -p 1 -timeout 150m -v ./e2e/chaos/
 

@@ -226,8 +226,12 @@ func setupReporter(mgr ctrl.Manager, f flags, problem func() (exclusivity.Proble
 	if interval < 0 {
 		return fmt.Errorf("--report-interval must not be negative, got %s", interval)
 	}
+	clk, err := heartbeatClock()
+	if err != nil {
+		return err
+	}
 	rep, err := reporter.New(mgr, reporter.Options{Interval: interval, AgentVersion: version,
-		PodSecurityLevel: f.podSecurityLevel, Exclusivity: problem})
+		PodSecurityLevel: f.podSecurityLevel, Exclusivity: problem, Clock: clk})
 	if err != nil {
 		return fmt.Errorf("setting up the ClusterReport reporter: %w", err)
 	}

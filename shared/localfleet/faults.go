@@ -3,6 +3,9 @@ package localfleet
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
@@ -109,12 +112,46 @@ func (f *Fleet) restartSpokeIfExited(ctx context.Context, name string) error {
 	if exited, _ := spoke.Exited(); !exited {
 		return nil
 	}
-	restarted, err := member.StartManager(ctx, spoke.Name, spoke.Bin, args.kubeconfig, args.args, nil)
+	restarted, err := member.StartManager(ctx, spoke.Name, spoke.Bin, args.kubeconfig, args.args, args.env)
 	if err != nil {
 		return fmt.Errorf("member %s: restarting bin/spoke: %w", name, err)
 	}
 	f.mu.Lock()
 	f.Spokes[name] = restarted
+	f.mu.Unlock()
+	return nil
+}
+
+// SkewSpokeClock restarts the member's spoke with its heartbeat clock offset from the
+// machine's, as on a member whose clock is off: bin/spoke-faultinject (make
+// build-faultinject) with RAYFLEET_FAULT_CLOCK_OFFSET. A zero offset goes back to bin/spoke.
+// The spoke is stopped gracefully and waited for; later restarts keep the offset.
+func (f *Fleet) SkewSpokeClock(ctx context.Context, name string, offset time.Duration) error {
+	bin, env := filepath.Join(f.opts.RayFleetBin, "spoke"), []string(nil)
+	if offset != 0 {
+		bin, env = filepath.Join(f.opts.RayFleetBin, "spoke-faultinject"), []string{"RAYFLEET_FAULT_CLOCK_OFFSET=" + offset.String()}
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("member %s: %w (run make build-faultinject)", name, err)
+		}
+	}
+	// Cut off while the spoke is swapped, so that Exited does not report its planned exit.
+	spoke, err := f.cutOffMember(name)
+	if err != nil {
+		return err
+	}
+	defer f.reconnect(name)
+	f.mu.Lock()
+	member, args := f.Members[name], f.spokeArgs[name]
+	f.mu.Unlock()
+	spoke.Stop()
+	restarted, err := member.StartManager(ctx, spoke.Name, bin, args.kubeconfig, args.args, env)
+	if err != nil {
+		return fmt.Errorf("member %s: starting %s: %w", name, bin, err)
+	}
+	args.env = env
+	f.mu.Lock()
+	f.Spokes[name] = restarted
+	f.spokeArgs[name] = args
 	f.mu.Unlock()
 	return nil
 }

@@ -172,6 +172,8 @@ type Fleet struct {
 type managerArgs struct {
 	kubeconfig string
 	args       []string
+	// env is added to the process's environment (SkewSpokeClock's offset).
+	env []string
 }
 
 // DefaultRayFleetBin is $RAYFLEET_BIN, or bin in the repository.
@@ -404,7 +406,7 @@ func (f *Fleet) StartMemberAPIServer(ctx context.Context, name string) error {
 		return fmt.Errorf("member %s: %w", name, err)
 	}
 	if exited, _ := spoke.Exited(); exited {
-		restarted, err := member.StartManager(ctx, spoke.Name, spoke.Bin, args.kubeconfig, args.args, nil)
+		restarted, err := member.StartManager(ctx, spoke.Name, spoke.Bin, args.kubeconfig, args.args, args.env)
 		if err != nil {
 			return fmt.Errorf("member %s: restarting bin/spoke: %w", name, err)
 		}

@@ -29,7 +29,7 @@ func (f *Fleet) Upgrade(ctx context.Context, rayFleetBin string) error {
 			return fmt.Errorf("upgrading member %s: %w", name, err)
 		}
 		spoke.Stop()
-		restarted, err := member.StartManager(ctx, spoke.Name, filepath.Join(rayFleetBin, "spoke"), args.kubeconfig, args.args, nil)
+		restarted, err := member.StartManager(ctx, spoke.Name, filepath.Join(rayFleetBin, "spoke"), args.kubeconfig, args.args, args.env)
 		if err != nil {
 			return fmt.Errorf("upgrading member %s: starting bin/spoke: %w", name, err)
 		}
