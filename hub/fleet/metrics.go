@@ -1,8 +1,6 @@
 package fleet
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	sharedmetrics "github.com/rayfleet/rayfleet/shared/metrics"
 )
 
 // metrics are the reconciler's Prometheus metrics. A nil *metrics records nothing.
@@ -79,48 +78,34 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		observed: map[types.NamespacedName]map[string]time.Time{},
 	}
 	var err error
-	if m.decisions, err = register(reg, m.decisions); err != nil {
+	if m.decisions, err = sharedmetrics.RegisterOrReuse(reg, m.decisions, "hub metrics"); err != nil {
 		return nil, err
 	}
-	if m.clusters, err = register(reg, m.clusters); err != nil {
+	if m.clusters, err = sharedmetrics.RegisterOrReuse(reg, m.clusters, "hub metrics"); err != nil {
 		return nil, err
 	}
-	if m.latency, err = register(reg, m.latency); err != nil {
+	if m.latency, err = sharedmetrics.RegisterOrReuse(reg, m.latency, "hub metrics"); err != nil {
 		return nil, err
 	}
-	if m.refusals, err = register(reg, m.refusals); err != nil {
+	if m.refusals, err = sharedmetrics.RegisterOrReuse(reg, m.refusals, "hub metrics"); err != nil {
 		return nil, err
 	}
-	if m.failovers, err = register(reg, m.failovers); err != nil {
+	if m.failovers, err = sharedmetrics.RegisterOrReuse(reg, m.failovers, "hub metrics"); err != nil {
 		return nil, err
 	}
-	if m.phase, err = register(reg, m.phase); err != nil {
+	if m.phase, err = sharedmetrics.RegisterOrReuse(reg, m.phase, "hub metrics"); err != nil {
 		return nil, err
 	}
-	if m.updated, err = register(reg, m.updated); err != nil {
+	if m.updated, err = sharedmetrics.RegisterOrReuse(reg, m.updated, "hub metrics"); err != nil {
 		return nil, err
 	}
-	if m.duration, err = register(reg, m.duration); err != nil {
+	if m.duration, err = sharedmetrics.RegisterOrReuse(reg, m.duration, "hub metrics"); err != nil {
 		return nil, err
 	}
-	if m.green, err = register(reg, m.green); err != nil {
+	if m.green, err = sharedmetrics.RegisterOrReuse(reg, m.green, "hub metrics"); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under its name.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("register hub metrics: %w", err)
-	}
-	return c, nil
 }
 
 // decision counts a placement decision.

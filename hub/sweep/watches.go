@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,6 +26,7 @@ import (
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	sharedmetrics "github.com/rayfleet/rayfleet/shared/metrics"
 )
 
 // memberQueue is the request queue of the sweep: member names on the local cluster.
@@ -52,7 +52,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		Help: "Member RayServices the orphan sweep deleted because nothing on the hub accounts for them, by member.",
 	}, []string{"cluster"})
 	var err error
-	if r.swept, err = register(r.opts.MetricsRegisterer, swept); err != nil {
+	if r.swept, err = sharedmetrics.RegisterOrReuse(r.opts.MetricsRegisterer, swept, "the orphan sweep's metrics"); err != nil {
 		return err
 	}
 	indexer := mgr.GetLocalManager().GetFieldIndexer()
@@ -79,21 +79,6 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		return fmt.Errorf("set up the orphan sweep: %w", err)
 	}
 	return nil
-}
-
-// register registers c on reg, or returns the collector registered already (a second sweep in
-// one process, as in tests).
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing, nil
-			}
-		}
-		return nil, fmt.Errorf("register the orphan sweep's metrics: %w", err)
-	}
-	return c, nil
 }
 
 // memberRequest is the sweep's request for the member named name.

@@ -1,11 +1,11 @@
 package dashboard
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	sharedmetrics "github.com/rayfleet/rayfleet/shared/metrics"
 )
 
 // Values of the result label.
@@ -27,19 +27,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	requests, err := registerOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	requests, err := sharedmetrics.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rayfleet_spoke_dashboard_requests_total",
 		Help: "Requests from the spoke to Ray dashboards and Serve proxies, by operation and result.",
-	}, []string{"operation", "result"}))
+	}, []string{"operation", "result"}), "dashboard client metrics")
 	if err != nil {
 		return nil, err
 	}
-	duration, err := registerOrReuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	duration, err := sharedmetrics.RegisterOrReuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "rayfleet_spoke_dashboard_request_duration_seconds",
 		Help: "Duration of the spoke's requests to Ray dashboards and Serve proxies, failed ones included, by operation.",
 		// Up to the default 2 s timeout and a little past it, for a longer configured one.
 		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5},
-	}, []string{"operation"}))
+	}, []string{"operation"}), "dashboard client metrics")
 	if err != nil {
 		return nil, err
 	}
@@ -51,21 +51,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		duration.WithLabelValues(op)
 	}
 	return &metrics{requests: requests, duration: duration}, nil
-}
-
-// registerOrReuse registers c on reg, or returns the collector of the same description that
-// reg already holds.
-func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, same := are.ExistingCollector.(C); same {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("register dashboard client metrics: %w", err)
 }
 
 // observe records one request of operation op that took d and ended with err.
