@@ -90,7 +90,7 @@ func (f *Fleet) startControlPlanes(ctx context.Context) error {
 			// The fleet removes its whole directory itself; see Stop.
 			KeepState: true,
 			Scheduler: true,
-			// Its token controller fills the hub identity's token Secret `rayfleet join` waits for.
+			// As on a real member: garbage collection, namespace deletion, ServiceAccounts.
 			ControllerManager: true,
 			Nodes:             m.Nodes,
 			CRDDirs:           memberCRDs,
