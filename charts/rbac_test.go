@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -283,5 +284,30 @@ func assertBinding(t *testing.T, ref rbacv1.RoleRef, subjects []rbacv1.Subject, 
 	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
 	if diff := cmp.Diff(wantSubjects, subjects); diff != "" {
 		t.Errorf("binding subjects (-want +got):\n%s", diff)
+	}
+}
+
+// Every resource the spoke's generated RBAC grants is explained where a member's admin reads
+// it: the comment in templates/rbac.yaml and the table in the chart's README.
+func TestSpokeRBACIsExplained(t *testing.T) {
+	cluster, namespaced := generatedRules(t, spokeChart)
+	var docs []string
+	for _, file := range []string{filepath.Join(spokeChart, "templates", "rbac.yaml"), filepath.Join(spokeChart, "README.md")} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(data))
+	}
+	for _, rule := range append(cluster, namespaced...) {
+		for _, resource := range rule.Resources {
+			// A subresource is explained with its resource ("clusterreports(/status)").
+			name, sub, _ := strings.Cut(resource, "/")
+			for i, doc := range docs {
+				if !strings.Contains(doc, name) || (sub != "" && !strings.Contains(doc, "/"+sub)) {
+					t.Errorf("%s in generated/role.yaml is not explained in %s", resource, []string{"templates/rbac.yaml", "README.md"}[i])
+				}
+			}
+		}
 	}
 }
