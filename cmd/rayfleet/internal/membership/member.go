@@ -35,7 +35,7 @@ const (
 	TokenRoleName = hubaccess.TokenRoleName
 	// LegacyTokenSecretName is the never-expiring token Secret that join and the spoke chart
 	// made before the hub minted its own tokens; join removes the one it made.
-	LegacyTokenSecretName = hubaccess.TokenSecretName
+	LegacyTokenSecretName = hubaccess.LegacyTokenSecretName
 )
 
 // FieldManager owns, through server-side apply, everything join writes; re-running join
