@@ -261,6 +261,16 @@ func (f *Fleet) logArgs() []string {
 	return args
 }
 
+// Rejoin runs `rayfleet join` for member name again, with the arguments it joined with:
+// it rotates the hub's bootstrap token for the member.
+func (f *Fleet) Rejoin(ctx context.Context, name string) error {
+	member, ok := f.Members[name]
+	if !ok {
+		return fmt.Errorf("no member %s", name)
+	}
+	return f.join(ctx, name, member)
+}
+
 // join runs the real `rayfleet join` with both admin kubeconfigs; the member kubeconfig's
 // server is the loopback URL, which the hub (on the same machine) reaches as is. With
 // Options.Traffic the guard allows node ports: a serve Service needs to be of type
