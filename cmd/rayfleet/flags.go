@@ -99,8 +99,8 @@ const unjoinUsage = `Usage: rayfleet unjoin --name NAME [flags]
 
 Removes a member from the hub: deletes the MemberCluster NAME and the kubeconfig Secret NAME in
 the hub namespace. With --member-kubeconfig or --member-context it also deletes the hub's
-ServiceAccount, ClusterRole, ClusterRoleBinding and token Secret on the member, revoking the
-token, but only those rayfleet join created (labelled %[1]s=%[2]s): a hub identity the
+ServiceAccount, its ClusterRole, Role and bindings (and a legacy token Secret) on the member,
+revoking every token of the hub, but only those rayfleet join created (labelled %[1]s=%[2]s): a hub identity the
 spoke chart installed is left in place and listed; remove it with the chart (hubAccess.create).
 The hub's traffic Roles and RoleBindings %[3]s that join created go too, in every
 namespace. The member's namespace stays.

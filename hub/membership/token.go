@@ -108,8 +108,9 @@ func (t *memberTokens) usableLocked(now time.Time) string {
 	return t.bootstrap
 }
 
-// ResetTokenOlderThan drops a minted token the member refused (client-go calls it on a 401),
-// so that the next request mints again from the bootstrap token.
+// ResetTokenOlderThan drops a minted token the member refused (client-go calls it on a 401,
+// with the real time the request started; the clock is the real one outside tests), so that
+// the next request mints again from the bootstrap token.
 func (t *memberTokens) ResetTokenOlderThan(at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
