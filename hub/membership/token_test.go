@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -166,6 +167,37 @@ func TestMemberTokens(t *testing.T) {
 				if fmt.Sprint(f.bearers) != fmt.Sprint(s.wantBearers) {
 					t.Errorf("step %d: TokenRequests made with %q, want %q", i, f.bearers, s.wantBearers)
 				}
+			}
+		})
+	}
+}
+
+// A kubeconfig that changes only its token keeps the member's transport (rotated in place);
+// any other change builds a new one (the member is engaged again).
+func TestEndpointOf(t *testing.T) {
+	base := func() *rest.Config {
+		return &rest.Config{Host: "https://m1:6443", BearerToken: "a",
+			TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), ServerName: "m1"}}
+	}
+	tests := []struct {
+		name     string
+		mutate   func(*rest.Config)
+		wantSame bool
+	}{
+		{name: "another token", mutate: func(c *rest.Config) { c.BearerToken = "b" }, wantSame: true},
+		{name: "another server", mutate: func(c *rest.Config) { c.Host = "https://m1.example:6443" }},
+		{name: "another CA", mutate: func(c *rest.Config) { c.CAData = []byte("ca2") }},
+		{name: "another TLS server name", mutate: func(c *rest.Config) { c.ServerName = "m2" }},
+		{name: "a client certificate", mutate: func(c *rest.Config) { c.CertData, c.KeyData = []byte("cert"), []byte("key") }},
+		{name: "bytes moved between fields", mutate: func(c *rest.Config) { c.CAData, c.ServerName = []byte("cam"), "1" }},
+		{name: "compression off", mutate: func(c *rest.Config) { c.DisableCompression = true }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := base()
+			tt.mutate(changed)
+			if same := endpointOf(base()) == endpointOf(changed); same != tt.wantSame {
+				t.Errorf("same endpoint = %v, want %v", same, tt.wantSame)
 			}
 		})
 	}
