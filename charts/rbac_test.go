@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,7 +80,8 @@ func TestRBACIsGenerated(t *testing.T) {
 			m.decode(t, "ClusterRoleBinding", tt.wantName, &crb)
 			assertBinding(t, crb.RoleRef, crb.Subjects, "ClusterRole", tt.wantName, tt.wantSA, releaseNS)
 
-			roles := m.ofKind("Role")
+			// The hub's token Role (hubaccess.yaml) is the hub's, not the binary's.
+			roles := slices.DeleteFunc(m.ofKind("Role"), func(o object) bool { return o.Name == hubaccess.TokenRoleName })
 			if !tt.wantRole {
 				if len(roles) > 0 {
 					t.Errorf("%d Roles rendered, want none", len(roles))
@@ -135,7 +137,11 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			group: "", resource: "pods"},
 		{name: "hub on a member cannot exec", chart: spokeChart, roleKind: "ClusterRole", roleName: hubaccess.ClusterRoleName,
 			group: "", resource: "pods/exec"},
-		{name: "nobody mints tokens", chart: spokeChart, group: "", resource: "serviceaccounts/token"},
+		// The hub mints tokens for its own ServiceAccount only (resourceNames, TestHubAccess),
+		// in a Role; no ClusterRole mints any.
+		{name: "no ClusterRole mints tokens", chart: spokeChart, roleKind: "ClusterRole", group: "", resource: "serviceaccounts/token"},
+		{name: "the hub mints its own tokens", chart: spokeChart, roleKind: "Role", roleName: hubaccess.TokenRoleName,
+			group: "", resource: "serviceaccounts/token", wantVerbs: []string{"create"}},
 		{name: "nobody mints tokens", chart: hubChart, group: "", resource: "serviceaccounts/token"},
 		{name: "nobody escalates", chart: spokeChart, group: "rbac.authorization.k8s.io", resource: "clusterroles"},
 		{name: "nobody escalates", chart: hubChart, group: "rbac.authorization.k8s.io", resource: "clusterroles"},
@@ -184,17 +190,13 @@ func TestRBACHasNoWildcards(t *testing.T) {
 // join` creates too.
 func TestHubAccess(t *testing.T) {
 	tests := []struct {
-		name       string
-		set        []string
-		create     bool
-		wantSA     string
-		wantSecret string
+		name   string
+		set    []string
+		create bool
+		wantSA string
 	}{
-		{name: "defaults", create: true, wantSA: hubaccess.ServiceAccountName, wantSecret: hubaccess.TokenSecretName},
-		{
-			name: "renamed", set: []string{"hubAccess.serviceAccountName=hub", "hubAccess.tokenSecretName=hub-token"},
-			create: true, wantSA: "hub", wantSecret: "hub-token",
-		},
+		{name: "defaults", create: true, wantSA: hubaccess.ServiceAccountName},
+		{name: "renamed", set: []string{"hubAccess.serviceAccountName=hub"}, create: true, wantSA: "hub"},
 		{name: "left to rayfleet join", set: []string{"hubAccess.create=false"}},
 	}
 	for _, tt := range tests {
@@ -215,8 +217,12 @@ func TestHubAccess(t *testing.T) {
 				}
 				return
 			}
-			if len(hubObjects) != 4 {
-				t.Errorf("rendered %d hub-access objects, want ServiceAccount, Secret, ClusterRole, ClusterRoleBinding", len(hubObjects))
+			// No token Secret: `rayfleet join` requests a bound token, which expires.
+			if len(hubObjects) != 5 {
+				t.Errorf("rendered %d hub-access objects, want ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding", len(hubObjects))
+			}
+			if secrets := m.ofKind("Secret"); len(secrets) > 0 {
+				t.Errorf("rendered %d Secrets, want no token Secret", len(secrets))
 			}
 			var cr rbacv1.ClusterRole
 			m.decode(t, "ClusterRole", hubaccess.ClusterRoleName, &cr)
@@ -232,16 +238,17 @@ func TestHubAccess(t *testing.T) {
 			if sa.Namespace != releaseNS {
 				t.Errorf("ServiceAccount namespace = %q, want %q", sa.Namespace, releaseNS)
 			}
-			var secret corev1.Secret
-			m.decode(t, "Secret", tt.wantSecret, &secret)
-			if secret.Type != corev1.SecretTypeServiceAccountToken || secret.Namespace != releaseNS ||
-				secret.Annotations[corev1.ServiceAccountNameKey] != tt.wantSA {
-				t.Errorf("token Secret = type %q in %q annotated %v, want a %s token of %s/%s", secret.Type, secret.Namespace,
-					secret.Annotations, corev1.SecretTypeServiceAccountToken, releaseNS, tt.wantSA)
+			var role rbacv1.Role
+			m.decode(t, "Role", hubaccess.TokenRoleName, &role)
+			if diff := cmp.Diff(hubaccess.TokenRules(tt.wantSA), role.Rules); diff != "" {
+				t.Errorf("Role %s rules differ from hubaccess.TokenRules (-contract +rendered):\n%s", role.Name, diff)
 			}
-			if len(secret.Data) > 0 || len(secret.StringData) > 0 {
-				t.Error("token Secret carries data; the token controller fills it")
+			if role.Namespace != releaseNS {
+				t.Errorf("Role %s namespace = %q, want %q", role.Name, role.Namespace, releaseNS)
 			}
+			var rb rbacv1.RoleBinding
+			m.decode(t, "RoleBinding", hubaccess.TokenRoleName, &rb)
+			assertBinding(t, rb.RoleRef, rb.Subjects, "Role", hubaccess.TokenRoleName, tt.wantSA, releaseNS)
 		})
 	}
 }
@@ -277,5 +284,30 @@ func assertBinding(t *testing.T, ref rbacv1.RoleRef, subjects []rbacv1.Subject, 
 	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
 	if diff := cmp.Diff(wantSubjects, subjects); diff != "" {
 		t.Errorf("binding subjects (-want +got):\n%s", diff)
+	}
+}
+
+// Every resource the spoke's generated RBAC grants is explained where a member's admin reads
+// it: the comment in templates/rbac.yaml and the table in the chart's README.
+func TestSpokeRBACIsExplained(t *testing.T) {
+	cluster, namespaced := generatedRules(t, spokeChart)
+	var docs []string
+	for _, file := range []string{filepath.Join(spokeChart, "templates", "rbac.yaml"), filepath.Join(spokeChart, "README.md")} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(data))
+	}
+	for _, rule := range append(cluster, namespaced...) {
+		for _, resource := range rule.Resources {
+			// A subresource is explained with its resource ("clusterreports(/status)").
+			name, sub, _ := strings.Cut(resource, "/")
+			for i, doc := range docs {
+				if !strings.Contains(doc, name) || (sub != "" && !strings.Contains(doc, "/"+sub)) {
+					t.Errorf("%s in generated/role.yaml is not explained in %s", resource, []string{"templates/rbac.yaml", "README.md"}[i])
+				}
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -91,7 +92,7 @@ func join(ctx context.Context, args []string, s streams) error {
 	}
 	res, err := membership.Join(ctx, hub.Cluster, member.Cluster, membership.JoinOptions{
 		Name: a.name, HubNamespace: a.hubNamespace, MemberNamespace: a.memberNamespace,
-		MemberServer: a.memberServer, TokenTimeout: a.tokenTimeout, TrafficNamespace: a.trafficNamespace,
+		MemberServer: a.memberServer, BootstrapTokenTTL: a.bootstrapTokenTTL, TrafficNamespace: a.trafficNamespace,
 		AllowNodePorts: a.allowNodePorts,
 	})
 	if err != nil {
@@ -106,6 +107,7 @@ func join(ctx context.Context, args []string, s streams) error {
 		fmt.Fprintf(s.stdout, "using the hub's traffic rights found in namespace %s: %s\n", res.TrafficRole.Key.Namespace, res.TrafficRole)
 	}
 	fmt.Fprintf(s.stdout, "member %s joined: the hub reaches %s with the kubeconfig in Secret %s\n", a.name, res.Server, res.Secret)
+	fmt.Fprintf(s.stdout, "its bootstrap token expires at %s: re-run join before then\n", res.TokenExpires.UTC().Format(time.RFC3339))
 	return nil
 }
 

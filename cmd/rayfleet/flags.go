@@ -40,7 +40,8 @@ type joinArgs struct {
 	hubNamespace    string
 	memberNamespace string
 	memberServer    string
-	tokenTimeout    time.Duration
+	// bootstrapTokenTTL is the lifetime of the token written into the hub's kubeconfig.
+	bootstrapTokenTTL time.Duration
 	// trafficNamespace is where the hub gets its traffic Role; empty for none.
 	trafficNamespace string
 	// allowNodePorts loosens join's guard to let the hub's RayServices have NodePort and
@@ -67,16 +68,18 @@ const joinUsage = `Usage: rayfleet join --name NAME [flags]
 
 Joins a member cluster to the hub. The hub acts on the member as the ServiceAccount %[2]s in
 the member namespace (--member-namespace, default %[1]s), bound to the ClusterRole %[3]s
-(RayServices, Namespaces and ClusterReports only: no Secrets, no Pods), with the long-lived
-token Secret %[4]s. When that token Secret exists and is not labelled %[7]s=%[8]s, the
-spoke chart installed this identity and join uses it as is, creating nothing on the member.
-Otherwise join ensures the namespace, the ServiceAccount, the ClusterRole and
-ClusterRoleBinding and the token Secret (labelled %[7]s=%[8]s). Either way it waits for
-the token controller to fill the token. On the hub it ensures the hub namespace, a Secret NAME
-there holding the member's kubeconfig under the key %[5]q and labelled %[6]s=true (the
-label the hub's kubeconfig provider engages members by; it names the member after the
-Secret), and the MemberCluster NAME referencing it. Re-running updates everything; the token
-is never printed.
+(RayServices, Namespaces and ClusterReports only: no Secrets, no Pods) and to the Role %[4]s
+(minting its own tokens, and no other ServiceAccount's). When the ClusterRoleBinding %[3]s
+exists and is not labelled %[7]s=%[8]s, the spoke chart installed this identity and join
+uses it as is, creating nothing on the member. Otherwise join ensures the namespace, the
+ServiceAccount, the ClusterRole, the Role and their bindings (labelled %[7]s=%[8]s). Either
+way it requests a bound token of the ServiceAccount lasting --bootstrap-token-ttl; the hub
+mints its own short-lived tokens with it, so it is needed again only when the hub restarts.
+On the hub it ensures the hub namespace, a Secret NAME there holding the member's kubeconfig
+under the key %[5]q and labelled %[6]s=true (the label the hub's kubeconfig provider
+engages members by; it names the member after the Secret), and the MemberCluster NAME
+referencing it. Re-running updates everything and rotates the token, which the hub takes
+without re-engaging the member; the token is never printed.
 
 With --traffic-namespace NS (the namespace of a Gateway on the member, which must exist) join
 also gives the hub the Role and RoleBinding %[9]s in NS: HTTPRoutes, Services and
@@ -96,8 +99,8 @@ const unjoinUsage = `Usage: rayfleet unjoin --name NAME [flags]
 
 Removes a member from the hub: deletes the MemberCluster NAME and the kubeconfig Secret NAME in
 the hub namespace. With --member-kubeconfig or --member-context it also deletes the hub's
-ServiceAccount, ClusterRole, ClusterRoleBinding and token Secret on the member, revoking the
-token, but only those rayfleet join created (labelled %[1]s=%[2]s): a hub identity the
+ServiceAccount, its ClusterRole, Role and bindings (and a legacy token Secret) on the member,
+revoking every token of the hub, but only those rayfleet join created (labelled %[1]s=%[2]s): a hub identity the
 spoke chart installed is left in place and listed; remove it with the chart (hubAccess.create).
 The hub's traffic Roles and RoleBindings %[3]s that join created go too, in every
 namespace. The member's namespace stays.
@@ -129,7 +132,7 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	a := &joinArgs{}
 	usage := fmt.Sprintf(joinUsage, membership.DefaultMemberNamespace, membership.ServiceAccountName,
-		membership.ClusterRoleName, membership.TokenSecretName, fleetv1alpha1.DefaultKubeconfigKey, fleetv1alpha1.KubeconfigSecretLabel,
+		membership.ClusterRoleName, membership.TokenRoleName, fleetv1alpha1.DefaultKubeconfigKey, fleetv1alpha1.KubeconfigSecretLabel,
 		membership.ManagedByLabel, membership.ManagedByValue, membership.TrafficRoleName)
 	fs := newFlagSet("join", usage, stderr)
 	a.hub.register(fs, "hub", "hub")
@@ -138,7 +141,8 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
 	fs.StringVar(&a.memberNamespace, "member-namespace", membership.DefaultMemberNamespace, memberNamespaceUsage)
 	fs.StringVar(&a.memberServer, "member-server", "", "member API server URL as the hub reaches it (default the member context's)")
-	fs.DurationVar(&a.tokenTimeout, "token-timeout", membership.DefaultTokenTimeout, "how long to wait for the member's token controller")
+	fs.DurationVar(&a.bootstrapTokenTTL, "bootstrap-token-ttl", membership.DefaultBootstrapTokenTTL,
+		"lifetime of the token in the hub's kubeconfig: how long the hub may still (re)start with it; re-run join before it ends")
 	fs.StringVar(&a.trafficNamespace, "traffic-namespace", "", "a Gateway's namespace on the member where the hub may manage HTTPRoutes, Services and EndpointSlices (default none)")
 	fs.BoolVar(&a.allowNodePorts, "allow-node-ports", false, "let the hub create RayServices whose Services are of type NodePort or LoadBalancer: "+
 		"routing traffic to this member goes through its serve Service's load balancer or node port")
@@ -153,8 +157,8 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	if !a.member.given() {
 		return nil, usageError(fs, "--member-kubeconfig or --member-context is required")
 	}
-	if a.tokenTimeout <= 0 {
-		return nil, usageError(fs, "--token-timeout must be positive")
+	if a.bootstrapTokenTTL < membership.MinBootstrapTokenTTL {
+		return nil, usageError(fs, fmt.Sprintf("--bootstrap-token-ttl must be at least %s, the shortest token Kubernetes grants", membership.MinBootstrapTokenTTL))
 	}
 	if err := checkMemberNamespace(fs, a.memberNamespace); err != nil {
 		return nil, err

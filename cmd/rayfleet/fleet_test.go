@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,9 +35,6 @@ import (
 // waitTimeout bounds waits on the API servers; generous for a busy 2-core machine.
 const waitTimeout = 30 * time.Second
 
-// fakeToken stands in for the JWT the token controller writes; envtest runs no controllers.
-const fakeToken = "fake-token-do-not-print"
-
 // now is the fake clock's time in the status test.
 var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
@@ -51,25 +49,21 @@ func TestFleet(t *testing.T) {
 	ctx := t.Context()
 	joinArgs := []string{"join", "--hub-kubeconfig", hubFile, "--member-kubeconfig", memberFile, "--name", "m1"}
 
-	// No token controller yet: join gives up with a message saying what to check.
-	stdout, stderr, code := runCLI(t, append(joinArgs, "--token-timeout", "300ms")...)
-	if code != 1 || !strings.Contains(stderr, "the token controller did not fill Secret rayfleet-system/rayfleet-hub-access-token within 300ms") {
-		t.Fatalf("join without a token controller: code %d, stdout %q, stderr %q", code, stdout, stderr)
-	}
-
-	fillToken(ctx, t, member.Client, membership.DefaultMemberNamespace)
-	stdout, stderr, code = runCLI(t, joinArgs...)
+	stdout, stderr, code := runCLI(t, joinArgs...)
 	if code != 0 || !strings.Contains(stdout, "member m1 joined: the hub reaches "+memberRest.Host) {
 		t.Fatalf("join: code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "its bootstrap token expires at ") {
+		t.Errorf("join does not say when the hub's token expires: %q", stdout)
 	}
 	if !strings.Contains(stdout, "applied the hub identity and its guard") {
 		t.Errorf("join does not say it guarded the hub identity: %q", stdout)
 	}
-	if strings.Contains(stdout+stderr, fakeToken) {
+	checkMember(ctx, t, member.Client, membership.DefaultMemberNamespace)
+	token := checkHub(ctx, t, hub.Client, "m1", memberRest.Host, memberRest.CAData, membership.DefaultMemberNamespace, membership.ServiceAccountName)
+	if strings.Contains(stdout+stderr, token) {
 		t.Errorf("join printed the token: %q %q", stdout, stderr)
 	}
-	checkMember(ctx, t, member.Client, membership.DefaultMemberNamespace)
-	checkHub(ctx, t, hub.Client, "m1", memberRest.Host, memberRest.CAData, fakeToken)
 	if got := allowNodePortsOf(ctx, t, member.Client); got != "false" {
 		t.Errorf("join's guard: %s = %s, want false", hubpolicy.VarAllowNodePorts, got)
 	}
@@ -91,7 +85,10 @@ func TestFleet(t *testing.T) {
 	if got := allowNodePortsOf(ctx, t, member.Client); got != "true" {
 		t.Errorf("after re-join with --allow-node-ports: %s = %s, want true", hubpolicy.VarAllowNodePorts, got)
 	}
-	checkHub(ctx, t, hub.Client, "m1", "https://m1.example:6443", memberRest.CAData, fakeToken)
+	if rotated := checkHub(ctx, t, hub.Client, "m1", "https://m1.example:6443", memberRest.CAData,
+		membership.DefaultMemberNamespace, membership.ServiceAccountName); rotated == token {
+		t.Error("re-join kept the hub's bootstrap token, want it rotated")
+	}
 	if err := hub.Client.Get(ctx, client.ObjectKey{Name: "m1"}, mc); err != nil || len(mc.Spec.Taints) != 1 {
 		t.Errorf("after re-join: taints %v, error %v; want the admin's taint kept", mc.Spec.Taints, err)
 	}
@@ -110,7 +107,8 @@ func TestFleet(t *testing.T) {
 	}{
 		{hub.Client, &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}},
 		{hub.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m1", Namespace: "rayfleet-system"}}},
-		{member.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: membership.TokenSecretName, Namespace: "rayfleet-system"}}},
+		{member.Client, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: membership.TokenRoleName, Namespace: "rayfleet-system"}}},
+		{member.Client, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: membership.TokenRoleName, Namespace: "rayfleet-system"}}},
 		{member.Client, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: membership.ServiceAccountName, Namespace: "rayfleet-system"}}},
 		{member.Client, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: membership.ClusterRoleName}}},
 		{member.Client, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: membership.ClusterRoleName}}},
@@ -146,8 +144,7 @@ func TestJoinIdentityOwners(t *testing.T) {
 		{name: "chart identity", chartNamespace: "rayfleet-system"},
 		{name: "chart identity in another namespace", chartNamespace: "ray-spoke", memberNamespace: "ray-spoke", allowNodePorts: true},
 		{name: "chart identity in another namespace, not named", chartNamespace: "ray-spoke",
-			wantJoinErr: "ClusterRoleBinding rayfleet-hub-access (managed by Helm) exists but Secret rayfleet-system/rayfleet-hub-access-token does not, " +
-				"and join does not take over objects it did not create; it binds ServiceAccount ray-spoke/rayfleet-hub-access: pass --member-namespace ray-spoke"},
+			wantJoinErr: "ClusterRoleBinding rayfleet-hub-access (managed by Helm) binds ServiceAccount ray-spoke/rayfleet-hub-access: pass --member-namespace ray-spoke"},
 		{name: "join identity in another namespace", memberNamespace: "fleet-agent"},
 	}
 	for i, tt := range tests {
@@ -155,9 +152,8 @@ func TestJoinIdentityOwners(t *testing.T) {
 			ctx := t.Context()
 			name := fmt.Sprintf("m%d", i)
 			namespace := cmp.Or(tt.memberNamespace, membership.DefaultMemberNamespace)
-			chartToken := "chart-token-" + name
 			if tt.chartNamespace != "" {
-				installChartIdentity(ctx, t, member.Client, tt.chartNamespace, chartToken)
+				installChartIdentity(ctx, t, member.Client, tt.chartNamespace)
 			}
 			nsArgs := []string{"--name", name}
 			if tt.memberNamespace != "" {
@@ -178,14 +174,13 @@ func TestJoinIdentityOwners(t *testing.T) {
 				}
 				return
 			}
-			// Without a chart, the token controller fills join's Secret while join waits for it.
-			stdout, stderr, code := runJoin(ctx, t, member.Client, joinArgs, namespace, tt.chartNamespace == "")
-			if code != 0 || strings.Contains(stdout+stderr, chartToken) || strings.Contains(stdout+stderr, fakeToken) {
+			stdout, stderr, code := runCLI(t, joinArgs...)
+			if code != 0 {
 				t.Fatalf("join: code %d, stdout %q, stderr %q", code, stdout, stderr)
 			}
-			const usingChart = "using the hub identity installed by the spoke chart: Secret "
+			const usingChart = "using the hub identity installed by the spoke chart: ClusterRoleBinding "
 			if tt.chartNamespace != "" {
-				if want := usingChart + tt.chartNamespace + "/rayfleet-hub-access-token (managed by Helm)\n"; !strings.HasPrefix(stdout, want) {
+				if want := usingChart + "rayfleet-hub-access (managed by Helm)\n"; !strings.HasPrefix(stdout, want) {
 					t.Errorf("join stdout %q, want it to start with %q", stdout, want)
 				}
 				if created := createdByJoin(ctx, t, member.Client); len(created) > 0 {
@@ -195,13 +190,16 @@ func TestJoinIdentityOwners(t *testing.T) {
 				if strings.Contains(stdout, unheeded) != tt.allowNodePorts {
 					t.Errorf("join stdout %q: says %q %v, want %v", stdout, unheeded, !tt.allowNodePorts, tt.allowNodePorts)
 				}
-				checkHub(ctx, t, hub.Client, name, memberRest.Host, memberRest.CAData, chartToken)
+				token := checkHub(ctx, t, hub.Client, name, memberRest.Host, memberRest.CAData, tt.chartNamespace, hubaccess.ServiceAccountName)
+				if strings.Contains(stdout+stderr, token) {
+					t.Errorf("join printed the token: %q %q", stdout, stderr)
+				}
 			} else {
 				if strings.Contains(stdout, usingChart) {
 					t.Errorf("join stdout %q, want no chart identity used", stdout)
 				}
 				checkMember(ctx, t, member.Client, namespace)
-				checkHub(ctx, t, hub.Client, name, memberRest.Host, memberRest.CAData, fakeToken)
+				checkHub(ctx, t, hub.Client, name, memberRest.Host, memberRest.CAData, namespace, membership.ServiceAccountName)
 			}
 
 			stdout, stderr, code = runCLI(t, append([]string{"unjoin", "--hub-kubeconfig", hubFile, "--member-kubeconfig", memberFile}, nsArgs...)...)
@@ -211,23 +209,6 @@ func TestJoinIdentityOwners(t *testing.T) {
 			checkUnjoined(ctx, t, hub.Client, member.Client, name, namespace, tt.chartNamespace != "", stdout)
 		})
 	}
-}
-
-// runJoin runs join, playing the token controller for the Secret join creates in namespace
-// when fill is set.
-func runJoin(ctx context.Context, t *testing.T, member client.Client, args []string, namespace string, fill bool) (stdout, stderr string, code int) {
-	t.Helper()
-	if !fill {
-		return runCLI(t, args...)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		stdout, stderr, code = runCLI(t, args...)
-	}()
-	fillToken(ctx, t, member, namespace)
-	<-done
-	return stdout, stderr, code
 }
 
 // checkUnjoined checks that member name is gone from the hub, and that its identity on the
@@ -243,9 +224,10 @@ func checkUnjoined(ctx context.Context, t *testing.T, hub, member client.Client,
 		}
 	}
 	for _, obj := range []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: membership.TokenSecretName, Namespace: namespace}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: membership.ClusterRoleName}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: membership.TokenRoleName, Namespace: namespace}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: membership.ClusterRoleName}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: membership.TokenRoleName, Namespace: namespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: membership.ServiceAccountName, Namespace: namespace}},
 	} {
 		err := member.Get(ctx, client.ObjectKeyFromObject(obj), obj)
@@ -257,8 +239,9 @@ func checkUnjoined(ctx context.Context, t *testing.T, hub, member client.Client,
 		}
 	}
 	if chart {
-		want := fmt.Sprintf("  Secret %s/rayfleet-hub-access-token (managed by Helm)\n  ClusterRoleBinding rayfleet-hub-access (managed by Helm)\n"+
-			"  ClusterRole rayfleet-hub-access (managed by Helm)\n  ServiceAccount %s/rayfleet-hub-access (managed by Helm)\n", namespace, namespace)
+		want := fmt.Sprintf("  ClusterRoleBinding rayfleet-hub-access (managed by Helm)\n  RoleBinding %[1]s/rayfleet-hub-access-token (managed by Helm)\n"+
+			"  ClusterRole rayfleet-hub-access (managed by Helm)\n  Role %[1]s/rayfleet-hub-access-token (managed by Helm)\n"+
+			"  ServiceAccount %[1]s/rayfleet-hub-access (managed by Helm)\n", namespace)
 		if !strings.HasSuffix(stdout, want) {
 			t.Errorf("unjoin stdout %q, want it to list what it left:\n%s", stdout, want)
 		}
@@ -267,9 +250,9 @@ func checkUnjoined(ctx context.Context, t *testing.T, hub, member client.Client,
 	}
 }
 
-// installChartIdentity creates what the spoke chart's hubAccess renders in namespace, with
-// the token already filled, and removes it when the test ends.
-func installChartIdentity(ctx context.Context, t *testing.T, c client.Client, namespace, token string) {
+// installChartIdentity creates what the spoke chart's hubAccess renders in namespace, and
+// removes it when the test ends.
+func installChartIdentity(ctx context.Context, t *testing.T, c client.Client, namespace string) {
 	t.Helper()
 	helm := map[string]string{membership.ManagedByLabel: "Helm"}
 	helmMeta := func(name, ns string) metav1.ObjectMeta {
@@ -286,13 +269,11 @@ func installChartIdentity(ctx context.Context, t *testing.T, c client.Client, na
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hubaccess.ClusterRoleName},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hubaccess.ServiceAccountName, Namespace: namespace}},
 		},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: hubaccess.TokenSecretName, Namespace: namespace, Labels: helm,
-				Annotations: map[string]string{corev1.ServiceAccountNameKey: hubaccess.ServiceAccountName},
-			},
-			Type: corev1.SecretTypeServiceAccountToken,
-			Data: map[string][]byte{corev1.ServiceAccountTokenKey: []byte(token)},
+		&rbacv1.Role{ObjectMeta: helmMeta(hubaccess.TokenRoleName, namespace), Rules: hubaccess.TokenRules(hubaccess.ServiceAccountName)},
+		&rbacv1.RoleBinding{
+			ObjectMeta: helmMeta(hubaccess.TokenRoleName, namespace),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hubaccess.TokenRoleName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hubaccess.ServiceAccountName, Namespace: namespace}},
 		},
 	} {
 		if err := c.Create(ctx, obj); err != nil {
@@ -313,7 +294,7 @@ func createdByJoin(ctx context.Context, t *testing.T, c client.Client) []string 
 	var names []string
 	for _, list := range []client.ObjectList{
 		&corev1.NamespaceList{}, &corev1.ServiceAccountList{}, &corev1.SecretList{},
-		&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{},
+		&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{},
 	} {
 		if err := c.List(ctx, list, client.MatchingLabels{membership.ManagedByLabel: membership.ManagedByValue}); err != nil {
 			t.Fatal(err)
@@ -349,26 +330,6 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	var out, errOut bytes.Buffer
 	code = runWith(t.Context(), args, streams{stdout: &out, stderr: &errOut, clock: clocktesting.NewFakePassiveClock(now)})
 	return out.String(), errOut.String(), code
-}
-
-// fillToken plays the token controller for the Secret join creates in namespace, waiting for
-// it when join is still running.
-func fillToken(ctx context.Context, t *testing.T, c client.Client, namespace string) {
-	t.Helper()
-	var s corev1.Secret
-	key := client.ObjectKey{Namespace: namespace, Name: membership.TokenSecretName}
-	gomega.NewWithT(t).Eventually(func() error { return c.Get(ctx, key, &s) }).
-		WithTimeout(waitTimeout).Should(gomega.Succeed(), "the token Secret join should create")
-	if s.Labels[membership.ManagedByLabel] != membership.ManagedByValue {
-		t.Errorf("token Secret labels %v, want %s=%s", s.Labels, membership.ManagedByLabel, membership.ManagedByValue)
-	}
-	if s.Type != corev1.SecretTypeServiceAccountToken || s.Annotations[corev1.ServiceAccountNameKey] != membership.ServiceAccountName {
-		t.Fatalf("token Secret type %q annotations %v", s.Type, s.Annotations)
-	}
-	s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(fakeToken)}
-	if err := c.Update(ctx, &s); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkMember checks the identity join created on the member in namespace.
@@ -412,8 +373,9 @@ func allowNodePortsOf(ctx context.Context, t *testing.T, c client.Client) string
 }
 
 // checkHub checks member name's registration on the hub: the kubeconfig Secret (server, CA,
-// token) and the MemberCluster naming it.
-func checkHub(ctx context.Context, t *testing.T, c client.Client, name, wantServer string, wantCA []byte, wantToken string) {
+// a token of the ServiceAccount saNamespace/saName) and the MemberCluster naming it, and
+// returns the token.
+func checkHub(ctx context.Context, t *testing.T, c client.Client, name, wantServer string, wantCA []byte, saNamespace, saName string) string {
 	t.Helper()
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "rayfleet-system", Name: name}, &s); err != nil {
@@ -430,9 +392,10 @@ func checkHub(ctx context.Context, t *testing.T, c client.Client, name, wantServ
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rest.Host != wantServer || rest.BearerToken != wantToken || !bytes.Equal(rest.CAData, wantCA) || rest.CertData != nil {
-		t.Errorf("kubeconfig: server %q token %q CA %d bytes client cert %v; want %q, token %q, the member CA",
-			rest.Host, rest.BearerToken, len(rest.CAData), rest.CertData != nil, wantServer, wantToken)
+	wantSubject := "system:serviceaccount:" + saNamespace + ":" + saName
+	if subject := tokenSubject(t, rest.BearerToken); rest.Host != wantServer || subject != wantSubject || !bytes.Equal(rest.CAData, wantCA) || rest.CertData != nil {
+		t.Errorf("kubeconfig: server %q token of %q CA %d bytes client cert %v; want %q, a token of %q, the member CA",
+			rest.Host, subject, len(rest.CAData), rest.CertData != nil, wantServer, wantSubject)
 	}
 	var mc fleetv1alpha1.MemberCluster
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, &mc); err != nil {
@@ -441,6 +404,27 @@ func checkHub(ctx context.Context, t *testing.T, c client.Client, name, wantServ
 	if ref := mc.Spec.KubeconfigSecretRef; ref.Name != name || ref.Key != "kubeconfig" {
 		t.Errorf("MemberCluster kubeconfigSecretRef = %+v", ref)
 	}
+	return rest.BearerToken
+}
+
+// tokenSubject is the subject a JWT claims (the API server that issued it checks it).
+func tokenSubject(t *testing.T, token string) string {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("the hub's token is no JWT (%d parts)", len(parts))
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims struct {
+		Subject string `json:"sub"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims.Subject
 }
 
 func testStatus(t *testing.T, c client.Client, hubFile string) {

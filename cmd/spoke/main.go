@@ -36,9 +36,10 @@ import (
 )
 
 // Leader election and events are the manager's own needs, not a reconciler's, so their RBAC
-// markers live here (`make manifests` reads ./cmd/spoke as well as ./spoke).
+// markers live here (`make manifests` reads ./cmd/spoke as well as ./spoke). Leader election
+// gets, creates and renews (updates) its Lease, nothing more.
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -201,7 +201,8 @@ func (e *env) unjoin(t *testing.T) {
 	t.Logf("rayfleet unjoin:\n%s", out)
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: hubaccess.ServiceAccountName}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: hubaccess.TokenSecretName}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: hubaccess.TokenRoleName}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: hubaccess.TokenRoleName}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hubaccess.ClusterRoleName}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: hubaccess.ClusterRoleName}},
 	} {

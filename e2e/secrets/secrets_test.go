@@ -38,7 +38,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
@@ -160,7 +159,7 @@ type secret struct {
 }
 
 // collectSecrets reads the credentials the fleet handled, in every form they are stored or sent:
-// the member's hub token (in its token Secret and inside the kubeconfig the hub holds), that
+// the member's hub token (inside the kubeconfig the hub holds), that
 // kubeconfig, and the Ray auth tokens, each also as the base64 a Secret's JSON carries.
 func collectSecrets(t *testing.T, f *localfleet.Fleet) []secret {
 	t.Helper()
@@ -171,19 +170,8 @@ func collectSecrets(t *testing.T, f *localfleet.Fleet) []secret {
 		out = append(out, secret{name, v}, secret{name + " (base64)", base64.StdEncoding.EncodeToString(value)})
 	}
 
-	var tokenSecret corev1.Secret
-	key := client.ObjectKey{Namespace: labels.DefaultHubNamespace, Name: hubaccess.TokenSecretName}
-	if err := f.Members[member].Client.Get(ctx, key, &tokenSecret); err != nil {
-		t.Fatalf("reading the hub's token Secret %s on %s: %v", key, member, err)
-	}
-	token := tokenSecret.Data[corev1.ServiceAccountTokenKey]
-	if len(token) == 0 {
-		t.Fatalf("the hub's token Secret %s on %s has no token", key, member)
-	}
-	add("the member's hub token", token)
-
 	var kubeconfigSecret corev1.Secret
-	key = client.ObjectKey{Namespace: f.HubNamespace, Name: member}
+	key := client.ObjectKey{Namespace: f.HubNamespace, Name: member}
 	if err := f.Hub.Client.Get(ctx, key, &kubeconfigSecret); err != nil {
 		t.Fatalf("reading the kubeconfig Secret %s on the hub: %v", key, err)
 	}
@@ -192,11 +180,15 @@ func collectSecrets(t *testing.T, f *localfleet.Fleet) []secret {
 	if err != nil {
 		t.Fatalf("parsing the kubeconfig in Secret %s: %v", key, err)
 	}
+	// The hub's bootstrap token (a bound token `rayfleet join` requested) lives only here; the
+	// tokens the hub mints with it live only in the hub's memory.
+	var token []byte
 	for user, auth := range cfg.AuthInfos {
 		if auth.Token == "" {
 			t.Fatalf("the kubeconfig in Secret %s has no token for user %s", key, user)
 		}
-		add("the token in the hub's kubeconfig for "+member, []byte(auth.Token))
+		token = []byte(auth.Token)
+		add("the token in the hub's kubeconfig for "+member, token)
 	}
 	add("the kubeconfig the hub holds for "+member, kubeconfig)
 	if w := base64Window(kubeconfig, token); w != "" {

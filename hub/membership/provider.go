@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +39,11 @@ type ProviderOptions struct {
 	ClusterOptions []cluster.Option
 	// RESTOptions are applied to every member's rest.Config after it is built.
 	RESTOptions []func(*rest.Config) error
+	// TokenTTL is the lifetime of the tokens the hub mints for itself on a member whose
+	// kubeconfig holds a ServiceAccount token; 0 means hubaccess.TokenTTL.
+	TokenTTL time.Duration
+	// Clock decides when a minted token is refreshed; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Provider engages a member for every Secret in its namespace labelled
@@ -45,6 +53,9 @@ type ProviderOptions struct {
 // multicluster-runtime's kubeconfig provider, which builds its clients with clientcmd and so
 // would run whatever the Secret says. Disengaging only stops the hub's clients; nothing on the
 // member is touched.
+// A ServiceAccount token in the kubeconfig is a bootstrap credential: the hub mints
+// short-lived tokens for itself with it (memberTokens), and a new token for the same server
+// and CA (a re-run `rayfleet join`) replaces it in place, without re-engaging the member.
 type Provider struct {
 	opts  ProviderOptions
 	aware multicluster.Aware
@@ -55,12 +66,15 @@ type Provider struct {
 	indexers []fieldIndexer
 }
 
-// engagedMember is one engaged member: its cluster, what stops it, and the hash of the
-// kubeconfig it was built from.
+// engagedMember is one engaged member: its cluster, what stops it, the hash of the kubeconfig
+// it was built from and of everything in it but the bearer token (endpoint), and its token
+// source when it has one.
 type engagedMember struct {
-	cluster cluster.Cluster
-	cancel  context.CancelFunc
-	hash    [sha256.Size]byte
+	cluster  cluster.Cluster
+	cancel   context.CancelFunc
+	hash     [sha256.Size]byte
+	endpoint [sha256.Size]byte
+	tokens   *memberTokens
 }
 
 // fieldIndexer is an IndexField call, replayed on members engaged later.
@@ -114,18 +128,24 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	hash := sha256.Sum256(data)
-	if m := p.member(name); m != nil && m.hash == hash {
+	m := p.member(name)
+	if m != nil && m.hash == hash {
 		return ctrl.Result{}, nil
 	}
-	// Whatever the new kubeconfig holds, the old one no longer speaks for the member.
-	p.disengage(name)
 	cfg, err := hubaccess.RESTConfig(data)
 	if err != nil {
+		// Whatever the new kubeconfig holds, the old one no longer speaks for the member.
+		p.disengage(name)
 		// The MemberCluster's Joined condition says why; retrying cannot help until the
 		// Secret changes, which reconciles again.
 		log.Info("Not engaging member: its kubeconfig is refused", "secret", req.NamespacedName, "reason", err.Error())
 		return ctrl.Result{}, nil
 	}
+	if p.rotate(name, m, cfg, hash) {
+		log.Info("Rotated the member's bootstrap token in place", "secret", req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	p.disengage(name)
 	if err := p.engage(ctx, name, cfg, hash); err != nil {
 		return ctrl.Result{}, fmt.Errorf("engaging member %s: %w", name, err)
 	}
@@ -133,12 +153,53 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
+// rotate gives the engaged member m the bearer token of cfg as its new bootstrap token, when
+// only that token changed, and reports whether it did: the member's clients and caches keep
+// running, so it neither flaps Reachable nor rebuilds its caches.
+func (p *Provider) rotate(name multicluster.ClusterName, m *engagedMember, cfg *rest.Config, hash [sha256.Size]byte) bool {
+	if m == nil || m.tokens == nil || cfg.BearerToken == "" || endpointOf(cfg) != m.endpoint {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.members[name] != m {
+		return false
+	}
+	m.tokens.SetBootstrap(cfg.BearerToken)
+	m.hash = hash
+	return true
+}
+
+// endpointOf hashes what a member's transport is built from: all of cfg but the bearer token.
+func endpointOf(cfg *rest.Config) [sha256.Size]byte {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(cfg.Host), []byte(cfg.ServerName), cfg.CAData, cfg.CertData, cfg.KeyData,
+		[]byte(strconv.FormatBool(cfg.DisableCompression))} {
+		// Length-prefixed, so that no two configs hash alike by moving bytes between fields.
+		h.Write([]byte(strconv.Itoa(len(part)) + ":"))
+		h.Write(part)
+	}
+	var sum [sha256.Size]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
 // engage starts a cluster for the member and hands it to the manager.
 func (p *Provider) engage(ctx context.Context, name multicluster.ClusterName, cfg *rest.Config, hash [sha256.Size]byte) error {
+	endpoint := endpointOf(cfg)
 	for _, opt := range p.opts.RESTOptions {
 		if err := opt(cfg); err != nil {
 			return fmt.Errorf("applying a REST option: %w", err)
 		}
+	}
+	var tokens *memberTokens
+	if cfg.BearerToken != "" {
+		base := rest.CopyConfig(cfg)
+		base.BearerToken = ""
+		tokens = newMemberTokens(string(name), cfg.BearerToken, mintWith(base), p.clock(), p.tokenTTL())
+		// The token comes from the source on every request; a BearerToken would override it.
+		cfg.BearerToken = ""
+		cfg.Wrap(transport.ResettableTokenSourceWrapTransport(tokens))
 	}
 	cl, err := cluster.New(cfg, p.opts.ClusterOptions...)
 	if err != nil {
@@ -171,7 +232,7 @@ func (p *Provider) engage(ctx context.Context, name multicluster.ClusterName, cf
 		cancel()
 		return err
 	}
-	p.members[name] = &engagedMember{cluster: cl, cancel: cancel, hash: hash}
+	p.members[name] = &engagedMember{cluster: cl, cancel: cancel, hash: hash, endpoint: endpoint, tokens: tokens}
 	p.mu.Unlock()
 	if err := p.aware.Engage(memberCtx, name, cl); err != nil {
 		p.mu.Lock()
@@ -181,6 +242,20 @@ func (p *Provider) engage(ctx context.Context, name multicluster.ClusterName, cf
 		return fmt.Errorf("engaging with the manager: %w", err)
 	}
 	return nil
+}
+
+func (p *Provider) clock() clock.PassiveClock {
+	if p.opts.Clock != nil {
+		return p.opts.Clock
+	}
+	return clock.RealClock{}
+}
+
+func (p *Provider) tokenTTL() time.Duration {
+	if p.opts.TokenTTL > 0 {
+		return p.opts.TokenTTL
+	}
+	return hubaccess.TokenTTL
 }
 
 func (p *Provider) member(name multicluster.ClusterName) *engagedMember {

@@ -1,6 +1,7 @@
 // Package hubaccess is the contract for the hub's identity on a member cluster: the names of
-// its ServiceAccount, RBAC and token Secret, and the only permissions it holds there: HubRules
-// cluster-wide and, on request, TrafficRules in the namespace of a Gateway it routes through.
+// its ServiceAccount and RBAC, the only permissions it holds there (HubRules cluster-wide,
+// TokenRules for minting its own tokens and, on request, TrafficRules in the namespace of a
+// Gateway it routes through), and the lifetimes of its tokens.
 // The spoke chart renders it, `rayfleet join` creates it when no chart did, and the tests
 // compare both against HubRules and TrafficRules.
 // The hub's side of the contract is the kubeconfig it reaches the member with: CheckKubeconfig
@@ -29,8 +30,10 @@ const (
 	ServiceAccountName = "rayfleet-hub-access"
 	// ClusterRoleName names both the ClusterRole and the ClusterRoleBinding of the hub.
 	ClusterRoleName = "rayfleet-hub-access"
-	// TokenSecretName is the long-lived token Secret of ServiceAccountName.
-	TokenSecretName = "rayfleet-hub-access-token"
+	// LegacyTokenSecretName is the never-expiring token Secret of ServiceAccountName that
+	// `rayfleet join` and the spoke chart made before the hub minted its own tokens (token.go);
+	// join removes the one it made.
+	LegacyTokenSecretName = "rayfleet-hub-access-token"
 )
 
 // HubRules are the permissions the hub holds on a member: what propagation, aggregation and

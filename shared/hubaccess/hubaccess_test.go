@@ -40,3 +40,15 @@ func TestHubRules(t *testing.T) {
 		})
 	}
 }
+
+func TestTokenRulesMintOnlyTheHubsOwnTokens(t *testing.T) {
+	rules := TokenRules("hub")
+	if len(rules) != 1 {
+		t.Fatalf("TokenRules = %+v, want one rule", rules)
+	}
+	r := rules[0]
+	if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.Resources, []string{"serviceaccounts/token"}) ||
+		!slices.Equal(r.Verbs, []string{"create"}) || !slices.Equal(r.ResourceNames, []string{"hub"}) {
+		t.Errorf("TokenRules(hub) = %+v, want create on serviceaccounts/token named hub only", r)
+	}
+}

@@ -90,7 +90,7 @@ func (f *Fleet) startControlPlanes(ctx context.Context) error {
 			// The fleet removes its whole directory itself; see Stop.
 			KeepState: true,
 			Scheduler: true,
-			// Its token controller fills the hub identity's token Secret `rayfleet join` waits for.
+			// As on a real member: garbage collection, namespace deletion, ServiceAccounts.
 			ControllerManager: true,
 			Nodes:             m.Nodes,
 			CRDDirs:           memberCRDs,
@@ -259,6 +259,16 @@ func (f *Fleet) logArgs() []string {
 		args = append(args, "--zap-log-level="+f.opts.LogLevel)
 	}
 	return args
+}
+
+// Rejoin runs `rayfleet join` for member name again, with the arguments it joined with:
+// it rotates the hub's bootstrap token for the member.
+func (f *Fleet) Rejoin(ctx context.Context, name string) error {
+	member, ok := f.Members[name]
+	if !ok {
+		return fmt.Errorf("no member %s", name)
+	}
+	return f.join(ctx, name, member)
 }
 
 // join runs the real `rayfleet join` with both admin kubeconfigs; the member kubeconfig's

@@ -33,9 +33,9 @@ func TestJoinGuardsTheHubIdentity(t *testing.T) {
 	hub, member := Cluster{Client: envs[0].Client, Config: envs[0].Config}, Cluster{Client: envs[1].Client, Config: envs[1].Config}
 	ctx := t.Context()
 	const namespace = "fleet-agent"
-	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, PollInterval: 10 * time.Millisecond}
+	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace}
 
-	joinFillingToken(ctx, t, hub, member, opts)
+	mustJoin(ctx, t, hub, member, opts)
 	objs, err := guardObjects(namespace, false)
 	if err != nil {
 		t.Fatal(err)
@@ -90,9 +90,8 @@ func TestJoinAllowNodePorts(t *testing.T) {
 	envs := envtest.StartN(t, 2, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
 	hub, member := Cluster{Client: envs[0].Client, Config: envs[0].Config}, Cluster{Client: envs[1].Client, Config: envs[1].Config}
 	ctx := t.Context()
-	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: DefaultMemberNamespace,
-		PollInterval: 10 * time.Millisecond, AllowNodePorts: true}
-	joinFillingToken(ctx, t, hub, member, opts)
+	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: DefaultMemberNamespace, AllowNodePorts: true}
+	mustJoin(ctx, t, hub, member, opts)
 	if err := member.Client.Create(ctx, appsNamespace()); err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +150,8 @@ func TestJoinLeavesAForeignGuard(t *testing.T) {
 	if err = member.Client.Create(ctx, helmPolicy); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Join(ctx, hub, member, JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", TokenTimeout: time.Second})
-	want := "ValidatingAdmissionPolicy rayfleet-hub-guard-rayservices (managed by Helm) exists but Secret rayfleet-system/rayfleet-hub-access-token does not"
+	_, err = Join(ctx, hub, member, JoinOptions{Name: "m1", HubNamespace: "rayfleet-system"})
+	want := "ValidatingAdmissionPolicy rayfleet-hub-guard-rayservices (managed by Helm) exists but ClusterRoleBinding rayfleet-hub-access does not"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("join: %v, want an error containing %q", err, want)
 	}
@@ -162,24 +161,11 @@ func TestJoinLeavesAForeignGuard(t *testing.T) {
 	}
 }
 
-// joinFillingToken runs Join, playing the member's token controller for the Secret it creates.
-func joinFillingToken(ctx context.Context, t *testing.T, hub, member Cluster, opts JoinOptions) *JoinResult {
+// mustJoin runs Join and fails the test on an error.
+func mustJoin(ctx context.Context, t *testing.T, hub, member Cluster, opts JoinOptions) *JoinResult {
 	t.Helper()
-	done := make(chan error, 1)
-	var res *JoinResult
-	go func() {
-		var err error
-		res, err = Join(ctx, hub, member, opts)
-		done <- err
-	}()
-	key := client.ObjectKey{Namespace: opts.MemberNamespace, Name: TokenSecretName}
-	var s corev1.Secret
-	gomega.NewWithT(t).Eventually(func() error { return member.Client.Get(ctx, key, &s) }).WithTimeout(waitTimeout).Should(gomega.Succeed())
-	s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte("token")}
-	if err := member.Client.Update(ctx, &s); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
+	res, err := Join(ctx, hub, member, opts)
+	if err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	return res

@@ -7,10 +7,9 @@ import (
 	"os"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -21,14 +20,12 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
-// Defaults of JoinOptions.
-const (
-	// DefaultTokenTimeout bounds the wait for the token controller: it fills a new token
-	// Secret within a second or two, so a minute means it is not running.
-	DefaultTokenTimeout = time.Minute
-	// DefaultPollInterval is how often the token Secret is read while waiting.
-	DefaultPollInterval = 500 * time.Millisecond
-)
+// DefaultBootstrapTokenTTL is the lifetime of the token join writes into the hub's kubeconfig
+// (hubaccess.DefaultBootstrapTokenTTL).
+const DefaultBootstrapTokenTTL = hubaccess.DefaultBootstrapTokenTTL
+
+// MinBootstrapTokenTTL is the shortest lifetime Kubernetes grants a requested token.
+const MinBootstrapTokenTTL = hubaccess.MinTokenTTL
 
 // hubUser names the credentials in the generated kubeconfig.
 const hubUser = "rayfleet-hub"
@@ -55,11 +52,11 @@ type JoinOptions struct {
 	// MemberServer is the member API server URL the hub uses; empty means the member
 	// context's, which is wrong when the hub sees the member under another address.
 	MemberServer string
-	// TokenTimeout bounds the wait for the member's token controller; 0 means
-	// DefaultTokenTimeout.
-	TokenTimeout time.Duration
-	// PollInterval is how often the token Secret is read; 0 means DefaultPollInterval.
-	PollInterval time.Duration
+	// BootstrapTokenTTL is the lifetime of the bound token join requests for the hub's
+	// ServiceAccount and writes into its kubeconfig; 0 means DefaultBootstrapTokenTTL. The hub
+	// mints its own short-lived tokens with it, so it is needed again only when the hub
+	// restarts; re-running join replaces it.
+	BootstrapTokenTTL time.Duration
 	// TrafficNamespace, when set, is a namespace of the member (a Gateway's, which must exist)
 	// where the hub gets the Role and RoleBinding TrafficRoleName: hubaccess.TrafficRules for
 	// the hub's ServiceAccount, so that a PlacementPolicy may route traffic through it.
@@ -77,9 +74,11 @@ type JoinResult struct {
 	Server string
 	// Secret is the hub's kubeconfig Secret.
 	Secret client.ObjectKey
-	// Existing is the token Secret of a hub identity join found on the member and used as is
-	// (normally installed by the spoke chart); nil when join applied its own.
+	// Existing is the ClusterRoleBinding of a hub identity join found on the member and used
+	// as is (normally installed by the spoke chart); nil when join applied its own.
 	Existing *ObjectRef
+	// TokenExpires is when the bootstrap token in the hub's kubeconfig expires.
+	TokenExpires time.Time
 	// TrafficRole is the Role of the hub's rights in JoinOptions.TrafficNamespace: join's, or
 	// one it found there and used as is (the spoke chart's); nil without a TrafficNamespace.
 	TrafficRole *ObjectRef
@@ -88,11 +87,16 @@ type JoinResult struct {
 // Join gives the hub an identity on the member and registers the member on the hub. A hub
 // identity already on the member that join did not create (the spoke chart's) is used as is,
 // with whatever guard the chart installed; otherwise join applies its own, guarded by
-// shared/hubpolicy's defaults. Every write is a server-side apply, so running it again
-// updates a member (a new server URL, say) rather than failing.
+// shared/hubpolicy's defaults. The hub's kubeconfig holds a bound token of the identity's
+// ServiceAccount (TokenRequest, BootstrapTokenTTL), so running join again rotates it; the hub
+// takes the new token without re-engaging the member. Every write is a server-side apply, so
+// running it again updates a member (a new server URL, say) rather than failing.
 func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult, error) {
 	if o.Name == "" || o.HubNamespace == "" {
 		return nil, errors.New("joining: a member name and a hub namespace are required")
+	}
+	if o.BootstrapTokenTTL != 0 && o.BootstrapTokenTTL < MinBootstrapTokenTTL {
+		return nil, fmt.Errorf("joining: the bootstrap token's lifetime %s is below Kubernetes' minimum of %s", o.BootstrapTokenTTL, MinBootstrapTokenTTL)
 	}
 	server := o.MemberServer
 	if server == "" {
@@ -105,11 +109,14 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
 	namespace := o.memberNamespace()
-	existing, err := existingIdentity(ctx, member.Client, namespace)
+	existing, sa, err := existingIdentity(ctx, member.Client, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
-	traffic, trafficRole, err := o.planTraffic(ctx, member.Client, namespace, existing)
+	if existing == nil {
+		sa = ServiceAccountName
+	}
+	traffic, trafficRole, err := o.planTraffic(ctx, member.Client, namespace, sa)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
@@ -133,7 +140,7 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		ref := refOf(member.Client, traffic[0])
 		trafficRole = &ref
 	}
-	token, err := waitForToken(ctx, member.Client, namespace, o.tokenTimeout(), o.pollInterval())
+	token, expires, err := requestToken(ctx, member.Client, client.ObjectKey{Namespace: namespace, Name: sa}, o.bootstrapTokenTTL())
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
@@ -146,23 +153,20 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 			return nil, fmt.Errorf("hub: registering member %s: %w", o.Name, err)
 		}
 	}
+	// Once the hub holds the bound token, the never-expiring one an older join made goes.
+	if _, err := deleteIfOwned(ctx, member.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: LegacyTokenSecretName, Namespace: namespace}}); err != nil {
+		return nil, fmt.Errorf("member %s: removing the legacy token: %w", o.Name, err)
+	}
 	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name},
-		Existing: existing, TrafficRole: trafficRole}, nil
+		Existing: existing, TokenExpires: expires, TrafficRole: trafficRole}, nil
 }
 
 // planTraffic returns the traffic Role and RoleBinding to apply for the hub's ServiceAccount
-// in namespace (the one the spoke chart's token names, when the chart made the identity), or
-// the Role found in their place; nothing without a TrafficNamespace.
-func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace string, existing *ObjectRef) ([]client.Object, *ObjectRef, error) {
+// sa in namespace (the one the spoke chart binds, when the chart made the identity), or the
+// Role found in their place; nothing without a TrafficNamespace.
+func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace, sa string) ([]client.Object, *ObjectRef, error) {
 	if o.TrafficNamespace == "" {
 		return nil, nil, nil
-	}
-	sa := ServiceAccountName
-	if existing != nil {
-		var err error
-		if sa, err = tokenServiceAccount(ctx, c, namespace); err != nil {
-			return nil, nil, err
-		}
 	}
 	return planTraffic(ctx, c, o.TrafficNamespace, namespace, sa)
 }
@@ -174,18 +178,11 @@ func (o JoinOptions) memberNamespace() string {
 	return DefaultMemberNamespace
 }
 
-func (o JoinOptions) tokenTimeout() time.Duration {
-	if o.TokenTimeout > 0 {
-		return o.TokenTimeout
+func (o JoinOptions) bootstrapTokenTTL() time.Duration {
+	if o.BootstrapTokenTTL > 0 {
+		return o.BootstrapTokenTTL
 	}
-	return DefaultTokenTimeout
-}
-
-func (o JoinOptions) pollInterval() time.Duration {
-	if o.PollInterval > 0 {
-		return o.PollInterval
-	}
-	return DefaultPollInterval
+	return DefaultBootstrapTokenTTL
 }
 
 // hubObjects register a member on the hub: its namespace, the kubeconfig Secret labelled for
@@ -212,28 +209,19 @@ func hubObjects(name, namespace string, kubeconfig []byte) []client.Object {
 	}
 }
 
-// waitForToken reads the token Secret until the token controller has filled it.
-func waitForToken(ctx context.Context, c client.Client, namespace string, timeout, interval time.Duration) ([]byte, error) {
-	key := client.ObjectKey{Namespace: namespace, Name: TokenSecretName}
-	var token []byte
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
-		var s corev1.Secret
-		if err := c.Get(ctx, key, &s); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return false, fmt.Errorf("reading Secret %s: %w", key, err)
-		}
-		token = s.Data[corev1.ServiceAccountTokenKey]
-		return len(token) > 0, nil
-	})
-	if wait.Interrupted(err) {
-		return nil, fmt.Errorf("the token controller did not fill Secret %s within %s; is kube-controller-manager running on the member? (%w)", key, timeout, err)
+// requestToken asks the member for a bound token of the ServiceAccount sa lasting ttl
+// (TokenRequest): it expires, and deleting the ServiceAccount revokes it.
+func requestToken(ctx context.Context, c client.Client, sa client.ObjectKey, ttl time.Duration) ([]byte, time.Time, error) {
+	seconds := int64(ttl / time.Second)
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa.Name, Namespace: sa.Namespace}}
+	if err := c.SubResource("token").Create(ctx, account, req); err != nil {
+		return nil, time.Time{}, fmt.Errorf("requesting a token for ServiceAccount %s: %w", sa, err)
 	}
-	if err != nil {
-		return nil, err
+	if req.Status.Token == "" {
+		return nil, time.Time{}, fmt.Errorf("the token requested for ServiceAccount %s is empty", sa)
 	}
-	return token, nil
+	return []byte(req.Status.Token), req.Status.ExpirationTimestamp.Time, nil
 }
 
 // hubKubeconfig is the kubeconfig the hub reaches the member with: the server, the member

@@ -1,5 +1,5 @@
 // Package membership joins member clusters to a RayFleet hub and removes them again: the hub's
-// identity on the member (ServiceAccount, RBAC, token) with the guard on what that identity may
+// identity on the member (ServiceAccount, RBAC, a bound bootstrap token) with the guard on what that identity may
 // run there (shared/hubpolicy), and, on the hub, the kubeconfig Secret the multicluster-runtime
 // kubeconfig provider engages plus the MemberCluster that names it.
 // It reaches both clusters through their APIs only: of the repository it imports only shared/
@@ -31,8 +31,11 @@ const (
 	ServiceAccountName = hubaccess.ServiceAccountName
 	// ClusterRoleName names both the ClusterRole and the ClusterRoleBinding of the hub.
 	ClusterRoleName = hubaccess.ClusterRoleName
-	// TokenSecretName is the long-lived token Secret of ServiceAccountName.
-	TokenSecretName = hubaccess.TokenSecretName
+	// TokenRoleName names the Role and RoleBinding that let the hub mint its own tokens.
+	TokenRoleName = hubaccess.TokenRoleName
+	// LegacyTokenSecretName is the never-expiring token Secret that join and the spoke chart
+	// made before the hub minted its own tokens; join removes the one it made.
+	LegacyTokenSecretName = hubaccess.LegacyTokenSecretName
 )
 
 // FieldManager owns, through server-side apply, everything join writes; re-running join
@@ -70,8 +73,8 @@ func (r ObjectRef) String() string {
 }
 
 // memberObjects are the hub's guard and identity on a member, in creation order: the guard
-// first, so that no token of the hub exists unguarded, and a Secret's ServiceAccount before the
-// Secret, which the token controller fills. allowNodePorts is JoinOptions.AllowNodePorts.
+// first, so that no token of the hub exists unguarded; join then requests the bootstrap token
+// (TokenRequest), which no object holds. allowNodePorts is JoinOptions.AllowNodePorts.
 func memberObjects(namespace string, allowNodePorts bool) ([]client.Object, error) {
 	guard, err := guardObjects(namespace, allowNodePorts)
 	if err != nil {
@@ -89,7 +92,12 @@ func memberObjects(namespace string, allowNodePorts bool) ([]client.Object, erro
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRoleName},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: namespace}},
 		},
-		tokenSecret(namespace),
+		&rbacv1.Role{ObjectMeta: meta(TokenRoleName, namespace), Rules: hubaccess.TokenRules(ServiceAccountName)},
+		&rbacv1.RoleBinding{
+			ObjectMeta: meta(TokenRoleName, namespace),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: TokenRoleName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: namespace}},
+		},
 	), nil
 }
 
@@ -113,15 +121,18 @@ func guardObjects(namespace string, allowNodePorts bool) ([]client.Object, error
 	return objs, nil
 }
 
-// identityObjects are the objects of the hub's identity and guard that unjoin may remove: the
-// token first, so that the hub loses access before anything else changes, the guard last, so
-// that it outlives every way the hub had in, and its bindings before its policies. The
-// namespace is not among them: the spoke runs in it.
+// identityObjects are the objects of the hub's identity and guard that unjoin may remove: a
+// legacy token Secret and the bindings first, so that the hub loses access before anything
+// else changes, the ServiceAccount after its roles (deleting it invalidates every token minted
+// for it), the guard last, so that it outlives every way the hub had in, and its bindings
+// before its policies. The namespace is not among them: the spoke runs in it.
 func identityObjects(namespace string) []client.Object {
 	objs := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: TokenSecretName, Namespace: namespace}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: LegacyTokenSecretName, Namespace: namespace}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: TokenRoleName, Namespace: namespace}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: TokenRoleName, Namespace: namespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: namespace}},
 	}
 	for _, suffix := range []string{hubpolicy.RayServicesSuffix, hubpolicy.NamespacesSuffix} {
@@ -131,20 +142,6 @@ func identityObjects(namespace string) []client.Object {
 		objs = append(objs, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: hubpolicy.DefaultName + suffix}})
 	}
 	return objs
-}
-
-// tokenSecret asks the token controller for a long-lived token of ServiceAccountName: bound
-// tokens expire, and the hub must keep reaching the member without the CLI running again.
-func tokenSecret(namespace string) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        TokenSecretName,
-			Namespace:   namespace,
-			Labels:      map[string]string{ManagedByLabel: ManagedByValue},
-			Annotations: map[string]string{corev1.ServiceAccountNameKey: ServiceAccountName},
-		},
-		Type: corev1.SecretTypeServiceAccountToken,
-	}
 }
 
 // ownedByJoin reports whether join created obj.
@@ -162,31 +159,37 @@ func refOf(c client.Client, obj client.Object) ObjectRef {
 }
 
 // existingIdentity finds a hub identity on the member that join did not create, normally the
-// spoke chart's: its token Secret in namespace, returned to be used as is. It returns nil when
-// join should apply its own identity, and an error when applying would take over objects
-// someone else manages (a chart installed into another namespace, say) or the Secret is not a
-// token.
-func existingIdentity(ctx context.Context, c client.Client, namespace string) (*ObjectRef, error) {
-	var token corev1.Secret
-	key := client.ObjectKey{Namespace: namespace, Name: TokenSecretName}
-	err := c.Get(ctx, key, &token)
+// spoke chart's: its ClusterRoleBinding, returned with the ServiceAccount it binds, to be used
+// as is. It returns nil when join should apply its own identity, and an error when applying
+// would take over objects someone else manages (a chart installed into another namespace, say).
+func existingIdentity(ctx context.Context, c client.Client, namespace string) (*ObjectRef, string, error) {
+	var binding rbacv1.ClusterRoleBinding
+	key := client.ObjectKey{Name: ClusterRoleName}
+	err := c.Get(ctx, key, &binding)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, checkNoForeignIdentity(ctx, c, namespace)
+		return nil, "", checkNoForeignIdentity(ctx, c, namespace)
 	case err != nil:
-		return nil, fmt.Errorf("reading Secret %s: %w", key, err)
-	case ownedByJoin(&token):
-		return nil, nil
-	case token.Type != corev1.SecretTypeServiceAccountToken:
-		return nil, fmt.Errorf("secret %s exists but is of type %q, not a ServiceAccount token; remove it or pick another --member-namespace", key, token.Type)
+		return nil, "", fmt.Errorf("reading ClusterRoleBinding %s: %w", ClusterRoleName, err)
+	case ownedByJoin(&binding):
+		return nil, "", nil
 	}
-	ref := refOf(c, &token)
-	return &ref, nil
+	ref := refOf(c, &binding)
+	for _, s := range binding.Subjects {
+		if s.Kind != rbacv1.ServiceAccountKind {
+			continue
+		}
+		if s.Namespace != namespace {
+			return nil, "", fmt.Errorf("%s binds ServiceAccount %s/%s: pass --member-namespace %s", ref, s.Namespace, s.Name, s.Namespace)
+		}
+		return &ref, s.Name, nil
+	}
+	return nil, "", fmt.Errorf("%s exists but binds no ServiceAccount, and join does not take over objects it did not create", ref)
 }
 
-// checkNoForeignIdentity fails when, without a token Secret in namespace, part of a hub
-// identity or guard someone else manages exists: applying would force-own Helm's objects and
-// rebind its ClusterRole to another namespace.
+// checkNoForeignIdentity fails when, without the hub's ClusterRoleBinding, part of a hub
+// identity or guard someone else manages exists: applying would force-own Helm's objects.
+// A legacy token Secret is not part of it: join never writes one.
 func checkNoForeignIdentity(ctx context.Context, c client.Client, namespace string) error {
 	for _, obj := range identityObjects(namespace)[1:] {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -198,16 +201,8 @@ func checkNoForeignIdentity(ctx context.Context, c client.Client, namespace stri
 		if ownedByJoin(obj) {
 			continue
 		}
-		hint := ""
-		if b, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
-			for _, s := range b.Subjects {
-				if s.Kind == rbacv1.ServiceAccountKind && s.Namespace != namespace {
-					hint = fmt.Sprintf("; it binds ServiceAccount %s/%s: pass --member-namespace %s", s.Namespace, s.Name, s.Namespace)
-				}
-			}
-		}
-		return fmt.Errorf("%s exists but Secret %s/%s does not, and join does not take over objects it did not create%s",
-			refOf(c, obj), namespace, TokenSecretName, hint)
+		return fmt.Errorf("%s exists but ClusterRoleBinding %s does not, and join does not take over objects it did not create",
+			refOf(c, obj), ClusterRoleName)
 	}
 	return nil
 }

@@ -58,21 +58,6 @@ func planTraffic(ctx context.Context, c client.Client, namespace, saNamespace, s
 	return objs, nil, nil
 }
 
-// tokenServiceAccount is the ServiceAccount a hub identity's token Secret in namespace
-// belongs to: the one a traffic RoleBinding binds when the spoke chart made the identity,
-// possibly under another name.
-func tokenServiceAccount(ctx context.Context, c client.Client, namespace string) (string, error) {
-	var token corev1.Secret
-	key := client.ObjectKey{Namespace: namespace, Name: TokenSecretName}
-	if err := c.Get(ctx, key, &token); err != nil {
-		return "", fmt.Errorf("reading Secret %s: %w", key, err)
-	}
-	if sa := token.Annotations[corev1.ServiceAccountNameKey]; sa != "" {
-		return sa, nil
-	}
-	return "", fmt.Errorf("secret %s names no ServiceAccount (annotation %s)", key, corev1.ServiceAccountNameKey)
-}
-
 // trafficObjectsOnMember are the traffic RoleBindings and Roles in any namespace, bindings
 // first so that the hub loses its rights before the Roles go; unjoin deletes those join made.
 // They are found by name, as join may have been run with several traffic namespaces.

@@ -3,7 +3,6 @@ package membership
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +49,7 @@ func TestJoinGrantsTrafficRights(t *testing.T) {
 	ctx := t.Context()
 	const namespace = "fleet-agent"
 	createNamespaces(t, member.Client, "gw", "apps")
-	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, PollInterval: 10 * time.Millisecond,
+	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace,
 		TrafficNamespace: "missing"}
 
 	_, err := Join(ctx, hub, member, opts)
@@ -63,7 +62,7 @@ func TestJoinGrantsTrafficRights(t *testing.T) {
 	}
 
 	opts.TrafficNamespace = "gw"
-	res := joinFillingToken(ctx, t, hub, member, opts)
+	res := mustJoin(ctx, t, hub, member, opts)
 	if res.TrafficRole == nil || res.TrafficRole.Key != (client.ObjectKey{Namespace: "gw", Name: TrafficRoleName}) || res.TrafficRole.ManagedBy != ManagedByValue {
 		t.Errorf("join's TrafficRole = %+v, want join's Role gw/%s", res.TrafficRole, TrafficRoleName)
 	}
@@ -115,19 +114,16 @@ func TestJoinTrafficWithTheChartsIdentity(t *testing.T) {
 	helm := map[string]string{ManagedByLabel: "Helm"}
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "hub", Labels: helm}},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: TokenSecretName, Labels: helm,
-				Annotations: map[string]string{corev1.ServiceAccountNameKey: "hub"}},
-			Type: corev1.SecretTypeServiceAccountToken,
-			Data: map[string][]byte{corev1.ServiceAccountTokenKey: []byte("token")},
-		},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName, Labels: helm},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRoleName},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: "hub"}}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: TrafficRoleName, Labels: helm}, Rules: hubaccess.TrafficRules()},
 	} {
 		if err := member.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, TokenTimeout: time.Second, TrafficNamespace: "gw"}
+	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, TrafficNamespace: "gw"}
 
 	res, err := Join(ctx, hub, member, opts)
 	if err != nil || res.Existing == nil || res.TrafficRole == nil || res.TrafficRole.ManagedBy != "Helm" {
@@ -154,7 +150,7 @@ func TestJoinTrafficWithTheChartsIdentity(t *testing.T) {
 	for _, ref := range unjoined.Kept {
 		kept = append(kept, ref.Kind+" "+ref.Key.String())
 	}
-	if diff := cmp.Diff([]string{"Secret " + namespace + "/" + TokenSecretName, "Role gw/" + TrafficRoleName}, kept); diff != "" {
+	if diff := cmp.Diff([]string{"Role gw/" + TrafficRoleName, "ClusterRoleBinding /" + ClusterRoleName}, kept); diff != "" {
 		t.Errorf("kept by unjoin (-want +got):\n%s", diff)
 	}
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {

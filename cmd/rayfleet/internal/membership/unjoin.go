@@ -33,7 +33,8 @@ type UnjoinResult struct {
 
 // Unjoin removes a member from the hub: the MemberCluster first, so that the hub stops placing
 // on it while its kubeconfig still works for cleaning up, then the kubeconfig Secret. With a
-// member client it also removes the hub's identity there, which revokes the token, and then
+// member client it also removes the hub's identity there (deleting the ServiceAccount revokes
+// every token of it, the bootstrap token and those the hub minted), and then
 // the guard, but only the objects join created: an identity the spoke chart installed belongs to Helm and is
 // reported as kept. The hub's traffic Roles and RoleBindings (join --traffic-namespace) go too,
 // in whatever namespace join made them. The member namespace stays, as the spoke runs in it. Objects already gone
@@ -64,7 +65,7 @@ func Unjoin(ctx context.Context, hub client.Client, member client.Client, o Unjo
 	if listErr != nil {
 		errs = append(errs, fmt.Errorf("member %s: %w", o.Name, listErr))
 	}
-	// The token first, as ever; then the traffic rights, then the rest of the identity.
+	// A legacy token first, as ever; then the traffic rights, then the rest of the identity.
 	objs := append(append(identity[:1:1], traffic...), identity[1:]...)
 	for _, obj := range objs {
 		kept, err := deleteIfOwned(ctx, member, obj)
