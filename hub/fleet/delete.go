@@ -17,6 +17,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
 	"github.com/rayfleet/rayfleet/hub/traffic"
+	"github.com/rayfleet/rayfleet/shared/finalizer"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -96,9 +97,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hub *rayv1.RayService)
 	if err := r.deleteRecords(ctx, g); err != nil {
 		return ctrl.Result{}, err
 	}
-	orig := hub.DeepCopy()
-	controllerutil.RemoveFinalizer(hub, labels.MemberCleanupFinalizer)
-	if err := r.client.Patch(ctx, hub, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := finalizer.Patch(ctx, r.client, hub, labels.MemberCleanupFinalizer, false); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}

@@ -49,6 +49,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/cachememo"
+	"github.com/rayfleet/rayfleet/shared/finalizer"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/serveaddress"
 	"github.com/rayfleet/rayfleet/shared/validation"
@@ -215,9 +216,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		return r.reconcileDelete(ctx, &hub)
 	}
 	if !controllerutil.ContainsFinalizer(&hub, labels.MemberCleanupFinalizer) {
-		orig := hub.DeepCopy()
-		controllerutil.AddFinalizer(&hub, labels.MemberCleanupFinalizer)
-		if err := r.client.Patch(ctx, &hub, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := finalizer.Patch(ctx, r.client, &hub, labels.MemberCleanupFinalizer, true); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer to RayService %s: %w", req.NamespacedName, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/rayfleet/rayfleet/shared/finalizer"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
 	"github.com/rayfleet/rayfleet/spoke/builder"
@@ -131,17 +132,9 @@ func (r *Reconciler) forceRemoveFinalizer(ctx context.Context, rc *rayv1.RayClus
 	return ctrl.Result{}, nil
 }
 
-// patchFinalizer adds or removes the Redis cleanup finalizer with an optimistic lock: another
-// controller's finalizer written meanwhile must not be lost.
+// patchFinalizer adds or removes the Redis cleanup finalizer.
 func (r *Reconciler) patchFinalizer(ctx context.Context, rc *rayv1.RayCluster, add bool) error {
-	base := rc.DeepCopy()
-	if add {
-		controllerutil.AddFinalizer(rc, labels.GCSFTRedisCleanupFinalizer)
-	} else {
-		controllerutil.RemoveFinalizer(rc, labels.GCSFTRedisCleanupFinalizer)
-	}
-	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-	if err := r.client.Patch(ctx, rc, patch, client.FieldOwner(fieldManager)); err != nil {
+	if err := finalizer.Patch(ctx, r.client, rc, labels.GCSFTRedisCleanupFinalizer, add, client.FieldOwner(fieldManager)); err != nil {
 		return fmt.Errorf("update finalizers of RayCluster %s/%s: %w", rc.Namespace, rc.Name, err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/rayfleet/rayfleet/shared/finalizer"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -199,18 +200,11 @@ func (r *Reconciler) finalize(ctx context.Context, s *scope, remaining bool) (ct
 	return ctrl.Result{}, nil
 }
 
-// patchFinalizer adds or removes the RayService finalizer with an optimistic lock: another
-// controller's finalizer written meanwhile must not be lost.
+// patchFinalizer adds or removes the RayService finalizer on a copy of rs, so that the rest of
+// the reconcile keeps the object it read.
 func (r *Reconciler) patchFinalizer(ctx context.Context, rs *rayv1.RayService, add bool) error {
-	base := rs.DeepCopy()
-	updated := rs.DeepCopy()
-	if add {
-		controllerutil.AddFinalizer(updated, labels.RayServiceFinalizer)
-	} else {
-		controllerutil.RemoveFinalizer(updated, labels.RayServiceFinalizer)
-	}
-	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-	if err := r.client.Patch(ctx, updated, patch, client.FieldOwner(fieldManager)); err != nil {
+	err := finalizer.Patch(ctx, r.client, rs.DeepCopy(), labels.RayServiceFinalizer, add, client.FieldOwner(fieldManager))
+	if err != nil {
 		return fmt.Errorf("update finalizers of RayService %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
 	return nil
