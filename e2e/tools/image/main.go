@@ -54,6 +54,17 @@ func run(args []string) error {
 	if b.Created, err = sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH")); err != nil {
 		return err
 	}
+	// Bad names fail before the images are built rather than after.
+	rfTag, err := parseTag(*img)
+	if err != nil {
+		return err
+	}
+	var pauseTag name.Tag
+	if *pauseImg != "" {
+		if pauseTag, err = parseTag(*pauseImg); err != nil {
+			return err
+		}
+	}
 	certs, err := readOptional(*caCerts)
 	if err != nil {
 		return err
@@ -66,7 +77,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := write(filepath.Join(*out, "rayfleet.tar"), *img, rf); err != nil {
+	if err := write(filepath.Join(*out, "rayfleet.tar"), rfTag, rf); err != nil {
 		return err
 	}
 	if *pauseImg == "" {
@@ -76,16 +87,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	return write(filepath.Join(*out, "pause.tar"), *pauseImg, pause)
+	return write(filepath.Join(*out, "pause.tar"), pauseTag, pause)
 }
 
 // write writes img as a Docker-format tarball tagged ref, through a temporary file so that an
 // interrupted build never leaves a truncated tarball under the final name.
-func write(path, ref string, img v1.Image) error {
-	tag, err := name.NewTag(ref, name.StrictValidation)
-	if err != nil {
-		return fmt.Errorf("image name %q: %w", ref, err)
-	}
+func write(path string, tag name.Tag, img v1.Image) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
 	if err != nil {
 		return err
@@ -115,6 +122,15 @@ func write(path, ref string, img v1.Image) error {
 	}
 	fmt.Printf("%s %s %s (%.1f MiB)\n", path, tag, digest, float64(st.Size())/(1<<20))
 	return nil
+}
+
+// parseTag parses an image name that must carry its tag (a tarball is loaded under it).
+func parseTag(ref string) (name.Tag, error) {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return name.Tag{}, fmt.Errorf("image name %q: %w", ref, err)
+	}
+	return tag, nil
 }
 
 // sourceDateEpoch reads SOURCE_DATE_EPOCH (https://reproducible-builds.org/specs/source-date-epoch/).
