@@ -69,7 +69,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err = os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
 
@@ -77,7 +77,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := write(filepath.Join(*out, "rayfleet.tar"), rfTag, rf); err != nil {
+	if err = write(filepath.Join(*out, "rayfleet.tar"), rfTag, rf); err != nil {
 		return err
 	}
 	if *pauseImg == "" {
@@ -98,18 +98,18 @@ func write(path string, tag name.Tag, img v1.Image) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if err := tarball.Write(tag, img, f); err != nil {
+	if err = tarball.Write(tag, img, f); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := f.Chmod(0o644); err != nil {
+	if err = f.Chmod(0o644); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
+	if err = f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err = os.Rename(f.Name(), path); err != nil {
 		return err
 	}
 	digest, err := img.Digest()

@@ -100,13 +100,7 @@ func TestRayfleetLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := testBuild.Created
-	read := func(p string) string {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	read := func(p string) string { return mustRead(t, p) }
 	want := map[string]file{
 		"etc":                               {Mode: 0o755, Dir: true, ModTime: created},
 		"etc/passwd":                        {Mode: 0o644, ModTime: created, Content: "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"},
@@ -236,7 +230,7 @@ func writeTarball(t *testing.T, dir, ref string, img v1.Image) (string, []byte) 
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := tarball.Write(tag, img, &buf); err != nil {
+	if err = tarball.Write(tag, img, &buf); err != nil {
 		t.Fatal(err)
 	}
 	p, err := os.CreateTemp(dir, "*.tar")

@@ -110,7 +110,7 @@ func writeEntry(tw *tar.Writer, e Entry, modTime time.Time) error {
 		return fmt.Errorf("%s is not a regular file", e.Source)
 	}
 	hdr.Size = st.Size()
-	if err := tw.WriteHeader(hdr); err != nil {
+	if err = tw.WriteHeader(hdr); err != nil {
 		return err
 	}
 	// A file that changes size while it is copied fails here rather than writing a torn layer.
