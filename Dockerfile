@@ -1,5 +1,6 @@
 # One image for both charts: /hub, /spoke and /rayfleet, static binaries on distroless, non-root.
-# Build it with `make docker-build` (IMG=..., VERSION=...). There is no ENTRYPOINT: the charts
+# Build it with `make docker-build` (IMG=..., VERSION=...), or without Docker with `make image`
+# (e2e/tools/image writes the same layout on its own base). There is no ENTRYPOINT: the charts
 # set the command (/hub or /spoke), and `docker run IMG /rayfleet status ...` runs the CLI; a
 # bare `docker run IMG` prints the version.
 

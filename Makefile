@@ -130,8 +130,23 @@ build-faultinject: ## Build bin/spoke-faultinject: bin/spoke whose heartbeat clo
 # The one image both charts run: /hub, /spoke and /rayfleet on a distroless base (see Dockerfile).
 IMG ?= ghcr.io/rayfleet/rayfleet:$(VERSION)
 
+# `make image` builds the same image without Docker or a registry, plus the pause image real
+# Nodes run as their Pod sandbox (e2e/tools/image). PAUSE_VERSION changes only with
+# e2e/tools/pause, so a Node's sandbox image setting stays put between releases. The images are
+# stamped with the last commit's time, so rebuilding a commit gives the same digests.
+PAUSE_VERSION := v1
+PAUSE_IMG ?= rayfleet.local/pause:$(PAUSE_VERSION)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+
+.PHONY: image
+image: build ## Write bin/images/rayfleet.tar (IMG) and bin/images/pause.tar (PAUSE_IMG) without Docker, for `docker load` or `ctr images import`.
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(PAUSE_VERSION)' -o $(BIN)/pause ./e2e/tools/pause
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run ./e2e/tools/image -bin $(BIN) -out $(BIN)/images \
+	  -image $(IMG) -pause-image $(PAUSE_IMG) -version $(VERSION) -revision '$(REVISION)'
+
 .PHONY: docker-build
-docker-build: ## Build the image IMG (default ghcr.io/rayfleet/rayfleet:VERSION); the only target that needs a Docker engine.
+docker-build: ## Build the image IMG (default ghcr.io/rayfleet/rayfleet:VERSION) with Docker; `make image` needs none.
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: test
