@@ -19,6 +19,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
@@ -41,7 +42,7 @@ func startBlueGreen(t *testing.T, members ...string) *bgTest {
 	if err := h.hub.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}); err != nil {
 		t.Fatal(err)
 	}
-	h.key = traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"}, trafficOnHub())
+	h.key = traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"})
 	return h
 }
 
@@ -88,7 +89,7 @@ func (h *bgTest) weights(g Gomega) map[string]int32 {
 	out := map[string]int32{}
 	for _, ref := range h.route(g).Spec.Rules[0].BackendRefs {
 		var svc corev1.Service
-		g.Expect(h.hub.Get(context.Background(), types.NamespacedName{Namespace: "gw", Name: string(ref.Name)}, &svc)).To(Succeed())
+		g.Expect(h.hub.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: string(ref.Name)}, &svc)).To(Succeed())
 		out[svc.Labels[labels.TrafficCluster]] = *ref.Weight
 	}
 	return out
@@ -176,7 +177,7 @@ func TestFleetBlueGreen(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonTrafficSteady))
 	}, timeout, interval).Should(Succeed())
 	var ep discoveryv1.EndpointSlice
-	g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: traffic.BackendName(h.key, blue)}, &ep)).To(Succeed())
+	g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: traffic.BackendName(h.key, blue)}, &ep)).To(Succeed())
 	g.Expect(ep.Endpoints[0].Addresses).To(HaveLen(1))
 
 	t.Log("a new spec goes green on another member while blue keeps all of the traffic")
@@ -219,7 +220,7 @@ func TestFleetBlueGreen(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		var svc corev1.Service
-		err := h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: traffic.BackendName(h.key, blue)}, &svc)
+		err := h.hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: traffic.BackendName(h.key, blue)}, &svc)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "blue's backend Service is pruned: %v", err)
 	}, timeout, interval).Should(Succeed())
 }
@@ -330,7 +331,6 @@ func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
 	h := startBlueGreen(t, "a", "b", "c")
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(h.members["c"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw"}})).To(Succeed())
 	spec := fleetv1alpha1.PlacementPolicySpec{
 		ClusterNames: []string{"a", "b"}, Clusters: ptr.To[int32](2),
 		Traffic: &fleetv1alpha1.TrafficSpec{Cluster: "c", BackendKind: fleetv1alpha1.BackendServiceImport,
@@ -347,7 +347,7 @@ func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 		h.serve(g, m, "svc")
 	}
-	key := traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"}, spec.Traffic)
+	key := traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"})
 	g.Eventually(func(g Gomega) {
 		var r gwv1.HTTPRoute
 		g.Expect(h.members["c"].Get(ctx, key.Route, &r)).To(Succeed())
@@ -364,4 +364,8 @@ func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
 	var hubRoute gwv1.HTTPRoute
 	err := h.hub.Get(ctx, key.Route, &hubRoute)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no route on the hub: %v", err)
+	// The route's namespace, the RayService's, was created on the traffic member as a copy's is.
+	var routeNS corev1.Namespace
+	g.Expect(h.members["c"].Get(ctx, types.NamespacedName{Name: ns}, &routeNS)).To(Succeed())
+	g.Expect(routeNS.Labels).To(HaveKey(podsecurity.EnforceLabel))
 }
