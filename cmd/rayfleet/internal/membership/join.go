@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,10 +61,14 @@ type JoinOptions struct {
 	TokenTimeout time.Duration
 	// PollInterval is how often the token Secret is read; 0 means DefaultPollInterval.
 	PollInterval time.Duration
-	// TrafficNamespace, when set, is a namespace of the member (a Gateway's, which must exist)
-	// where the hub gets the Role and RoleBinding TrafficRoleName: hubaccess.TrafficRules for
-	// the hub's ServiceAccount, so that a PlacementPolicy may route traffic through it.
-	TrafficNamespace string
+	// TrafficNamespaces are namespaces of the member (which must exist) where the hub gets the
+	// Role and RoleBinding TrafficRoleName: hubaccess.TrafficRules for the hub's
+	// ServiceAccount. A PlacementPolicy routing through a Gateway on the member writes the
+	// route in its RayService's namespace, so these are the RayServices' namespaces.
+	TrafficNamespaces []string
+	// TrafficAllNamespaces grants those rights in every namespace instead, through the
+	// ClusterRole and ClusterRoleBinding TrafficRoleName: an explicit opt-in.
+	TrafficAllNamespaces bool
 	// AllowNodePorts lets the hub create RayServices whose Services are of type NodePort or
 	// LoadBalancer (hubpolicy.Config.AllowNodePorts in the guard join applies), which routing
 	// traffic to the member through its serve Service needs. It changes nothing when join uses
@@ -80,9 +85,10 @@ type JoinResult struct {
 	// Existing is the token Secret of a hub identity join found on the member and used as is
 	// (normally installed by the spoke chart); nil when join applied its own.
 	Existing *ObjectRef
-	// TrafficRole is the Role of the hub's rights in JoinOptions.TrafficNamespace: join's, or
-	// one it found there and used as is (the spoke chart's); nil without a TrafficNamespace.
-	TrafficRole *ObjectRef
+	// TrafficRoles are the Roles (or the ClusterRole) of the hub's traffic rights, one per
+	// JoinOptions.TrafficNamespaces: join's, or one it found there and used as is (the spoke
+	// chart's).
+	TrafficRoles []ObjectRef
 }
 
 // Join gives the hub an identity on the member and registers the member on the hub. A hub
@@ -109,7 +115,7 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
-	traffic, trafficRole, err := o.planTraffic(ctx, member.Client, namespace, existing)
+	traffic, trafficRoles, err := o.planTraffic(ctx, member.Client, namespace, existing)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
@@ -129,9 +135,10 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 			return nil, fmt.Errorf("member %s: %w", o.Name, applyErr)
 		}
 	}
-	if len(traffic) > 0 {
-		ref := refOf(member.Client, traffic[0])
-		trafficRole = &ref
+	for _, obj := range traffic {
+		if kind := refOf(member.Client, obj).Kind; kind == "Role" || kind == "ClusterRole" {
+			trafficRoles = append(trafficRoles, refOf(member.Client, obj))
+		}
 	}
 	token, err := waitForToken(ctx, member.Client, namespace, o.tokenTimeout(), o.pollInterval())
 	if err != nil {
@@ -147,14 +154,15 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		}
 	}
 	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name},
-		Existing: existing, TrafficRole: trafficRole}, nil
+		Existing: existing, TrafficRoles: trafficRoles}, nil
 }
 
-// planTraffic returns the traffic Role and RoleBinding to apply for the hub's ServiceAccount
-// in namespace (the one the spoke chart's token names, when the chart made the identity), or
-// the Role found in their place; nothing without a TrafficNamespace.
-func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace string, existing *ObjectRef) ([]client.Object, *ObjectRef, error) {
-	if o.TrafficNamespace == "" {
+// planTraffic returns the traffic Roles and RoleBindings (or the ClusterRole and binding) to
+// apply for the hub's ServiceAccount in namespace (the one the spoke chart's token names, when
+// the chart made the identity), and the Roles found in their place; nothing without traffic
+// namespaces.
+func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace string, existing *ObjectRef) ([]client.Object, []ObjectRef, error) {
+	if len(o.TrafficNamespaces) == 0 && !o.TrafficAllNamespaces {
 		return nil, nil, nil
 	}
 	sa := ServiceAccountName
@@ -164,7 +172,20 @@ func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace
 			return nil, nil, err
 		}
 	}
-	return planTraffic(ctx, c, o.TrafficNamespace, namespace, sa)
+	if o.TrafficAllNamespaces {
+		return planTrafficObjects(ctx, c, trafficClusterObjects(namespace, sa))
+	}
+	var objs []client.Object
+	var found []ObjectRef
+	for _, ns := range slices.Compact(slices.Sorted(slices.Values(o.TrafficNamespaces))) {
+		nsObjs, nsFound, err := planTraffic(ctx, c, ns, namespace, sa)
+		if err != nil {
+			return nil, nil, err
+		}
+		objs = append(objs, nsObjs...)
+		found = append(found, nsFound...)
+	}
+	return objs, found, nil
 }
 
 func (o JoinOptions) memberNamespace() string {
