@@ -18,6 +18,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/serveaddress"
 )
@@ -350,8 +351,8 @@ func trafficCondition(o *outcome) *metav1.Condition {
 // False with the gateway's own reason and words.
 func notAdmittedCondition(key types.NamespacedName, spec *fleetv1alpha1.TrafficSpec, st traffic.State, legacy *types.NamespacedName) *metav1.Condition {
 	return &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
-		Reason: st.Reason, Message: withLegacy(fmt.Sprintf("the Gateway %s/%s does not admit the route %s: %s",
-			spec.ParentRef.Namespace, spec.ParentRef.Name, key, st.Message), legacy)}
+		Reason: st.Reason, Message: conditions.Truncate(withLegacy(fmt.Sprintf("the Gateway %s/%s does not admit the route %s: %s",
+			spec.ParentRef.Namespace, spec.ParentRef.Name, key, st.Message), legacy))}
 }
 
 // routeErrorCondition is TrafficShifting when the route of key could not be built, written or
