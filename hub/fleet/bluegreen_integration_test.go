@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/rayfleet/rayfleet/hub/traffic"
@@ -368,4 +369,57 @@ func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
 	var routeNS corev1.Namespace
 	g.Expect(h.members["c"].Get(ctx, types.NamespacedName{Name: ns}, &routeNS)).To(Succeed())
 	g.Expect(routeNS.Labels).To(HaveKey(podsecurity.EnforceLabel))
+}
+
+// A route an earlier hub wrote in the Gateway's namespace keeps serving, and the RayService
+// says so, until the gateway accepted its replacement in the RayService's namespace; then it
+// goes with its backends (make-before-break).
+func TestFleetTrafficMovesFromGatewayNamespace(t *testing.T) {
+	h := startBlueGreen(t, "a")
+	g := NewWithT(t)
+	ctx := context.Background()
+	legacy, _ := traffic.LegacyKey(types.NamespacedName{Namespace: ns, Name: "svc"}, trafficOnHub())
+	origin := func(member string) map[string]string {
+		l := map[string]string{labels.OriginNamespace: ns, labels.OriginName: "svc", labels.OriginHub: labels.DefaultHubName}
+		if member != "" {
+			l[labels.TrafficCluster] = member
+		}
+		return l
+	}
+	oldRoute := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: legacy.Route.Namespace, Name: legacy.Route.Name, Labels: origin("")},
+		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}}},
+	}
+	oldBackend := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: legacy.Route.Namespace, Name: legacy.Route.Name + "-a", Labels: origin("a")},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "lb.a.example.com."},
+	}
+	g.Expect(h.hub.Create(ctx, oldRoute)).To(Succeed())
+	g.Expect(h.hub.Create(ctx, oldBackend)).To(Succeed())
+	h.createPolicy(g, "routed", fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](1), Traffic: trafficOnHub()})
+	h.createRayService(g, "svc", "routed")
+
+	t.Log("the new route is written in the RayService's namespace; the earlier one stays while the gateway has not accepted it")
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.route(g).Namespace).To(Equal(ns))
+		c := trafficShiftingOf(h.hubRayService(g, "svc").Status.Conditions)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("the earlier route " + legacy.Route.String() + " stays"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(h.hub.Get(ctx, legacy.Route, &gwv1.HTTPRoute{})).To(Succeed())
+	g.Expect(h.hub.Get(ctx, client.ObjectKeyFromObject(oldBackend), &corev1.Service{})).To(Succeed())
+
+	t.Log("once the gateway accepted the new route, the earlier route and its backends go")
+	g.Eventually(func(g Gomega) {
+		h.accept(g)
+		err := h.hub.Get(ctx, legacy.Route, &gwv1.HTTPRoute{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the earlier route: %v", err)
+		err = h.hub.Get(ctx, client.ObjectKeyFromObject(oldBackend), &corev1.Service{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the earlier backend: %v", err)
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := trafficShiftingOf(h.hubRayService(g, "svc").Status.Conditions)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).NotTo(ContainSubstring("earlier route"))
+	}, timeout, interval).Should(Succeed())
 }
