@@ -37,6 +37,11 @@ func TestTrafficRBAC(t *testing.T) {
 			wantNamespaces: []string{"gw"}, wantRole: hubaccess.TrafficRoleName, wantSA: hubaccess.ServiceAccountName,
 		},
 		{
+			name: "spoke namespaces and the earlier single one, once each", chart: spokeChart,
+			set:            []string{`json:hubTraffic.namespaces=["team-a","gw"]`, "hubTraffic.namespace=gw"},
+			wantNamespaces: []string{"team-a", "gw"}, wantRole: hubaccess.TrafficRoleName, wantSA: hubaccess.ServiceAccountName,
+		},
+		{
 			// The identity is then rayfleet join's, in the release namespace under the same name.
 			name: "spoke namespace, identity left to join", chart: spokeChart,
 			set:            []string{"hubTraffic.namespace=gw", "hubAccess.create=false", "hubAccess.serviceAccountName=hub"},
@@ -76,6 +81,39 @@ func TestTrafficRBAC(t *testing.T) {
 	}
 }
 
+// Opting into every namespace gives one ClusterRole with exactly TrafficRules, and no Roles.
+func TestTrafficRBACAllNamespaces(t *testing.T) {
+	for _, tt := range []struct {
+		name, chart, set, wantRole, wantSA string
+	}{
+		{name: "hub", chart: hubChart, set: "traffic.allNamespaces=true", wantRole: "rayfleet-hub-traffic", wantSA: "rayfleet-hub"},
+		{name: "spoke", chart: spokeChart, set: "hubTraffic.allNamespaces=true", wantRole: hubaccess.TrafficRoleName, wantSA: hubaccess.ServiceAccountName},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var role rbacv1.ClusterRole
+			var binding rbacv1.ClusterRoleBinding
+			var roles int
+			for _, o := range mustRender(t, tt.chart, tt.set) {
+				switch {
+				case o.Kind == "Role" && o.Name == tt.wantRole:
+					roles++
+				case o.Kind == "ClusterRole" && o.Name == tt.wantRole:
+					decodeIn(t, []object{o}, "", &role)
+				case o.Kind == "ClusterRoleBinding" && o.Name == tt.wantRole:
+					decodeIn(t, []object{o}, "", &binding)
+				}
+			}
+			if roles != 0 || role.Name != tt.wantRole {
+				t.Fatalf("rendered %d traffic Roles and ClusterRole %q, want none and %s", roles, role.Name, tt.wantRole)
+			}
+			if diff := cmp.Diff(hubaccess.TrafficRules(), role.Rules); diff != "" {
+				t.Errorf("ClusterRole %s rules differ from hubaccess.TrafficRules() (-contract +rendered):\n%s", role.Name, diff)
+			}
+			assertBinding(t, binding.RoleRef, binding.Subjects, "ClusterRole", tt.wantRole, tt.wantSA, releaseNS)
+		})
+	}
+}
+
 // decodeIn strictly decodes the one object of objs in namespace ns into into.
 func decodeIn(t *testing.T, objs []object, ns string, into any) {
 	t.Helper()
@@ -104,7 +142,8 @@ func TestTrafficValues(t *testing.T) {
 		{name: "hub namespace twice", chart: hubChart, set: []string{`json:traffic.namespaces=["gw","gw"]`}, wantInErr: "/traffic/namespaces"},
 		{name: "hub namespaces not a list", chart: hubChart, set: []string{"traffic.namespaces=gw"}, wantInErr: "/traffic/namespaces"},
 		{name: "spoke namespace not a name", chart: spokeChart, set: []string{"hubTraffic.namespace=Gateway_NS"}, wantInErr: "/hubTraffic/namespace"},
-		{name: "spoke namespaces", chart: spokeChart, set: []string{`json:hubTraffic.namespaces=["gw"]`}, wantInErr: "'namespaces'"},
+		{name: "spoke namespaces not names", chart: spokeChart, set: []string{`json:hubTraffic.namespaces=["Gateway_NS"]`}, wantInErr: "/hubTraffic/namespaces/0"},
+		{name: "hub all namespaces not a boolean", chart: hubChart, set: []string{"traffic.allNamespaces=yes"}, wantInErr: "/traffic/allNamespaces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +156,8 @@ func TestTrafficValues(t *testing.T) {
 	for _, c := range []struct {
 		chart string
 		set   string
-	}{{hubChart, "traffic.namespaces={gw,edge}"}, {spokeChart, "hubTraffic.namespace=gw"}} {
+	}{{hubChart, "traffic.namespaces={gw,edge}"}, {hubChart, "traffic.allNamespaces=true"}, {spokeChart, "hubTraffic.namespace=gw"},
+		{spokeChart, "hubTraffic.namespaces={team-a,team-b}"}, {spokeChart, "hubTraffic.allNamespaces=true"}} {
 		args := []string{"lint", "--strict", c.chart, "--namespace", releaseNS, "--set", c.set}
 		if out, err := runHelm(t, args...); err != nil {
 			t.Errorf("helm %v: %v\n%s", args, err, out)

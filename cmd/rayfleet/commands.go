@@ -92,19 +92,23 @@ func join(ctx context.Context, args []string, s streams) error {
 	}
 	res, err := membership.Join(ctx, hub.Cluster, member.Cluster, membership.JoinOptions{
 		Name: a.name, HubNamespace: a.hubNamespace, MemberNamespace: a.memberNamespace,
-		MemberServer: a.memberServer, BootstrapTokenTTL: a.bootstrapTokenTTL, TrafficNamespace: a.trafficNamespace,
-		AllowNodePorts: a.allowNodePorts,
+		MemberServer: a.memberServer, BootstrapTokenTTL: a.bootstrapTokenTTL, TrafficNamespaces: a.trafficNamespaces,
+		TrafficAllNamespaces: a.trafficAllNamespaces, AllowNodePorts: a.allowNodePorts,
 	})
 	if err != nil {
 		return err
 	}
 	printGuard(s.stdout, res, a.allowNodePorts)
-	switch {
-	case res.TrafficRole == nil:
-	case res.TrafficRole.ManagedBy == membership.ManagedByValue:
-		fmt.Fprintf(s.stdout, "applied the hub's traffic rights in namespace %s: %s\n", res.TrafficRole.Key.Namespace, res.TrafficRole)
-	default:
-		fmt.Fprintf(s.stdout, "using the hub's traffic rights found in namespace %s: %s\n", res.TrafficRole.Key.Namespace, res.TrafficRole)
+	for _, role := range res.TrafficRoles {
+		where := "in every namespace"
+		if role.Key.Namespace != "" {
+			where = "in namespace " + role.Key.Namespace
+		}
+		if role.ManagedBy == membership.ManagedByValue {
+			fmt.Fprintf(s.stdout, "applied the hub's traffic rights %s: %s\n", where, role)
+		} else {
+			fmt.Fprintf(s.stdout, "using the hub's traffic rights found %s: %s\n", where, role)
+		}
 	}
 	fmt.Fprintf(s.stdout, "member %s joined: the hub reaches %s with the kubeconfig in Secret %s\n", a.name, res.Server, res.Secret)
 	fmt.Fprintf(s.stdout, "its bootstrap token expires at %s: re-run join before then\n", res.TokenExpires.UTC().Format(time.RFC3339))

@@ -42,8 +42,10 @@ type joinArgs struct {
 	memberServer    string
 	// bootstrapTokenTTL is the lifetime of the token written into the hub's kubeconfig.
 	bootstrapTokenTTL time.Duration
-	// trafficNamespace is where the hub gets its traffic Role; empty for none.
-	trafficNamespace string
+	// trafficNamespaces are where the hub gets its traffic Roles; none by default.
+	trafficNamespaces stringList
+	// trafficAllNamespaces grants the traffic rights in every namespace instead.
+	trafficAllNamespaces bool
 	// allowNodePorts loosens join's guard to let the hub's RayServices have NodePort and
 	// LoadBalancer Services.
 	allowNodePorts bool
@@ -81,10 +83,12 @@ engages members by; it names the member after the Secret), and the MemberCluster
 referencing it. Re-running updates everything and rotates the token, which the hub takes
 without re-engaging the member; the token is never printed.
 
-With --traffic-namespace NS (the namespace of a Gateway on the member, which must exist) join
-also gives the hub the Role and RoleBinding %[9]s in NS: HTTPRoutes, Services and
-EndpointSlices there and nothing else, which a PlacementPolicy's spec.traffic naming this
-member needs. A Role of that name the spoke chart made (hubTraffic.namespace) is used as is.
+With --traffic-namespace NS (repeatable; each must exist) join also gives the hub the Role and
+RoleBinding %[9]s in NS: HTTPRoutes, Services and EndpointSlices there and nothing else, which
+a PlacementPolicy's spec.traffic naming this member needs in the namespace of each RayService
+it routes (the route lives with its RayService). --traffic-all-namespaces grants the same in
+every namespace instead (the ClusterRole and ClusterRoleBinding %[9]s), an explicit opt-in. A
+Role of that name the spoke chart made (hubTraffic) is used as is.
 
 The guard join applies refuses RayServices whose Services are of type NodePort or LoadBalancer.
 With --allow-node-ports it allows them, as the spoke chart's hubPolicy.allowNodePorts does: a
@@ -143,16 +147,20 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	fs.StringVar(&a.memberServer, "member-server", "", "member API server URL as the hub reaches it (default the member context's)")
 	fs.DurationVar(&a.bootstrapTokenTTL, "bootstrap-token-ttl", membership.DefaultBootstrapTokenTTL,
 		"lifetime of the token in the hub's kubeconfig: how long the hub may still (re)start with it; re-run join before it ends")
-	fs.StringVar(&a.trafficNamespace, "traffic-namespace", "", "a Gateway's namespace on the member where the hub may manage HTTPRoutes, Services and EndpointSlices (default none)")
+	fs.Var(&a.trafficNamespaces, "traffic-namespace", "a namespace on the member (a RayService's, where its route lives) where the hub may manage HTTPRoutes, Services and EndpointSlices; repeatable (default none)")
+	fs.BoolVar(&a.trafficAllNamespaces, "traffic-all-namespaces", false, "grant the hub those traffic rights in every namespace of the member (a ClusterRole)")
 	fs.BoolVar(&a.allowNodePorts, "allow-node-ports", false, "let the hub create RayServices whose Services are of type NodePort or LoadBalancer: "+
 		"routing traffic to this member goes through its serve Service's load balancer or node port")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
-	if a.trafficNamespace != "" {
-		if errs := validation.IsDNS1123Label(a.trafficNamespace); len(errs) > 0 {
-			return nil, usageError(fs, fmt.Sprintf("--traffic-namespace %q: %s", a.trafficNamespace, strings.Join(errs, "; ")))
+	for _, ns := range a.trafficNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, usageError(fs, fmt.Sprintf("--traffic-namespace %q: %s", ns, strings.Join(errs, "; ")))
 		}
+	}
+	if a.trafficAllNamespaces && len(a.trafficNamespaces) > 0 {
+		return nil, usageError(fs, "--traffic-namespace and --traffic-all-namespaces exclude each other: every namespace includes those named")
 	}
 	if !a.member.given() {
 		return nil, usageError(fs, "--member-kubeconfig or --member-context is required")
@@ -242,4 +250,16 @@ func checkMemberNamespace(fs *flag.FlagSet, namespace string) error {
 func usageError(fs *flag.FlagSet, msg string) error {
 	fmt.Fprintf(fs.Output(), "%s: %s\n", fs.Name(), msg)
 	return errors.New(msg)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+// String joins the values with commas.
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+// Set adds one value.
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }

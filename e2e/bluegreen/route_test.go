@@ -187,13 +187,13 @@ func (r *routeRecorder) acceptedPeriods(since, until time.Time) []period {
 	return out
 }
 
-// readRoute reads the hub's route for ns/name in the Gateway's namespace, found by its origin
-// labels, and maps its backends to members by the names the hub gives them (the route's name
-// and the member's).
+// readRoute reads the hub's route for ns/name in the RayService's namespace, found by its
+// origin labels, and maps its backends to members by the names the hub gives them
+// (names.Distinct of the route's name and the member's).
 func readRoute(ctx context.Context, ns, name string) (routeState, error) {
 	s := routeState{at: time.Now()}
 	var routes gwv1.HTTPRouteList
-	err := fleet.Hub.Client.List(ctx, &routes, client.InNamespace(localfleet.GatewayNamespace),
+	err := fleet.Hub.Client.List(ctx, &routes, client.InNamespace(ns),
 		client.MatchingLabels{labels.OriginNamespace: ns, labels.OriginName: name})
 	if err != nil {
 		return s, fmt.Errorf("listing HTTPRoutes of %s/%s: %w", ns, name, err)
@@ -209,7 +209,7 @@ func readRoute(ctx context.Context, ns, name string) (routeState, error) {
 	s.exists, s.generation, s.weights = true, route.Generation, map[string]int32{}
 	byBackend := map[string]string{}
 	for _, m := range members {
-		byBackend[names.Bounded(route.Name, m)] = m
+		byBackend[names.Distinct(route.Name, m)] = m
 	}
 	for _, rule := range route.Spec.Rules {
 		for _, ref := range rule.BackendRefs {

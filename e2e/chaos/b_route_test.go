@@ -82,12 +82,12 @@ func (r *bRouteRecorder) snapshot() ([]bRoute, []string) {
 	return slices.Clone(r.states), slices.Clone(r.errs)
 }
 
-// bReadRoute reads the route of ns/name in the Gateway's namespace (found by its origin
+// bReadRoute reads the route of ns/name in the RayService's namespace (found by its origin
 // labels); generation 0 and no weights when there is none.
 func bReadRoute(ctx context.Context, f *localfleet.Fleet, ns, name string) (bRoute, error) {
 	s := bRoute{at: time.Now(), weights: map[string]int32{}}
 	var routes gwv1.HTTPRouteList
-	if err := f.Hub.Client.List(ctx, &routes, client.InNamespace(localfleet.GatewayNamespace),
+	if err := f.Hub.Client.List(ctx, &routes, client.InNamespace(ns),
 		client.MatchingLabels{labels.OriginNamespace: ns, labels.OriginName: name}); err != nil {
 		return s, fmt.Errorf("listing the HTTPRoutes of %s/%s: %w", ns, name, err)
 	}
@@ -101,7 +101,7 @@ func bReadRoute(ctx context.Context, f *localfleet.Fleet, ns, name string) (bRou
 	s.generation = route.Generation
 	member := map[string]string{}
 	for m := range f.Members {
-		member[names.Bounded(route.Name, m)] = m
+		member[names.Distinct(route.Name, m)] = m
 	}
 	for _, rule := range route.Spec.Rules {
 		for _, ref := range rule.BackendRefs {

@@ -14,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/podsecurity"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
@@ -41,7 +43,7 @@ func startBlueGreen(t *testing.T, members ...string) *bgTest {
 	if err := h.hub.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}); err != nil {
 		t.Fatal(err)
 	}
-	h.key = traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"}, trafficOnHub())
+	h.key = traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"})
 	return h
 }
 
@@ -88,7 +90,7 @@ func (h *bgTest) weights(g Gomega) map[string]int32 {
 	out := map[string]int32{}
 	for _, ref := range h.route(g).Spec.Rules[0].BackendRefs {
 		var svc corev1.Service
-		g.Expect(h.hub.Get(context.Background(), types.NamespacedName{Namespace: "gw", Name: string(ref.Name)}, &svc)).To(Succeed())
+		g.Expect(h.hub.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: string(ref.Name)}, &svc)).To(Succeed())
 		out[svc.Labels[labels.TrafficCluster]] = *ref.Weight
 	}
 	return out
@@ -176,7 +178,7 @@ func TestFleetBlueGreen(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(fleetv1alpha1.ReasonTrafficSteady))
 	}, timeout, interval).Should(Succeed())
 	var ep discoveryv1.EndpointSlice
-	g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: traffic.BackendName(h.key, blue)}, &ep)).To(Succeed())
+	g.Expect(h.hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: traffic.BackendName(h.key, blue)}, &ep)).To(Succeed())
 	g.Expect(ep.Endpoints[0].Addresses).To(HaveLen(1))
 
 	t.Log("a new spec goes green on another member while blue keeps all of the traffic")
@@ -219,7 +221,7 @@ func TestFleetBlueGreen(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		var svc corev1.Service
-		err := h.hub.Get(ctx, types.NamespacedName{Namespace: "gw", Name: traffic.BackendName(h.key, blue)}, &svc)
+		err := h.hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: traffic.BackendName(h.key, blue)}, &svc)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "blue's backend Service is pruned: %v", err)
 	}, timeout, interval).Should(Succeed())
 }
@@ -330,7 +332,6 @@ func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
 	h := startBlueGreen(t, "a", "b", "c")
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(h.members["c"].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw"}})).To(Succeed())
 	spec := fleetv1alpha1.PlacementPolicySpec{
 		ClusterNames: []string{"a", "b"}, Clusters: ptr.To[int32](2),
 		Traffic: &fleetv1alpha1.TrafficSpec{Cluster: "c", BackendKind: fleetv1alpha1.BackendServiceImport,
@@ -347,7 +348,7 @@ func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 		h.serve(g, m, "svc")
 	}
-	key := traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"}, spec.Traffic)
+	key := traffic.Key(types.NamespacedName{Namespace: ns, Name: "svc"})
 	g.Eventually(func(g Gomega) {
 		var r gwv1.HTTPRoute
 		g.Expect(h.members["c"].Get(ctx, key.Route, &r)).To(Succeed())
@@ -364,4 +365,61 @@ func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
 	var hubRoute gwv1.HTTPRoute
 	err := h.hub.Get(ctx, key.Route, &hubRoute)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no route on the hub: %v", err)
+	// The route's namespace, the RayService's, was created on the traffic member as a copy's is.
+	var routeNS corev1.Namespace
+	g.Expect(h.members["c"].Get(ctx, types.NamespacedName{Name: ns}, &routeNS)).To(Succeed())
+	g.Expect(routeNS.Labels).To(HaveKey(podsecurity.EnforceLabel))
+}
+
+// A route an earlier hub wrote in the Gateway's namespace keeps serving, and the RayService
+// says so, until the gateway accepted its replacement in the RayService's namespace; then it
+// goes with its backends (make-before-break).
+func TestFleetTrafficMovesFromGatewayNamespace(t *testing.T) {
+	h := startBlueGreen(t, "a")
+	g := NewWithT(t)
+	ctx := context.Background()
+	legacy, _ := traffic.LegacyKey(types.NamespacedName{Namespace: ns, Name: "svc"}, trafficOnHub())
+	origin := func(member string) map[string]string {
+		l := map[string]string{labels.OriginNamespace: ns, labels.OriginName: "svc", labels.OriginHub: labels.DefaultHubName}
+		if member != "" {
+			l[labels.TrafficCluster] = member
+		}
+		return l
+	}
+	oldRoute := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: legacy.Route.Namespace, Name: legacy.Route.Name, Labels: origin("")},
+		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}}},
+	}
+	oldBackend := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: legacy.Route.Namespace, Name: legacy.Route.Name + "-a", Labels: origin("a")},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "lb.a.example.com."},
+	}
+	g.Expect(h.hub.Create(ctx, oldRoute)).To(Succeed())
+	g.Expect(h.hub.Create(ctx, oldBackend)).To(Succeed())
+	h.createPolicy(g, "routed", fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](1), Traffic: trafficOnHub()})
+	h.createRayService(g, "svc", "routed")
+
+	t.Log("the new route is written in the RayService's namespace; the earlier one stays while the gateway has not accepted it")
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.route(g).Namespace).To(Equal(ns))
+		c := trafficShiftingOf(h.hubRayService(g, "svc").Status.Conditions)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("the earlier route " + legacy.Route.String() + " stays"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(h.hub.Get(ctx, legacy.Route, &gwv1.HTTPRoute{})).To(Succeed())
+	g.Expect(h.hub.Get(ctx, client.ObjectKeyFromObject(oldBackend), &corev1.Service{})).To(Succeed())
+
+	t.Log("once the gateway accepted the new route, the earlier route and its backends go")
+	g.Eventually(func(g Gomega) {
+		h.accept(g)
+		err := h.hub.Get(ctx, legacy.Route, &gwv1.HTTPRoute{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the earlier route: %v", err)
+		err = h.hub.Get(ctx, client.ObjectKeyFromObject(oldBackend), &corev1.Service{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the earlier backend: %v", err)
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := trafficShiftingOf(h.hubRayService(g, "svc").Status.Conditions)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).NotTo(ContainSubstring("earlier route"))
+	}, timeout, interval).Should(Succeed())
 }

@@ -62,11 +62,22 @@ func (r *Reconciler) deleteRoute(ctx context.Context, g *group) {
 	}
 	reader, w, err := r.trafficClients(ctx, spec)
 	if err == nil {
-		err = traffic.Delete(ctx, w, reader, traffic.Key(g.key, spec), r.opts.HubName)
+		err = traffic.Delete(ctx, w, reader, traffic.Key(g.key), r.opts.HubName)
 	}
 	if err != nil {
 		r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, reasonRouteLeft, "Delete",
-			"the route in namespace %s of the traffic cluster was not deleted; delete it by hand: %v", spec.ParentRef.Namespace, err)
+			"the route in namespace %s of the traffic cluster was not deleted; delete it by hand: %v", g.key.Namespace, err)
+		return
+	}
+	// A route an earlier hub wrote in the Gateway's namespace, where the hub may hold no rights
+	// any more once its admin moved them to the RayServices' namespaces.
+	legacy, ok := traffic.LegacyKey(g.key, spec)
+	if !ok {
+		return
+	}
+	if err := traffic.Delete(ctx, w, reader, legacy, r.opts.HubName); err != nil && !apierrors.IsForbidden(err) {
+		r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, reasonRouteLeft, "Delete",
+			"the earlier route %s of the traffic cluster was not deleted; delete it by hand: %v", legacy.Route, err)
 	}
 }
 

@@ -42,6 +42,9 @@ type results struct {
 	kept []string
 	// trafficErr is why the route could not be written to the traffic cluster.
 	trafficErr error
+	// legacyRoute is the route an earlier hub wrote in the Gateway's namespace while it stays
+	// (until the gateway accepted the route in the RayService's namespace); nil when none.
+	legacyRoute *types.NamespacedName
 }
 
 // execute writes the decision: the binding's spec, then per cluster the apply or delete.
@@ -107,7 +110,7 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 	}
 	slices.Sort(res.kept)
 	res.kept = slices.Compact(res.kept)
-	if res.trafficErr = r.applyTraffic(ctx, g, d.traffic); res.trafficErr != nil {
+	if res.legacyRoute, res.trafficErr = r.applyTraffic(ctx, g, d.traffic); res.trafficErr != nil {
 		log.Error(res.trafficErr, "Writing the route failed")
 	}
 	if d.rollout != nil {

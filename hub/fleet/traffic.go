@@ -9,12 +9,16 @@ import (
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/conditions"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/serveaddress"
 )
@@ -78,7 +82,7 @@ func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha
 	if err != nil {
 		return routeRead{err: err}
 	}
-	state, err := traffic.Observe(ctx, reader, traffic.Key(g.key, spec), g.holding())
+	state, err := traffic.Observe(ctx, reader, traffic.Key(g.key), g.holding())
 	return routeRead{state: state, err: err}
 }
 
@@ -267,19 +271,42 @@ func (d *decision) colorsOf() map[string]fleetv1alpha1.Color {
 	return out
 }
 
-// applyTraffic writes the route and its backends to the traffic cluster.
-func (r *Reconciler) applyTraffic(ctx context.Context, g *group, td *trafficDecision) error {
+// applyTraffic writes the route and its backends to the traffic cluster, in the RayService's
+// namespace (created on a member traffic cluster when missing, as for a copy), then retires the
+// route an earlier hub wrote in the Gateway's namespace once the gateway accepted this one. It
+// returns that earlier route while it stays.
+func (r *Reconciler) applyTraffic(ctx context.Context, g *group, td *trafficDecision) (*types.NamespacedName, error) {
 	if td == nil {
-		return nil
+		return nil, nil
 	}
 	if td.err != nil {
-		return td.err
+		return nil, td.err
 	}
 	reader, w, err := r.trafficClients(ctx, &td.spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return traffic.Apply(ctx, w, reader, td.objs)
+	if td.spec.Cluster != "" && !g.route.state.Exists {
+		if err := ensureNamespace(ctx, w, g.key.Namespace, podSecurityLevel(g.memberClusters[td.spec.Cluster])); err != nil {
+			return nil, fmt.Errorf("traffic cluster %s: %w", td.spec.Cluster, err)
+		}
+	}
+	if err := traffic.Apply(ctx, w, reader, td.objs); err != nil {
+		return nil, err
+	}
+	legacy, ok := traffic.LegacyKey(g.key, &td.spec)
+	if !ok {
+		return nil, nil
+	}
+	remains, err := traffic.RetireLegacy(ctx, w, reader, legacy, r.opts.HubName, g.route.state)
+	if err != nil {
+		// The new route is written; the earlier one is retried next time.
+		ctrl.LoggerFrom(ctx).Error(err, "Retiring the route in the Gateway's namespace failed", "route", legacy.Route)
+	}
+	if remains {
+		return &legacy.Route, nil
+	}
+	return nil, nil
 }
 
 // trafficCondition is the hub RayService's TrafficShifting condition: the BlueGreen rollout's,
@@ -302,16 +329,53 @@ func trafficCondition(o *outcome) *metav1.Condition {
 	if err == nil {
 		err = o.g.route.err
 	}
+	if err != nil {
+		return routeErrorCondition(o.g.key, err)
+	}
+	var legacy *types.NamespacedName
+	if o.res != nil {
+		legacy = o.res.legacyRoute
+	}
 	switch {
-	case err != nil:
-		return &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
-			Reason: fleetv1alpha1.ReasonRouteNotApplied, Message: err.Error()}
+	case o.g.route.state.Refused:
+		return notAdmittedCondition(o.g.key, &td.spec, o.g.route.state, legacy)
 	case c != nil:
-		c.Message = withUnserved(c.Message, td.unserved)
+		c.Message = withLegacy(withUnserved(c.Message, td.unserved), legacy)
 		return c
 	}
 	return &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
-		Reason: fleetv1alpha1.ReasonTrafficSteady, Message: withUnserved(splitText(td.weights), td.unserved)}
+		Reason: fleetv1alpha1.ReasonTrafficSteady, Message: withLegacy(withUnserved(splitText(td.weights), td.unserved), legacy)}
+}
+
+// notAdmittedCondition is TrafficShifting when the gateway refused the route of key (st.Refused):
+// False with the gateway's own reason and words.
+func notAdmittedCondition(key types.NamespacedName, spec *fleetv1alpha1.TrafficSpec, st traffic.State, legacy *types.NamespacedName) *metav1.Condition {
+	return &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
+		Reason: st.Reason, Message: conditions.Truncate(withLegacy(fmt.Sprintf("the Gateway %s/%s does not admit the route %s: %s",
+			spec.ParentRef.Namespace, spec.ParentRef.Name, key, st.Message), legacy))}
+}
+
+// routeErrorCondition is TrafficShifting when the route of key could not be built, written or
+// read: Forbidden when the traffic cluster refused the hub the RayService's namespace.
+func routeErrorCondition(key types.NamespacedName, err error) *metav1.Condition {
+	c := &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
+		Reason: fleetv1alpha1.ReasonRouteNotApplied, Message: err.Error()}
+	if apierrors.IsForbidden(err) {
+		c.Reason = fleetv1alpha1.ReasonTrafficForbidden
+		c.Message = fmt.Sprintf("the hub holds no rights on routes in namespace %s of the traffic cluster; its admin grants them "+
+			"(the hub chart's traffic.namespaces, rayfleet join --traffic-namespace, the spoke chart's hubTraffic.namespaces): %v",
+			key.Namespace, err)
+	}
+	return c
+}
+
+// withLegacy appends to msg that the route an earlier hub wrote in the Gateway's namespace
+// stays, while it does.
+func withLegacy(msg string, legacy *types.NamespacedName) string {
+	if legacy == nil {
+		return msg
+	}
+	return msg + fmt.Sprintf("; the earlier route %s stays until the gateway accepts the route in the RayService's namespace", legacy)
 }
 
 // splitText is the weights as percentages: "eu 50%, us 50%".

@@ -18,21 +18,35 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
-// The hub holds no cluster-wide rights for these: the hub chart's traffic.namespaces and a
-// member's traffic Role (rayfleet join --traffic-namespace, the spoke chart's
-// hubTraffic.namespace) grant them per namespace, so there are no RBAC markers here.
+// The hub holds no cluster-wide rights for these unless its admin opts in: the hub chart's
+// traffic.namespaces and a member's traffic Roles (rayfleet join --traffic-namespace, the spoke
+// chart's hubTraffic.namespaces) grant them per RayService namespace, so there are no RBAC
+// markers here.
 
 // Apply server-side applies objs (as the hub's field manager, taking over fields others
-// changed), the backends before the route that refers to them, then deletes the RayService's
-// backends in the route's namespace that objs no longer has. An object of the same name that
-// is not the hub's for this RayService (a user's Service, another hub's or another
-// RayService's) is not overwritten: Apply fails naming it.
+// changed), the backends before the route that refers to them. The RayService's other backends
+// in the route's namespace go only once the gateway accepted a route that no longer refers to
+// them (make-before-break): those the route as read before this write refers to stay, and
+// nothing goes while that route is not accepted. An object of the same name that is not the
+// hub's for this RayService (a user's Service, another hub's or another RayService's) is not
+// overwritten: Apply fails naming it.
 func Apply(ctx context.Context, w client.Client, r client.Reader, objs *Objects) error {
 	if objs == nil || objs.Route == nil {
 		return errors.New("applying traffic: no route")
 	}
+	var live gwv1.HTTPRoute
+	err := r.Get(ctx, client.ObjectKeyFromObject(objs.Route), &live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", objs.Route.Name, objs.Route.Namespace, err)
+	case !sameOrigin(live.Labels, objs.Route.Labels):
+		return fmt.Errorf("HTTPRoute %s in namespace %s exists and is not hub %s's for RayService %s/%s (labels %v); not overwriting it",
+			live.Name, live.Namespace, objs.Route.Labels[labels.OriginHub],
+			objs.Route.Labels[labels.OriginNamespace], objs.Route.Labels[labels.OriginName], live.Labels)
+	}
 	backends := backendObjects(objs)
-	for _, obj := range append(backends, objs.Route) {
+	for _, obj := range backends {
 		if err := checkOurs(ctx, w, r, objs.Route, obj); err != nil {
 			return err
 		}
@@ -48,7 +62,46 @@ func Apply(ctx context.Context, w client.Client, r client.Reader, objs *Objects)
 	if err := apply(ctx, w, objs.Route); err != nil {
 		return err
 	}
-	return prune(ctx, w, r, objs.Route.Namespace, originSelector(objs.Route.Labels), objs)
+	if live.UID == "" || !accepted(&live).ok {
+		return nil
+	}
+	return prune(ctx, w, r, objs.Route.Namespace, originSelector(objs.Route.Labels), kept(objs, &live))
+}
+
+// kept are the backends ("Kind/name") Apply keeps: objs', and those the live route refers to
+// by a name objs does not use (both kinds: the gateway may still send traffic through them).
+// Of a name objs uses, objs alone says which kinds remain.
+func kept(objs *Objects, live *gwv1.HTTPRoute) map[string]bool {
+	out := map[string]bool{}
+	used := map[string]bool{}
+	for _, obj := range backendObjects(objs) {
+		out[kindName(obj)] = true
+		used[obj.GetName()] = true
+	}
+	for _, rule := range live.Spec.Rules {
+		for _, ref := range rule.BackendRefs {
+			if !localService(ref.BackendObjectReference, live.Namespace) || used[string(ref.Name)] {
+				continue
+			}
+			out["Service/"+string(ref.Name)] = true
+			out["EndpointSlice/"+string(ref.Name)] = true
+		}
+	}
+	return out
+}
+
+// localService reports whether ref is a Service in namespace, with Gateway API's defaults.
+func localService(ref gwv1.BackendObjectReference, namespace string) bool {
+	return (ref.Group == nil || *ref.Group == "") && (ref.Kind == nil || *ref.Kind == "Service") &&
+		(ref.Namespace == nil || string(*ref.Namespace) == namespace)
+}
+
+// kindName keys one of the backends Desired builds, "Service/name" or "EndpointSlice/name".
+func kindName(obj client.Object) string {
+	if _, ok := obj.(*discoveryv1.EndpointSlice); ok {
+		return "EndpointSlice/" + obj.GetName()
+	}
+	return "Service/" + obj.GetName()
 }
 
 // Delete removes the route of key and every backend the hub made for it; what is already gone
@@ -120,15 +173,10 @@ func checkOurs(ctx context.Context, w client.Client, r client.Reader, route *gwv
 	return nil
 }
 
-// prune deletes the backends in namespace that carry origin and are not in keep (nil: all).
-// Each delete is preconditioned on the UID read, so that an object recreated meanwhile stays.
-func prune(ctx context.Context, w client.Client, r client.Reader, namespace string, origin client.MatchingLabels, keep *Objects) error {
-	wanted := map[string]bool{}
-	if keep != nil {
-		for _, obj := range backendObjects(keep) {
-			wanted[kindOf(w, obj)+"/"+obj.GetName()] = true
-		}
-	}
+// prune deletes the backends in namespace that carry origin and are not in wanted ("Kind/name";
+// nil: all). Each delete is preconditioned on the UID read, so that an object recreated
+// meanwhile stays.
+func prune(ctx context.Context, w client.Client, r client.Reader, namespace string, origin client.MatchingLabels, wanted map[string]bool) error {
 	opts := []client.ListOption{client.InNamespace(namespace), origin, client.HasLabels{labels.TrafficCluster}}
 	var services corev1.ServiceList
 	if err := r.List(ctx, &services, opts...); err != nil {
@@ -148,7 +196,7 @@ func prune(ctx context.Context, w client.Client, r client.Reader, namespace stri
 	var errs []error
 	for _, obj := range stale {
 		kind := kindOf(w, obj)
-		if wanted[kind+"/"+obj.GetName()] {
+		if wanted[kindName(obj)] {
 			continue
 		}
 		uid := obj.GetUID()

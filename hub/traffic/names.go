@@ -9,30 +9,36 @@ import (
 
 // RouteKey names the route of a RayService in the traffic cluster, and the RayService.
 type RouteKey struct {
-	// Route is the HTTPRoute's namespace (the Gateway's) and name.
+	// Route is the HTTPRoute's namespace and name.
 	Route types.NamespacedName
 	// RayService is the hub RayService it routes.
 	RayService types.NamespacedName
 }
 
-// Key is the route key of rayService under spec: in the Gateway's namespace, under the
-// RayService's name, prefixed with the RayService's namespace when that is another one (two
-// RayServices of one name in different namespaces may share a Gateway), bounded to 63
-// characters.
-func Key(rayService types.NamespacedName, spec *fleetv1alpha1.TrafficSpec) RouteKey {
+// Key is the route key of rayService: the route lives with the RayService, in its namespace
+// and under its name, so that the Gateway's listeners (allowedRoutes, hostname) decide whether
+// it attaches, and its backends need no reference across namespaces.
+func Key(rayService types.NamespacedName) RouteKey {
+	return RouteKey{Route: rayService, RayService: rayService}
+}
+
+// LegacyKey is where hubs before routes moved to the RayService's namespace wrote the route of
+// rayService under spec: in the Gateway's namespace, under the RayService's name prefixed
+// with its namespace when that is another one. ok is false when that is Key's route itself.
+func LegacyKey(rayService types.NamespacedName, spec *fleetv1alpha1.TrafficSpec) (key RouteKey, ok bool) {
 	ns := spec.ParentRef.Namespace
-	name := rayService.Name
-	if ns != rayService.Namespace {
-		name = names.Bounded(rayService.Namespace, rayService.Name)
+	if ns == rayService.Namespace {
+		return RouteKey{}, false
 	}
-	return RouteKey{Route: types.NamespacedName{Namespace: ns, Name: name}, RayService: rayService}
+	route := types.NamespacedName{Namespace: ns, Name: names.Bounded(rayService.Namespace, rayService.Name)}
+	return RouteKey{Route: route, RayService: rayService}, true
 }
 
 // BackendName is the name of the Service (and its EndpointSlice) standing for member in the
-// route of key, in the route's namespace: the route's name and the member's, bounded to 63
-// characters so that it is a valid Service name.
+// route of key, in the route's namespace: distinct for every route and member
+// (names.Distinct), within 63 characters so that it is a valid Service name.
 func BackendName(key RouteKey, member string) string {
-	return names.Bounded(key.Route.Name, member)
+	return names.Distinct(key.Route.Name, member)
 }
 
 // ImportName is the name of the ServiceImport standing for member in the route of key: the

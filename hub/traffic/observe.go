@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -21,6 +22,12 @@ type State struct {
 	// route's parent, a status entry whose Accepted is True with that observedGeneration, and
 	// no ResolvedRefs False for it.
 	Accepted bool
+	// Refused is whether the gateway refused the route's current generation (Accepted or
+	// ResolvedRefs False), rather than not having reported on it yet.
+	Refused bool
+	// Reason is the gateway's reason when it refused the route (NotAllowedByListeners,
+	// NoMatchingListenerHostname, BackendNotFound, ...).
+	Reason string
 	// Message says why the route is not accepted, in the gateway's words when it gave any.
 	Message string
 	// Weights are the weights the route's spec gives each member cluster; a member without a
@@ -40,7 +47,8 @@ func Observe(ctx context.Context, r client.Reader, key RouteKey, members []strin
 		return State{}, fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
 	}
 	st := State{Exists: true, Generation: route.Generation, Weights: weights(key, &route, members)}
-	st.Accepted, st.Message = accepted(&route)
+	v := accepted(&route)
+	st.Accepted, st.Refused, st.Reason, st.Message = v.ok, v.reason != "", v.reason, v.message
 	return st, nil
 }
 
@@ -74,12 +82,22 @@ func weights(key RouteKey, route *gwv1.HTTPRoute, members []string) map[string]i
 	return out
 }
 
+// refusedReason stands for the reason of a gateway that refused a route without giving one.
+const refusedReason = "Refused"
+
+// verdict is the gateway's word on a route: ok when accepted; else reason, when it refused
+// the route, and message say why.
+type verdict struct {
+	ok              bool
+	reason, message string
+}
+
 // accepted reads the gateway's status for the route's parent: accepted when an entry has
 // Accepted True for the current generation and no current entry refuses the route or its
 // references. Entries of other parents (a route edited by hand) do not count.
-func accepted(route *gwv1.HTTPRoute) (bool, string) {
+func accepted(route *gwv1.HTTPRoute) verdict {
 	if len(route.Spec.ParentRefs) == 0 {
-		return false, "the route has no parent"
+		return verdict{message: "the route has no parent"}
 	}
 	parent := route.Spec.ParentRefs[0]
 	gen := route.Generation
@@ -96,20 +114,22 @@ func accepted(route *gwv1.HTTPRoute) (bool, string) {
 				message = fmt.Sprintf("gateway controller %s has not reported on generation %d of the route yet", p.ControllerName, gen)
 			}
 		case acc.Status != metav1.ConditionTrue:
-			return false, fmt.Sprintf("gateway controller %s did not accept the route: %s: %s", p.ControllerName, acc.Reason, acc.Message)
+			return verdict{reason: cmp.Or(acc.Reason, refusedReason), message: fmt.Sprintf("gateway controller %s did not accept the route: %s: %s",
+				p.ControllerName, acc.Reason, acc.Message)}
 		case res != nil && res.Status == metav1.ConditionFalse && res.ObservedGeneration == gen:
-			return false, fmt.Sprintf("gateway controller %s cannot resolve the route's backends: %s: %s", p.ControllerName, res.Reason, res.Message)
+			return verdict{reason: cmp.Or(res.Reason, refusedReason), message: fmt.Sprintf("gateway controller %s cannot resolve the route's backends: %s: %s",
+				p.ControllerName, res.Reason, res.Message)}
 		default:
 			ok = true
 		}
 	}
 	if ok {
-		return true, ""
+		return verdict{ok: true}
 	}
 	if message == "" {
 		message = "no gateway has reported on the route yet"
 	}
-	return false, message
+	return verdict{message: message}
 }
 
 // sameParent reports whether a status entry's parentRef is the route's parent, with Gateway

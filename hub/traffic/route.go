@@ -68,7 +68,7 @@ type Input struct {
 }
 
 // Objects are what the hub keeps in the traffic cluster for one RayService, all in the
-// Gateway's namespace.
+// RayService's namespace.
 type Objects struct {
 	// Route is the HTTPRoute.
 	Route *gwv1.HTTPRoute
@@ -118,7 +118,7 @@ func Desired(in Input) (*Objects, error) {
 	if in.HubName == "" || in.Spec.ParentRef.Namespace == "" || in.Spec.ParentRef.Name == "" {
 		return nil, fmt.Errorf("route of RayService %s: a hub name and the Gateway's namespace and name are required", in.RayService)
 	}
-	key := Key(in.RayService, &in.Spec)
+	key := Key(in.RayService)
 	routed, err := routedBackends(in)
 	if err != nil {
 		return nil, fmt.Errorf("route of RayService %s: %w", in.RayService, err)
@@ -127,7 +127,7 @@ func Desired(in Input) (*Objects, error) {
 	rule := &objs.Route.Spec.Rules[0]
 	for _, b := range routed {
 		if in.Spec.BackendKind == fleetv1alpha1.BackendServiceImport {
-			rule.BackendRefs = append(rule.BackendRefs, importRef(in, key, b))
+			rule.BackendRefs = append(rule.BackendRefs, importRef(key, b))
 			continue
 		}
 		svc, slice, err := backendService(in, key, b)
@@ -212,11 +212,9 @@ func route(in Input, key RouteKey) *gwv1.HTTPRoute {
 }
 
 // importRef is the reference to b's ServiceImport. An import lives in the namespace of the
-// Service the member exports, the RayService's; from another namespace the reference needs a
-// ReferenceGrant there, which is the Gateway owner's to make (the gateway reports
-// ResolvedRefs False until it exists).
-func importRef(in Input, key RouteKey, b Backend) gwv1.HTTPBackendRef {
-	ref := gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{
+// Service the member exports, the RayService's, which is the route's: no ReferenceGrant needed.
+func importRef(key RouteKey, b Backend) gwv1.HTTPBackendRef {
+	return gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{
 		BackendObjectReference: gwv1.BackendObjectReference{
 			Group: ptr.To(gwv1.Group(serviceImportGroup)),
 			Kind:  ptr.To(gwv1.Kind(serviceImportKind)),
@@ -225,10 +223,6 @@ func importRef(in Input, key RouteKey, b Backend) gwv1.HTTPBackendRef {
 		},
 		Weight: ptr.To(b.Weight),
 	}}
-	if in.RayService.Namespace != key.Route.Namespace {
-		ref.Namespace = ptr.To(gwv1.Namespace(in.RayService.Namespace))
-	}
-	return ref
 }
 
 // backendService is the Service standing for b: selectorless with an EndpointSlice holding

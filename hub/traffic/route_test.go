@@ -66,6 +66,11 @@ func input(kind fleetv1alpha1.BackendKind, backends ...Backend) Input {
 	}
 }
 
+// be is the name of demo/apps's backend for member.
+func be(member string) string {
+	return BackendName(Key(types.NamespacedName{Namespace: "apps", Name: "demo"}), member)
+}
+
 // refs summarizes a route's backendRefs as "kind namespace/name:port=weight".
 func refs(r *gwv1.HTTPRoute) []string {
 	var out []string
@@ -92,30 +97,30 @@ func TestDesiredBackends(t *testing.T) {
 			name: "IPv4 and IPv6 get a selectorless Service and an EndpointSlice each",
 			in: input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 6000},
 				Backend{Cluster: "eu", Host: "2001:db8::2", Port: 30081, Weight: 4000}),
-			wantRefs:     []string{"Service. apps-demo-eu:30081=4000", "Service. apps-demo-us:30080=6000"},
-			wantServices: []string{"apps-demo-eu ClusterIP ", "apps-demo-us ClusterIP "},
-			wantSlices:   []string{"apps-demo-eu IPv6 2001:db8::2:30081", "apps-demo-us IPv4 10.99.0.1:30080"},
+			wantRefs:     []string{"Service. " + be("eu") + ":30081=4000", "Service. " + be("us") + ":30080=6000"},
+			wantServices: []string{be("eu") + " ClusterIP ", be("us") + " ClusterIP "},
+			wantSlices:   []string{be("eu") + " IPv6 2001:db8::2:30081", be("us") + " IPv4 10.99.0.1:30080"},
 		},
 		{
 			name:         "an IPv4-mapped IPv6 address is IPv4",
 			in:           input(fleetv1alpha1.BackendService, Backend{Cluster: "us", Host: "::ffff:10.99.0.7", Port: 80, Weight: 1}),
-			wantRefs:     []string{"Service. apps-demo-us:80=1"},
-			wantServices: []string{"apps-demo-us ClusterIP "},
-			wantSlices:   []string{"apps-demo-us IPv4 10.99.0.7:80"},
+			wantRefs:     []string{"Service. " + be("us") + ":80=1"},
+			wantServices: []string{be("us") + " ClusterIP "},
+			wantSlices:   []string{be("us") + " IPv4 10.99.0.7:80"},
 		},
 		{
 			name:         "a hostname gets an ExternalName Service and no EndpointSlice",
 			in:           input("", Backend{Cluster: "us", Host: "lb.us.example.com", Port: 443, Weight: 10000}),
-			wantRefs:     []string{"Service. apps-demo-us:443=10000"},
-			wantServices: []string{"apps-demo-us ExternalName lb.us.example.com."},
+			wantRefs:     []string{"Service. " + be("us") + ":443=10000"},
+			wantServices: []string{be("us") + " ExternalName lb.us.example.com."},
 		},
 		{
 			name: "weight 0 and no address get nothing",
 			in: input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 0},
 				Backend{Cluster: "eu", Weight: 10000}, Backend{Cluster: "ap", Host: "10.99.0.3", Port: 30080, Weight: 10000}),
-			wantRefs:     []string{"Service. apps-demo-ap:30080=10000"},
-			wantServices: []string{"apps-demo-ap ClusterIP "},
-			wantSlices:   []string{"apps-demo-ap IPv4 10.99.0.3:30080"},
+			wantRefs:     []string{"Service. " + be("ap") + ":30080=10000"},
+			wantServices: []string{be("ap") + " ClusterIP "},
+			wantSlices:   []string{be("ap") + " IPv4 10.99.0.3:30080"},
 		},
 		{
 			name: "no backend leaves the rule without backendRefs",
@@ -125,8 +130,8 @@ func TestDesiredBackends(t *testing.T) {
 			name: "ServiceImport backends refer to the members' exports, across namespaces, and make no Service",
 			in: input(fleetv1alpha1.BackendServiceImport, Backend{Cluster: "us", Weight: 2500},
 				Backend{Cluster: "ap", Host: "10.99.0.3", Port: 30080, Weight: 7500}, Backend{Cluster: "eu"}),
-			wantRefs: []string{"ServiceImport.multicluster.x-k8s.io apps/demo-serve-ap:8000=7500",
-				"ServiceImport.multicluster.x-k8s.io apps/demo-serve-us:8000=2500"},
+			wantRefs: []string{"ServiceImport.multicluster.x-k8s.io demo-serve-ap:8000=7500",
+				"ServiceImport.multicluster.x-k8s.io demo-serve-us:8000=2500"},
 		},
 	}
 	for _, tt := range tests {
@@ -168,7 +173,7 @@ func TestDesiredBackends(t *testing.T) {
 func checkMemberLabels(t *testing.T, l map[string]string, name string) {
 	t.Helper()
 	if l[labels.OriginNamespace] != "apps" || l[labels.OriginName] != "demo" || l[labels.OriginHub] != "rayfleet" ||
-		!strings.HasSuffix(name, "-"+l[labels.TrafficCluster]) {
+		name != be(l[labels.TrafficCluster]) {
 		t.Errorf("%s: labels %v, want demo/apps's of hub rayfleet and its member", name, l)
 	}
 }
@@ -231,8 +236,8 @@ func TestDesiredRoute(t *testing.T) {
 		wantHostnames []gwv1.Hostname
 		wantPath      string
 	}{
-		{name: "defaults", in: input(""), wantName: "apps-demo", wantNamespace: "gw", wantPath: "/"},
-		{name: "listener, hostnames and path", in: withListener, wantName: "apps-demo", wantNamespace: "gw", wantSection: "https",
+		{name: "defaults", in: input(""), wantName: "demo", wantNamespace: "apps", wantPath: "/"},
+		{name: "listener, hostnames and path", in: withListener, wantName: "demo", wantNamespace: "apps", wantSection: "https",
 			wantHostnames: []gwv1.Hostname{"demo.example.com", "*.demo.example.com"}, wantPath: "/v1/predict"},
 		{name: "Gateway in the RayService's namespace", in: sameNamespace, wantName: "demo", wantNamespace: "apps", wantPath: "/"},
 	}
@@ -277,25 +282,85 @@ func TestDesiredRoute(t *testing.T) {
 	}
 }
 
-func TestNamesAreBoundedAndStable(t *testing.T) {
-	longNS, longName := strings.Repeat("n", 63), strings.Repeat("r", 47)
+func TestNames(t *testing.T) {
+	long := strings.Repeat("r", 63)
 	member := strings.Repeat("m", 63)
-	key := Key(types.NamespacedName{Namespace: longNS, Name: longName}, &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw"}})
-	other := Key(types.NamespacedName{Namespace: longNS, Name: longName[1:]}, &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw"}})
-	for _, name := range []string{key.Route.Name, BackendName(key, member), ImportName(key, member), BackendName(key, "us")} {
-		if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
-			t.Errorf("%q is not a Service name: %v", name, errs)
-		}
+	nn := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+	// Pairs that must not share a backend name: each is (RayService, member).
+	tests := []struct {
+		name       string
+		rsA, rsB   types.NamespacedName
+		memA, memB string
+	}{
+		{name: "a dash moved between namespace and name", rsA: nn("team-a", "x"), rsB: nn("team", "a-x"), memA: "us", memB: "us"},
+		{name: "a dash moved between name and member", rsA: nn("apps", "demo-us"), rsB: nn("apps", "demo"), memA: "east", memB: "us-east"},
+		{name: "long names differing at the end", rsA: nn("apps", long), rsB: nn("apps", long[1:]+"s"), memA: member, memB: member},
+		{name: "one RayService, two members", rsA: nn("apps", "demo"), rsB: nn("apps", "demo"), memA: "us", memB: "eu"},
 	}
-	if again := Key(key.RayService, &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw"}}); again != key ||
-		BackendName(again, member) != BackendName(key, member) {
-		t.Errorf("names changed between two calls: %v, %v", key, again)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := BackendName(Key(tt.rsA), tt.memA), BackendName(Key(tt.rsB), tt.memB)
+			if a == b {
+				t.Errorf("%s/%s and %s/%s share the backend name %q", tt.rsA, tt.memA, tt.rsB, tt.memB, a)
+			}
+			for _, name := range []string{a, b, ImportName(Key(tt.rsA), tt.memA)} {
+				if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
+					t.Errorf("%q is not a Service name: %v", name, errs)
+				}
+			}
+			if BackendName(Key(tt.rsA), tt.memA) != a {
+				t.Errorf("backend name of %s/%s changed between two calls", tt.rsA, tt.memA)
+			}
+		})
 	}
-	if key.Route.Name == other.Route.Name || BackendName(key, "us") == BackendName(other, "us") || BackendName(key, "us") == BackendName(key, "eu") {
-		t.Errorf("distinct RayServices or members share a name: %q, %q", key.Route.Name, other.Route.Name)
+	// The route lives with the RayService: two RayServices never share one.
+	if a, b := Key(nn("team-a", "x")), Key(nn("team", "a-x")); a.Route == b.Route || a.Route != nn("team-a", "x") {
+		t.Errorf("routes %v and %v, want each in its RayService's namespace under its name", a.Route, b.Route)
 	}
-	if got := ImportName(key, "us"); got != longName+"-serve-us" {
-		t.Errorf("ImportName = %q, want the spoke's export name %s-serve-us", got, longName)
+	if got := ImportName(Key(nn("apps", "demo")), "us"); got != "demo-serve-us" {
+		t.Errorf("ImportName = %q, want the spoke's export name demo-serve-us", got)
+	}
+}
+
+func TestLegacyKey(t *testing.T) {
+	gw := &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "edge"}}
+	tests := []struct {
+		name   string
+		rs     types.NamespacedName
+		want   types.NamespacedName
+		wantOK bool
+	}{
+		{name: "another namespace: prefixed, in the Gateway's", rs: types.NamespacedName{Namespace: "apps", Name: "demo"},
+			want: types.NamespacedName{Namespace: "gw", Name: "apps-demo"}, wantOK: true},
+		{name: "the Gateway's namespace: the route itself", rs: types.NamespacedName{Namespace: "gw", Name: "demo"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := LegacyKey(tt.rs, gw)
+			if ok != tt.wantOK || got.Route != tt.want || (ok && got.RayService != tt.rs) {
+				t.Errorf("LegacyKey(%s) = %+v, %v; want route %s, %v", tt.rs, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestRetirable(t *testing.T) {
+	tests := []struct {
+		name string
+		st   State
+		want bool
+	}{
+		{name: "accepted", st: State{Exists: true, Accepted: true}, want: true},
+		{name: "not reported on yet", st: State{Exists: true, Message: "no gateway has reported on the route yet"}},
+		{name: "refused by the listeners", st: State{Exists: true, Refused: true, Reason: "NotAllowedByListeners"}},
+		{name: "not written yet", st: State{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Retirable(tt.st); got != tt.want {
+				t.Errorf("Retirable(%+v) = %v, want %v", tt.st, got, tt.want)
+			}
+		})
 	}
 }
 

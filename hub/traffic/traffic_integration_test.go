@@ -51,7 +51,7 @@ func (e *trafficEnv) apply(in Input) *Objects {
 // observe reads the route of in's RayService for the members us, eu and ap.
 func (e *trafficEnv) observe(in Input) State {
 	e.t.Helper()
-	st, err := Observe(e.t.Context(), e.c, Key(in.RayService, &in.Spec), []string{"us", "eu", "ap"})
+	st, err := Observe(e.t.Context(), e.c, Key(in.RayService), []string{"us", "eu", "ap"})
 	if err != nil {
 		e.t.Fatalf("Observe: %v", err)
 	}
@@ -59,16 +59,22 @@ func (e *trafficEnv) observe(in Input) State {
 }
 
 // backends lists the names of the Services and EndpointSlices the hub made for in's
-// RayService, as "Service/name" and "EndpointSlice/name".
+// RayService in its namespace, as "Service/name" and "EndpointSlice/name".
 func (e *trafficEnv) backends(in Input) []string {
+	e.t.Helper()
+	return e.backendsIn(in.RayService.Namespace, in)
+}
+
+// backendsIn is backends in namespace.
+func (e *trafficEnv) backendsIn(namespace string, in Input) []string {
 	e.t.Helper()
 	sel := client.MatchingLabels{labels.OriginNamespace: in.RayService.Namespace, labels.OriginName: in.RayService.Name}
 	var svcs corev1.ServiceList
 	var eps discoveryv1.EndpointSliceList
-	if err := e.c.List(e.t.Context(), &svcs, client.InNamespace("gw"), sel); err != nil {
+	if err := e.c.List(e.t.Context(), &svcs, client.InNamespace(namespace), sel); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.c.List(e.t.Context(), &eps, client.InNamespace("gw"), sel); err != nil {
+	if err := e.c.List(e.t.Context(), &eps, client.InNamespace(namespace), sel); err != nil {
 		e.t.Fatal(err)
 	}
 	var out []string
@@ -111,6 +117,19 @@ func (e *trafficEnv) setStatus(key RouteKey, gen int64, conds ...metav1.Conditio
 	}
 }
 
+// acceptCurrent plays the gateway accepting the current generation of in's route.
+func (e *trafficEnv) acceptCurrent(in Input) {
+	e.t.Helper()
+	e.setStatus(Key(in.RayService), e.observe(in).Generation, cond("Accepted", metav1.ConditionTrue, "Accepted", ""),
+		cond("ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs", ""))
+}
+
+// usOnly are the backends of in's RayService when us, on an IP, is its only member.
+func usOnly(in Input) []string {
+	name := BackendName(Key(in.RayService), "us")
+	return []string{"EndpointSlice/" + name, "Service/" + name}
+}
+
 func cond(t string, s metav1.ConditionStatus, reason, message string) metav1.Condition {
 	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}
 }
@@ -121,7 +140,10 @@ var (
 	demo = input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 5000},
 		Backend{Cluster: "eu", Host: "2001:db8::2", Port: 30081, Weight: 3000},
 		Backend{Cluster: "ap", Host: "lb.ap.example.com", Port: 443, Weight: 2000})
-	demoKey = Key(demo.RayService, &demo.Spec)
+	demoKey = Key(demo.RayService)
+	// allDemo are demo's backends: us and eu with an EndpointSlice, ap a hostname.
+	allDemo = []string{"EndpointSlice/" + BackendName(demoKey, "eu"), "EndpointSlice/" + BackendName(demoKey, "us"),
+		"Service/" + BackendName(demoKey, "ap"), "Service/" + BackendName(demoKey, "eu"), "Service/" + BackendName(demoKey, "us")}
 	// shifted gives us everything, eu nothing, and drops ap.
 	shifted = input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080, Weight: 10000},
 		Backend{Cluster: "eu", Host: "2001:db8::2", Port: 30081})
@@ -158,9 +180,8 @@ func (e *trafficEnv) firstApply() {
 	t := e.t
 	e.apply(demo)
 	e.apply(other)
-	want := []string{"EndpointSlice/apps-demo-eu", "EndpointSlice/apps-demo-us", "Service/apps-demo-ap", "Service/apps-demo-eu", "Service/apps-demo-us"}
-	if got := e.backends(demo); !slices.Equal(got, want) {
-		t.Fatalf("backends after the first apply = %v, want %v", got, want)
+	if got := e.backends(demo); !slices.Equal(got, allDemo) {
+		t.Fatalf("backends after the first apply = %v, want %v", got, allDemo)
 	}
 	st := e.observe(demo)
 	if !st.Exists || st.Accepted || st.Message != "no gateway has reported on the route yet" || len(st.Weights) != 3 ||
@@ -185,24 +206,32 @@ func (e *trafficEnv) shift() {
 	t := e.t
 	prev := e.observe(demo).Generation
 	e.apply(shifted)
-	want := []string{"EndpointSlice/apps-demo-us", "Service/apps-demo-us"}
-	if got := e.backends(demo); !slices.Equal(got, want) {
-		t.Errorf("backends after the shift = %v, want %v", got, want)
+	// Make-before-break: the backends dropped stay until the gateway accepted the route
+	// without them.
+	if got := e.backends(demo); !slices.Equal(got, allDemo) {
+		t.Errorf("backends after the shift, before the gateway accepted it = %v, want %v", got, allDemo)
 	}
 	// The acceptance of the previous generation no longer counts.
 	st := e.observe(demo)
-	if st.Accepted || st.Generation <= prev || !strings.Contains(st.Message, "has not reported on generation") ||
+	if st.Accepted || st.Refused || st.Generation <= prev || !strings.Contains(st.Message, "has not reported on generation") ||
 		len(st.Weights) != 1 || st.Weights["us"] != 10000 {
 		t.Fatalf("Observe after the shift = %+v", st)
+	}
+	e.acceptCurrent(demo)
+	e.apply(shifted)
+	if got, want := e.backends(demo), usOnly(demo); !slices.Equal(got, want) {
+		t.Errorf("backends after the gateway accepted the shift = %v, want %v", got, want)
 	}
 	// Accepted but a reference does not resolve: not accepted, in the gateway's words.
 	e.setStatus(demoKey, st.Generation, cond("Accepted", metav1.ConditionTrue, "Accepted", ""),
 		cond("ResolvedRefs", metav1.ConditionFalse, "BackendNotFound", "service gw/apps-demo-us not found"))
-	if st = e.observe(demo); st.Accepted || !strings.Contains(st.Message, "BackendNotFound: service gw/apps-demo-us not found") {
+	if st = e.observe(demo); st.Accepted || !st.Refused || st.Reason != "BackendNotFound" ||
+		!strings.Contains(st.Message, "BackendNotFound: service gw/apps-demo-us not found") {
 		t.Fatalf("Observe with a reference unresolved = %+v", st)
 	}
 	e.setStatus(demoKey, st.Generation, cond("Accepted", metav1.ConditionFalse, "NoMatchingListenerHostname", "no hostname matches"))
-	if st = e.observe(demo); st.Accepted || !strings.Contains(st.Message, "did not accept the route: NoMatchingListenerHostname: no hostname matches") {
+	if st = e.observe(demo); st.Accepted || !st.Refused || st.Reason != "NoMatchingListenerHostname" ||
+		!strings.Contains(st.Message, "did not accept the route: NoMatchingListenerHostname: no hostname matches") {
 		t.Fatalf("Observe with the route refused = %+v", st)
 	}
 }
@@ -211,15 +240,16 @@ func (e *trafficEnv) shift() {
 // type, and the EndpointSlice goes and comes back.
 func (e *trafficEnv) addressKinds() {
 	t := e.t
+	e.acceptCurrent(demo)
 	for _, host := range []string{"lb.us.example.com", "10.99.0.1"} {
 		e.apply(input("", Backend{Cluster: "us", Host: host, Port: 30080, Weight: 10000}))
 		var svc corev1.Service
-		if err := e.c.Get(t.Context(), client.ObjectKey{Namespace: "gw", Name: BackendName(demoKey, "us")}, &svc); err != nil {
+		if err := e.c.Get(t.Context(), client.ObjectKey{Namespace: "apps", Name: BackendName(demoKey, "us")}, &svc); err != nil {
 			t.Fatal(err)
 		}
-		wantType, wantBackends := corev1.ServiceTypeClusterIP, []string{"EndpointSlice/apps-demo-us", "Service/apps-demo-us"}
+		wantType, wantBackends := corev1.ServiceTypeClusterIP, usOnly(demo)
 		if host != "10.99.0.1" {
-			wantType, wantBackends = corev1.ServiceTypeExternalName, []string{"Service/apps-demo-us"}
+			wantType, wantBackends = corev1.ServiceTypeExternalName, []string{"Service/" + BackendName(demoKey, "us")}
 		}
 		if got := e.backends(demo); svc.Spec.Type != wantType || !slices.Equal(got, wantBackends) {
 			t.Errorf("with us at %s: Service type %s, backends %v; want %s, %v", host, svc.Spec.Type, got, wantType, wantBackends)
@@ -245,7 +275,7 @@ func (e *trafficEnv) driftAndTakeover() {
 	}
 
 	userSvc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: BackendName(demoKey, "eu")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: BackendName(demoKey, "eu")},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}, Selector: map[string]string{"app": "mine"}},
 	}
 	if err := e.c.Create(ctx, userSvc); err != nil {
@@ -255,7 +285,7 @@ func (e *trafficEnv) driftAndTakeover() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err = Apply(ctx, e.c, e.c, objs); err == nil || !strings.Contains(err.Error(), "Service apps-demo-eu in namespace gw exists and is not hub rayfleet's") {
+	if err = Apply(ctx, e.c, e.c, objs); err == nil || !strings.Contains(err.Error(), "Service "+BackendName(demoKey, "eu")+" in namespace apps exists and is not hub rayfleet's") {
 		t.Errorf("Apply over a user's Service = %v, want a refusal naming it", err)
 	}
 	if err = e.c.Get(ctx, client.ObjectKeyFromObject(userSvc), userSvc); err != nil || userSvc.Spec.Selector["app"] != "mine" {
@@ -265,11 +295,19 @@ func (e *trafficEnv) driftAndTakeover() {
 
 func (e *trafficEnv) importsAndNone() {
 	t := e.t
-	// ServiceImport backends: the Services go, the weights map back through the export names.
-	e.apply(input(fleetv1alpha1.BackendServiceImport, Backend{Cluster: "us", Weight: 7000}, Backend{Cluster: "ap", Weight: 3000}))
+	// ServiceImport backends: the Services go once the gateway accepted the route without
+	// them, the weights map back through the export names.
+	imports := input(fleetv1alpha1.BackendServiceImport, Backend{Cluster: "us", Weight: 7000}, Backend{Cluster: "ap", Weight: 3000})
+	e.acceptCurrent(demo)
+	e.apply(imports)
 	if st := e.observe(demo); len(st.Weights) != 2 || st.Weights["us"] != 7000 || st.Weights["ap"] != 3000 {
 		t.Errorf("weights with ServiceImport backends = %v, want us 7000, ap 3000", st.Weights)
 	}
+	if got, want := e.backends(demo), usOnly(demo); !slices.Equal(got, want) {
+		t.Errorf("backends before the gateway accepted the ServiceImport backends = %v, want %v", got, want)
+	}
+	e.acceptCurrent(demo)
+	e.apply(imports)
 	if got := e.backends(demo); len(got) != 0 {
 		t.Errorf("backends with ServiceImport backends = %v, want none", got)
 	}
@@ -303,10 +341,10 @@ func (e *trafficEnv) deleteLeavingOthers() {
 	if st := e.observe(demo); st.Exists || st.Accepted {
 		t.Errorf("Observe after Delete = %+v", st)
 	}
-	if err := e.c.Get(ctx, client.ObjectKey{Namespace: "gw", Name: BackendName(demoKey, "eu")}, &corev1.Service{}); err != nil {
+	if err := e.c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: BackendName(demoKey, "eu")}, &corev1.Service{}); err != nil {
 		t.Errorf("the user's Service after Delete: %v", err)
 	}
-	otherKey := Key(other.RayService, &other.Spec)
+	otherKey := Key(other.RayService)
 	for _, hub := range []string{"", "another-hub"} {
 		if hub != "" {
 			if err := Delete(ctx, e.c, e.c, otherKey, hub); err != nil {
@@ -316,7 +354,7 @@ func (e *trafficEnv) deleteLeavingOthers() {
 		if err := e.c.Get(ctx, otherKey.Route, &route); err != nil {
 			t.Errorf("the other RayService's route (after a Delete by %q): %v", hub, err)
 		}
-		if got := e.backends(other); !slices.Equal(got, []string{"EndpointSlice/apps-other-us", "Service/apps-other-us"}) {
+		if got, want := e.backends(other), usOnly(other); !slices.Equal(got, want) {
 			t.Errorf("the other RayService's backends (after a Delete by %q) = %v", hub, got)
 		}
 	}

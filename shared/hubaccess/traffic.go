@@ -7,16 +7,18 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// TrafficRoleName names the Role and RoleBinding that let the hub manage traffic in one
-// namespace of a member that runs a Gateway (the policy's spec.traffic.cluster): made on
-// request only, by `rayfleet join --traffic-namespace` or the spoke chart's
-// hubTraffic.namespace.
+// TrafficRoleName names the Roles and RoleBindings that let the hub manage traffic in the
+// namespaces of the RayServices routed through a Gateway on a member (the policy's
+// spec.traffic.cluster), or the ClusterRole and ClusterRoleBinding granting it everywhere: made
+// on request only, by `rayfleet join --traffic-namespace` / `--traffic-all-namespaces` or the
+// spoke chart's hubTraffic.
 const TrafficRoleName = "rayfleet-hub-traffic"
 
 // TrafficRules are the hub's rights in a traffic namespace, on a member or on the hub's own
-// cluster (the hub chart's traffic.namespaces): its HTTPRoutes and the Services and
-// EndpointSlices standing for each member's backend. No watch: the hub reads routes uncached,
-// and keeps no informers where it may hold only a namespaced Role.
+// cluster (the hub chart's traffic.namespaces): a RayService's route lives in its namespace, so
+// these are its HTTPRoutes and the Services and EndpointSlices standing for each member's
+// backend. No watch: the hub reads routes uncached, and keeps no informers where it may hold
+// only a namespaced Role.
 func TrafficRules() []rbacv1.PolicyRule {
 	rule := func(group, resource string) rbacv1.PolicyRule {
 		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource},

@@ -165,8 +165,8 @@ func (f *Fleet) createTraefikAccess(ctx context.Context) error {
 }
 
 // createGateway creates the GatewayClass, the namespace and the Gateway with one HTTP listener
-// on port, open to routes from every namespace: a PlacementPolicy's spec.traffic.parentRef
-// decides where the hub's HTTPRoutes live, not the Gateway.
+// on port, open to routes from every namespace: the hub's HTTPRoutes live in their RayServices'
+// namespaces, whichever the tests and the samples use.
 func (f *Fleet) createGateway(ctx context.Context, port int) error {
 	class := &gwv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: GatewayClassName},

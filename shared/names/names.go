@@ -33,3 +33,16 @@ func Bounded(parts ...string) string {
 func ServeExport(rayService, member string) string {
 	return Bounded(rayService, "serve", member)
 }
+
+// Distinct names what parts name together, unambiguously: the parts joined with "-" (kept
+// readable, shortened to fit) and a hash of the parts joined with "/", which no Kubernetes name
+// holds. Bounded("team-a", "x") and Bounded("team", "a-x") are one name; Distinct's are two.
+func Distinct(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "/")))
+	suffix := "-" + hex.EncodeToString(sum[:])[:hashLen]
+	readable := strings.Join(parts, "-")
+	if len(readable)+len(suffix) > maxLabel {
+		readable = strings.TrimRight(readable[:maxLabel-len(suffix)], "-.")
+	}
+	return readable + suffix
+}

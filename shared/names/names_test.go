@@ -3,6 +3,8 @@ package names
 import (
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestBounded(t *testing.T) {
@@ -37,5 +39,36 @@ func TestBounded(t *testing.T) {
 func TestServeExport(t *testing.T) {
 	if got := ServeExport("demo", "ap"); got != "demo-serve-ap" {
 		t.Errorf("ServeExport = %q, want demo-serve-ap", got)
+	}
+}
+
+func TestDistinct(t *testing.T) {
+	long := strings.Repeat("r", 60)
+	tests := []struct {
+		name string
+		a, b []string
+	}{
+		{name: "a dash moved between parts", a: []string{"team-a", "x"}, b: []string{"team", "a-x"}},
+		{name: "a member's name carrying a dash", a: []string{"demo", "us-east"}, b: []string{"demo-us", "east"}},
+		{name: "long parts differing past the readable prefix", a: []string{long, "member-one"}, b: []string{long, "member-two"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := Distinct(tt.a...), Distinct(tt.b...)
+			if a == b {
+				t.Errorf("Distinct(%q) = Distinct(%q) = %q", tt.a, tt.b, a)
+			}
+			for _, got := range []string{a, b} {
+				if errs := validation.IsDNS1035Label(got); len(errs) > 0 {
+					t.Errorf("%q is not a Service name: %v", got, errs)
+				}
+			}
+			if Distinct(tt.a...) != a {
+				t.Errorf("Distinct(%q) changed between two calls", tt.a)
+			}
+		})
+	}
+	if got := Distinct("demo", "us"); !strings.HasPrefix(got, "demo-us-") || len(got) != len("demo-us-")+hashLen {
+		t.Errorf("Distinct(demo, us) = %q, want demo-us- and %d hex digits", got, hashLen)
 	}
 }

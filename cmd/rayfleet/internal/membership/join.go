@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -57,10 +58,14 @@ type JoinOptions struct {
 	// mints its own short-lived tokens with it, so it is needed again only when the hub
 	// restarts; re-running join replaces it.
 	BootstrapTokenTTL time.Duration
-	// TrafficNamespace, when set, is a namespace of the member (a Gateway's, which must exist)
-	// where the hub gets the Role and RoleBinding TrafficRoleName: hubaccess.TrafficRules for
-	// the hub's ServiceAccount, so that a PlacementPolicy may route traffic through it.
-	TrafficNamespace string
+	// TrafficNamespaces are namespaces of the member (which must exist) where the hub gets the
+	// Role and RoleBinding TrafficRoleName: hubaccess.TrafficRules for the hub's
+	// ServiceAccount. A PlacementPolicy routing through a Gateway on the member writes the
+	// route in its RayService's namespace, so these are the RayServices' namespaces.
+	TrafficNamespaces []string
+	// TrafficAllNamespaces grants those rights in every namespace instead, through the
+	// ClusterRole and ClusterRoleBinding TrafficRoleName: an explicit opt-in.
+	TrafficAllNamespaces bool
 	// AllowNodePorts lets the hub create RayServices whose Services are of type NodePort or
 	// LoadBalancer (hubpolicy.Config.AllowNodePorts in the guard join applies), which routing
 	// traffic to the member through its serve Service needs. It changes nothing when join uses
@@ -79,9 +84,10 @@ type JoinResult struct {
 	Existing *ObjectRef
 	// TokenExpires is when the bootstrap token in the hub's kubeconfig expires.
 	TokenExpires time.Time
-	// TrafficRole is the Role of the hub's rights in JoinOptions.TrafficNamespace: join's, or
-	// one it found there and used as is (the spoke chart's); nil without a TrafficNamespace.
-	TrafficRole *ObjectRef
+	// TrafficRoles are the Roles (or the ClusterRole) of the hub's traffic rights, one per
+	// JoinOptions.TrafficNamespaces: join's, or one it found there and used as is (the spoke
+	// chart's).
+	TrafficRoles []ObjectRef
 }
 
 // Join gives the hub an identity on the member and registers the member on the hub. A hub
@@ -116,7 +122,7 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 	if existing == nil {
 		sa = ServiceAccountName
 	}
-	traffic, trafficRole, err := o.planTraffic(ctx, member.Client, namespace, sa)
+	traffic, trafficRoles, err := o.planTraffic(ctx, member.Client, namespace, sa)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
@@ -136,9 +142,10 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 			return nil, fmt.Errorf("member %s: %w", o.Name, applyErr)
 		}
 	}
-	if len(traffic) > 0 {
-		ref := refOf(member.Client, traffic[0])
-		trafficRole = &ref
+	for _, obj := range traffic {
+		if kind := refOf(member.Client, obj).Kind; kind == "Role" || kind == "ClusterRole" {
+			trafficRoles = append(trafficRoles, refOf(member.Client, obj))
+		}
 	}
 	token, expires, err := requestToken(ctx, member.Client, client.ObjectKey{Namespace: namespace, Name: sa}, o.bootstrapTokenTTL())
 	if err != nil {
@@ -158,17 +165,31 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		return nil, fmt.Errorf("member %s: removing the legacy token: %w", o.Name, err)
 	}
 	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name},
-		Existing: existing, TokenExpires: expires, TrafficRole: trafficRole}, nil
+		Existing: existing, TokenExpires: expires, TrafficRoles: trafficRoles}, nil
 }
 
-// planTraffic returns the traffic Role and RoleBinding to apply for the hub's ServiceAccount
-// sa in namespace (the one the spoke chart binds, when the chart made the identity), or the
-// Role found in their place; nothing without a TrafficNamespace.
-func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace, sa string) ([]client.Object, *ObjectRef, error) {
-	if o.TrafficNamespace == "" {
+// planTraffic returns the traffic Roles and RoleBindings (or the ClusterRole and binding) to
+// apply for the hub's ServiceAccount sa in namespace (the one the spoke chart binds, when the
+// chart made the identity), and the Roles found in their place; nothing without traffic
+// namespaces.
+func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace, sa string) ([]client.Object, []ObjectRef, error) {
+	if len(o.TrafficNamespaces) == 0 && !o.TrafficAllNamespaces {
 		return nil, nil, nil
 	}
-	return planTraffic(ctx, c, o.TrafficNamespace, namespace, sa)
+	if o.TrafficAllNamespaces {
+		return planTrafficObjects(ctx, c, trafficClusterObjects(namespace, sa))
+	}
+	var objs []client.Object
+	var found []ObjectRef
+	for _, ns := range slices.Compact(slices.Sorted(slices.Values(o.TrafficNamespaces))) {
+		nsObjs, nsFound, err := planTraffic(ctx, c, ns, namespace, sa)
+		if err != nil {
+			return nil, nil, err
+		}
+		objs = append(objs, nsObjs...)
+		found = append(found, nsFound...)
+	}
+	return objs, found, nil
 }
 
 func (o JoinOptions) memberNamespace() string {

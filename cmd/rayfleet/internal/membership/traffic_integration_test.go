@@ -50,7 +50,7 @@ func TestJoinGrantsTrafficRights(t *testing.T) {
 	const namespace = "fleet-agent"
 	createNamespaces(t, member.Client, "gw", "apps")
 	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace,
-		TrafficNamespace: "missing"}
+		TrafficNamespaces: []string{"missing"}}
 
 	_, err := Join(ctx, hub, member, opts)
 	if err == nil || !strings.Contains(err.Error(), "traffic namespace missing does not exist on the member") {
@@ -61,10 +61,10 @@ func TestJoinGrantsTrafficRights(t *testing.T) {
 		t.Errorf("after the failed join, the hub's ServiceAccount: %v, want NotFound", err)
 	}
 
-	opts.TrafficNamespace = "gw"
+	opts.TrafficNamespaces = []string{"gw"}
 	res := mustJoin(ctx, t, hub, member, opts)
-	if res.TrafficRole == nil || res.TrafficRole.Key != (client.ObjectKey{Namespace: "gw", Name: TrafficRoleName}) || res.TrafficRole.ManagedBy != ManagedByValue {
-		t.Errorf("join's TrafficRole = %+v, want join's Role gw/%s", res.TrafficRole, TrafficRoleName)
+	if len(res.TrafficRoles) != 1 || res.TrafficRoles[0].Key != (client.ObjectKey{Namespace: "gw", Name: TrafficRoleName}) || res.TrafficRoles[0].ManagedBy != ManagedByValue {
+		t.Errorf("join's TrafficRoles = %+v, want join's Role gw/%s", res.TrafficRoles, TrafficRoleName)
 	}
 	role, binding := trafficRBAC(t, member.Client, "gw")
 	if diff := cmp.Diff(hubaccess.TrafficRules(), role.Rules); diff != "" {
@@ -123,18 +123,18 @@ func TestJoinTrafficWithTheChartsIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, TrafficNamespace: "gw"}
+	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, TrafficNamespaces: []string{"gw"}}
 
 	res, err := Join(ctx, hub, member, opts)
-	if err != nil || res.Existing == nil || res.TrafficRole == nil || res.TrafficRole.ManagedBy != "Helm" {
+	if err != nil || res.Existing == nil || len(res.TrafficRoles) != 1 || res.TrafficRoles[0].ManagedBy != "Helm" {
 		t.Fatalf("join with the chart's traffic Role: %+v, %v; want it used as is", res, err)
 	}
 	if err = member.Client.Get(ctx, client.ObjectKey{Namespace: "gw", Name: TrafficRoleName}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
 		t.Errorf("join made a RoleBinding next to the chart's Role: %v", err)
 	}
 
-	opts.TrafficNamespace = "edge"
-	if res, err = Join(ctx, hub, member, opts); err != nil || res.TrafficRole == nil || res.TrafficRole.ManagedBy != ManagedByValue {
+	opts.TrafficNamespaces = []string{"edge"}
+	if res, err = Join(ctx, hub, member, opts); err != nil || len(res.TrafficRoles) != 1 || res.TrafficRoles[0].ManagedBy != ManagedByValue {
 		t.Fatalf("join with a new traffic namespace: %+v, %v", res, err)
 	}
 	_, binding := trafficRBAC(t, member.Client, "edge")
@@ -156,6 +156,45 @@ func TestJoinTrafficWithTheChartsIdentity(t *testing.T) {
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 		if err = member.Client.Get(ctx, client.ObjectKey{Namespace: "edge", Name: TrafficRoleName}, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("after unjoin, join's traffic %T in edge: %v, want NotFound", obj, err)
+		}
+	}
+}
+
+// Join --traffic-all-namespaces gives the hub exactly hubaccess.TrafficRules in every namespace
+// through one ClusterRole, and nothing more; unjoin removes it.
+func TestJoinGrantsTrafficEverywhere(t *testing.T) {
+	envs := envtest.StartN(t, 2, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
+	hub, member := Cluster{Client: envs[0].Client, Config: envs[0].Config}, Cluster{Client: envs[1].Client, Config: envs[1].Config}
+	ctx := t.Context()
+	const namespace = "fleet-agent"
+	createNamespaces(t, member.Client, "team-a")
+	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, TrafficAllNamespaces: true}
+	res := mustJoin(ctx, t, hub, member, opts)
+	if len(res.TrafficRoles) != 1 || res.TrafficRoles[0].Kind != "ClusterRole" || res.TrafficRoles[0].Key != (client.ObjectKey{Name: TrafficRoleName}) {
+		t.Fatalf("join's TrafficRoles = %+v, want join's ClusterRole %s", res.TrafficRoles, TrafficRoleName)
+	}
+	var role rbacv1.ClusterRole
+	if err := member.Client.Get(ctx, client.ObjectKey{Name: TrafficRoleName}, &role); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(hubaccess.TrafficRules(), role.Rules); diff != "" {
+		t.Errorf("traffic ClusterRole rules (-contract +got):\n%s", diff)
+	}
+	hubOnMember := impersonate(t, envs[1], namespace)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo-us"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "lb.us.example.com"}}
+	if err := hubOnMember.Create(ctx, svc, client.DryRunAll); err != nil {
+		t.Errorf("the hub creating a Service in team-a: %v", err)
+	}
+	if err := hubOnMember.List(ctx, &corev1.SecretList{}, client.InNamespace("team-a")); !apierrors.IsForbidden(err) {
+		t.Errorf("the hub listing Secrets in team-a: %v, want Forbidden", err)
+	}
+	if _, err := Unjoin(ctx, hub.Client, member.Client, UnjoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace}); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
+		if err := member.Client.Get(ctx, client.ObjectKey{Name: TrafficRoleName}, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("after unjoin, the traffic %T: %v, want NotFound", obj, err)
 		}
 	}
 }

@@ -106,6 +106,12 @@ const (
 	// ReasonRouteNotApplied (False): the HTTPRoute or its backends could not be written or read;
 	// the message quotes the traffic cluster's API server.
 	ReasonRouteNotApplied = "RouteNotApplied"
+	// ReasonTrafficForbidden (False): the traffic cluster refused the hub the route's namespace
+	// (the RayService's): the hub's admin grants it there (the hub chart's traffic.namespaces,
+	// rayfleet join --traffic-namespace, the spoke chart's hubTraffic.namespaces).
+	ReasonTrafficForbidden = "Forbidden"
+	// A route the Gateway does not admit gives False with the Gateway's own reason
+	// (NotAllowedByListeners, NoMatchingListenerHostname, BackendNotFound, ...) and message.
 )
 
 // Reasons of FailoverFrozen and CopiesRetained.

@@ -145,14 +145,17 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.cluster) || size(self.cluster) == 0 || self.cluster.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster must be a MemberCluster name, or empty for the hub"
 type TrafficSpec struct {
 	// Cluster is the MemberCluster that runs the Gateway; empty means the hub's own cluster.
-	// A member needs the hub's traffic Role in ParentRef's namespace (rayfleet join
-	// --traffic-namespace, or the spoke chart's hubTraffic.namespace).
+	// The hub needs its traffic Role there in the RayService's namespace (the hub chart's
+	// traffic.namespaces; on a member rayfleet join --traffic-namespace, or the spoke chart's
+	// hubTraffic.namespaces); without it TrafficShifting is False with reason Forbidden.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster,omitempty"`
 
-	// ParentRef is the Gateway the HTTPRoute attaches to; the HTTPRoute and the backends are
-	// made in its namespace.
+	// ParentRef is the Gateway the HTTPRoute attaches to. The HTTPRoute and the backends are
+	// made in the RayService's namespace, so the Gateway's listeners (allowedRoutes, hostname)
+	// decide whether it attaches; one it does not admit gives TrafficShifting False with the
+	// Gateway's reason (NotAllowedByListeners, ...).
 	// +required
 	ParentRef TrafficParentRef `json:"parentRef"`
 
