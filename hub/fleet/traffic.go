@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -62,6 +63,9 @@ type trafficDecision struct {
 	// offTimes are, per cluster, since when the gateway has sent it no traffic (the accepted
 	// route has no weight for it); absent while it may still get some.
 	offTimes map[string]metav1.Time
+	// keptWithoutGrant names the grant the namespace lacks for a route the hub wrote before
+	// grants were required, and keeps; "" when the traffic is granted.
+	keptWithoutGrant string
 }
 
 // trafficSpec is the policy's traffic, nil when it manages none.
@@ -112,6 +116,9 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 	}
 	td := &trafficDecision{spec: *spec, unserved: map[string]string{}}
 	td.weights = r.weights(g, d, d.colorsOf(), percent)
+	if td.err, td.keptWithoutGrant = trafficGrant(g, spec); td.err != nil {
+		return td
+	}
 	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec}
 	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
 		if why := r.unservedWhy(g, name); why != "" {
@@ -304,8 +311,12 @@ func trafficCondition(o *outcome) *metav1.Condition {
 	}
 	switch {
 	case err != nil:
+		reason := fleetv1alpha1.ReasonRouteNotApplied
+		if _, ok := errors.AsType[*notGrantedError](err); ok {
+			reason = fleetv1alpha1.ReasonNotGranted
+		}
 		return &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
-			Reason: fleetv1alpha1.ReasonRouteNotApplied, Message: err.Error()}
+			Reason: reason, Message: err.Error()}
 	case c != nil:
 		c.Message = withUnserved(c.Message, td.unserved)
 		return c
