@@ -157,7 +157,7 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) (rejected map[string
 		Refused: refusedForPlanning(g),
 		// Members the namespace was not granted get no new copy.
 		Ungranted: ungranted(g),
-		Now:     g.now,
+		Now:       g.now,
 		// Judged once per reconcile, when the group was read.
 		PodSecurity: g.podSecurity,
 		// One failover at a time: a second one waits until the first one's replacement serves.

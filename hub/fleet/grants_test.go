@@ -103,14 +103,14 @@ func TestDecideGrants(t *testing.T) {
 	}, {
 		name:   "a routed RayService whose policy asks for another hostname is refused",
 		grants: []fleetv1alpha1.NamespaceGrant{*grantAllMembersOnly()}, route: routed, binding: placedOn("a", "b"),
-		policy: policy(&fleetv1alpha1.TrafficSpec{ParentRef: web.ParentRef, Hostnames: []string{"b.example.com"}, PathPrefix: "/"}),
+		policy:     policy(&fleetv1alpha1.TrafficSpec{ParentRef: web.ParentRef, Hostnames: []string{"b.example.com"}, PathPrefix: "/"}),
 		wantPlaced: []string{"a", "b"}, wantPlacedR: fleetv1alpha1.ReasonClustersChosen,
 		wantGrant:   fleetv1alpha1.ReasonNotGranted,
 		wantMessage: []string{"namespace team has no NamespaceGrant for the hub's cluster as traffic cluster; no route is written"},
 		wantTraffic: true, wantNoRoute: true,
 	}, {
-		name:       "everything granted: no condition",
-		grants:     []fleetv1alpha1.NamespaceGrant{*grantAll()}, policy: policy(web),
+		name:   "everything granted: no condition",
+		grants: []fleetv1alpha1.NamespaceGrant{*grantAll()}, policy: policy(web),
 		wantPlaced: []string{"a", "b"}, wantPlacedR: fleetv1alpha1.ReasonClustersChosen, wantTraffic: true,
 	}}
 	for _, tt := range tests {
