@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -38,10 +39,15 @@ func Grant() *fleetv1alpha1.NamespaceGrant {
 	}
 }
 
-// grant creates the local fleet's NamespaceGrant on the hub; one already there (a fleet
-// started again on its state) is left as it is.
+// grant creates the local fleet's NamespaceGrant on the hub.
 func (f *Fleet) grant(ctx context.Context) error {
-	if err := f.Hub.Client.Create(ctx, Grant()); err != nil && !apierrors.IsAlreadyExists(err) {
+	return CreateGrant(ctx, f.Hub.Client)
+}
+
+// CreateGrant creates Grant through hub, a hub client; one already there (a fleet started
+// again on its state) is left as it is.
+func CreateGrant(ctx context.Context, hub client.Client) error {
+	if err := hub.Create(ctx, Grant()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating NamespaceGrant %s on the hub: %w", GrantName, err)
 	}
 	return nil
