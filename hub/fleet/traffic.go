@@ -115,10 +115,12 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 		percent = bg.GreenPercent
 	}
 	td := &trafficDecision{spec: *spec, unserved: map[string]string{}}
-	td.weights = r.weights(g, d, d.colorsOf(), percent)
 	if td.err, td.keptWithoutGrant = trafficGrant(g, spec); td.err != nil {
+		// Nothing is written: the weights in force are the route's, if there is one.
+		td.weights = g.route.state.Weights
 		return td
 	}
+	td.weights = r.weights(g, d, d.colorsOf(), percent)
 	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec}
 	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
 		if why := r.unservedWhy(g, name); why != "" {
