@@ -68,9 +68,8 @@ func trafficGrant(g *group, spec *fleetv1alpha1.TrafficSpec) (refused error, kep
 	return &notGrantedError{missing: missing}, ""
 }
 
-// routedAlready reports whether the route read in the traffic cluster exists and matches spec's
-// Gateway, hostnames and path prefix; the route's key already carries its cluster and the
-// Gateway's namespace.
+// routedAlready reports whether the route read in the traffic cluster (spec's cluster) exists
+// and matches spec's Gateway, hostnames and path prefix.
 func routedAlready(rr routeRead, spec *fleetv1alpha1.TrafficSpec) bool {
 	if rr.err != nil || !rr.state.Exists {
 		return false
@@ -81,7 +80,8 @@ func routedAlready(rr routeRead, spec *fleetv1alpha1.TrafficSpec) bool {
 		path = "/"
 	}
 	got, want := slices.Sorted(slices.Values(m.Hostnames)), slices.Sorted(slices.Values(spec.Hostnames))
-	return m.Gateway == spec.ParentRef.Name && m.PathPrefix == path && slices.Equal(got, want)
+	return m.GatewayNamespace == spec.ParentRef.Namespace && m.Gateway == spec.ParentRef.Name && m.PathPrefix == path &&
+		slices.Equal(got, want)
 }
 
 // grantCondition is the GrantMissing condition of the decision, nil when the namespace is

@@ -43,7 +43,7 @@ func TestDecideGrants(t *testing.T) {
 		Namespaces: []string{"team"}, Members: &fleetv1alpha1.MemberGrant{ClusterNames: []string{"a"}},
 	}}}
 	routed := routeRead{state: traffic.State{Exists: true,
-		Matches: traffic.Matches{Gateway: "public", Hostnames: []string{"a.example.com"}, PathPrefix: "/"}}}
+		Matches: traffic.Matches{GatewayNamespace: "gw", Gateway: "public", Hostnames: []string{"a.example.com"}, PathPrefix: "/"}}}
 	const noneMsg = "namespace team has no NamespaceGrant: nothing is placed until the hub's admin applies one"
 
 	tests := []struct {
@@ -107,6 +107,15 @@ func TestDecideGrants(t *testing.T) {
 		wantPlaced: []string{"a", "b"}, wantPlacedR: fleetv1alpha1.ReasonClustersChosen,
 		wantGrant:   fleetv1alpha1.ReasonNotGranted,
 		wantMessage: []string{"namespace team has no NamespaceGrant for the hub's cluster as traffic cluster; no route is written"},
+		wantTraffic: true, wantNoRoute: true,
+	}, {
+		name:   "a route attached to a Gateway of that name in another namespace is not kept",
+		grants: []fleetv1alpha1.NamespaceGrant{*grantAllMembersOnly()}, policy: policy(web), binding: placedOn("a", "b"),
+		route: routeRead{state: traffic.State{Exists: true,
+			Matches: traffic.Matches{GatewayNamespace: "other", Gateway: "public", Hostnames: []string{"a.example.com"}, PathPrefix: "/"}}},
+		wantPlaced: []string{"a", "b"}, wantPlacedR: fleetv1alpha1.ReasonClustersChosen,
+		wantGrant:   fleetv1alpha1.ReasonNotGranted,
+		wantMessage: []string{"no route is written"},
 		wantTraffic: true, wantNoRoute: true,
 	}, {
 		name:   "everything granted: no condition",

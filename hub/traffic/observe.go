@@ -33,8 +33,9 @@ type State struct {
 
 // Matches is what a route the hub wrote matches.
 type Matches struct {
-	// Gateway is the name of the route's first parent.
-	Gateway string
+	// GatewayNamespace and Gateway name the route's first parent; its namespace defaults to
+	// the route's.
+	GatewayNamespace, Gateway string
 	// Hostnames are the route's hostnames.
 	Hostnames []string
 	// PathPrefix is the first rule's first path match.
@@ -45,7 +46,11 @@ type Matches struct {
 func matchesOf(route *gwv1.HTTPRoute) Matches {
 	var m Matches
 	if len(route.Spec.ParentRefs) > 0 {
-		m.Gateway = string(route.Spec.ParentRefs[0].Name)
+		p := route.Spec.ParentRefs[0]
+		m.GatewayNamespace, m.Gateway = route.Namespace, string(p.Name)
+		if p.Namespace != nil {
+			m.GatewayNamespace = string(*p.Namespace)
+		}
 	}
 	for _, h := range route.Spec.Hostnames {
 		m.Hostnames = append(m.Hostnames, string(h))

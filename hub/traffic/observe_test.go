@@ -16,7 +16,7 @@ func TestMatchesOfWhatDesiredWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Matches{Gateway: "edge", Hostnames: []string{"demo.example.com", "*.demo.example.com"}, PathPrefix: "/v1/predict"}
+	want := Matches{GatewayNamespace: "gw", Gateway: "edge", Hostnames: []string{"demo.example.com", "*.demo.example.com"}, PathPrefix: "/v1/predict"}
 	if diff := cmp.Diff(want, matchesOf(objs.Route)); diff != "" {
 		t.Errorf("matches (-want +got):\n%s", diff)
 	}
@@ -24,7 +24,7 @@ func TestMatchesOfWhatDesiredWrites(t *testing.T) {
 	if objs, err = Desired(in); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Matches{Gateway: "edge", PathPrefix: "/"}, matchesOf(objs.Route)); diff != "" {
+	if diff := cmp.Diff(Matches{GatewayNamespace: "gw", Gateway: "edge", PathPrefix: "/"}, matchesOf(objs.Route)); diff != "" {
 		t.Errorf("matches of the defaults (-want +got):\n%s", diff)
 	}
 }
