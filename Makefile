@@ -27,7 +27,7 @@ HUB_RBAC   := charts/rayfleet-hub/generated
 # The fleet API's CRDs (group fleet.rayfleet.io) by plural: the hub serves all but ClusterReport,
 # which lives on the members. A new kind is shipped only once it is listed here.
 FLEET_API        := ./shared/api/...
-FLEET_HUB_CRDS   := memberclusters placementpolicies rayservicebindings
+FLEET_HUB_CRDS   := memberclusters namespacegrants placementpolicies rayservicebindings
 FLEET_SPOKE_CRDS := clusterreports
 # Gateway API's CRDs (standard channel, the go.mod version) for the tests of incremental
 # RayService upgrades and the local fleet's Traefik (which watches GRPCRoutes and

@@ -63,9 +63,15 @@ func (e *env) lint(t *testing.T) {
 func (e *env) install(t *testing.T) {
 	for _, r := range []struct {
 		release, kubeconfig string
-	}{{hubRelease, e.hub.Kubeconfig}, {spokeRelease, e.member.Kubeconfig}} {
-		out, err := e.run(t.Context(), filepath.Join(e.k8sBin, "helm"), "install", r.release, e.chart(r.release),
-			"--kubeconfig", r.kubeconfig, "-n", namespace, "--create-namespace", "--set", "replicas=0")
+		extra               []string
+	}{
+		// The hub chart grants the namespace placeAndAggregate uses its member.
+		{hubRelease, e.hub.Kubeconfig, []string{"--set-json", `grants=[{"name":"serve","spec":{"namespaces":["serve"],"members":{"clusterSelector":{}}}}]`}},
+		{spokeRelease, e.member.Kubeconfig, nil},
+	} {
+		args := append([]string{"install", r.release, e.chart(r.release),
+			"--kubeconfig", r.kubeconfig, "-n", namespace, "--create-namespace", "--set", "replicas=0"}, r.extra...)
+		out, err := e.run(t.Context(), filepath.Join(e.k8sBin, "helm"), args...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,8 @@ type decision struct {
 	leaveAs map[string]fleetv1alpha1.LeaveReason
 	// traffic is the route the decision wants; nil when the policy manages no traffic.
 	traffic *trafficDecision
+	// grant is the GrantMissing condition; nil when the namespace is granted all it uses.
+	grant *metav1.Condition
 }
 
 // decide computes the decision for a group: validation, the policy, placement, and per
@@ -85,6 +88,7 @@ func (r *Reconciler) decide(g *group) *decision {
 		d.actions[name] = r.decideCopy(g, d, name)
 	}
 	d.traffic = r.decideTraffic(g, d)
+	d.grant = grantCondition(g, d, rejected)
 	d.departures = r.departures(g, d, rejected)
 	r.decideLeaving(g, d)
 	return d
@@ -99,6 +103,11 @@ func (r *Reconciler) decideCopy(g *group, d *decision, name string) propagation.
 		return propagation.ForPlaced(propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Unreachable: unreachableErr(m)})
 	}
 	p := propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Copy: m.copy, SpecUnread: m.specErr}
+	if why, no := d.placeIn.Ungranted[name]; no && !slices.Contains(g.placedBefore(), name) {
+		// Placement never chooses such a member; this keeps any other path from writing there.
+		p.DesiredErr = errors.New(why)
+		return propagation.ForPlaced(p)
+	}
 	if propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
 		d.foreign = append(d.foreign, name)
 		return propagation.ForPlaced(p)
@@ -146,7 +155,9 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) (rejected map[string
 		Current: g.placedBefore(),
 		Held:    heldBy(g),
 		Refused: refusedForPlanning(g),
-		Now:     g.now,
+		// Members the namespace was not granted get no new copy.
+		Ungranted: ungranted(g),
+		Now:       g.now,
 		// Judged once per reconcile, when the group was read.
 		PodSecurity: g.podSecurity,
 		// One failover at a time: a second one waits until the first one's replacement serves.
@@ -168,6 +179,9 @@ func (r *Reconciler) decidePlacement(g *group, d *decision) (rejected map[string
 	}
 	d.result = result
 	d.placedCond = metav1.Condition{Status: status, Reason: reason, Message: plan.Message}
+	if len(plan.Clusters) == 0 && g.grants.None() {
+		d.placedCond.Reason, d.placedCond.Message = fleetv1alpha1.ReasonNotGranted, g.grants.NoneMessage()
+	}
 	return plan.Rejected
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/rayfleet/rayfleet/hub/grants"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -179,8 +180,27 @@ func newGroup(hub *rayv1.RayService, policy *fleetv1alpha1.PlacementPolicy, bind
 		policy:         policyRead{name: "two", pp: policy},
 		memberClusters: map[string]*fleetv1alpha1.MemberCluster{},
 		members:        map[string]*memberRecord{},
+		grants:         grants.For([]fleetv1alpha1.NamespaceGrant{*grantAll()}, hub.Namespace, nil),
 	}
 	return g
+}
+
+// ungrantedLabel marks a test namespace that grantAll does not select.
+const ungrantedLabel = "test.rayfleet.io/ungranted"
+
+// grantAll grants every namespace without ungrantedLabel every member and all traffic.
+func grantAll() *fleetv1alpha1.NamespaceGrant {
+	return &fleetv1alpha1.NamespaceGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "all"},
+		Spec: fleetv1alpha1.NamespaceGrantSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: ungrantedLabel, Operator: metav1.LabelSelectorOpDoesNotExist}}},
+			Members: &fleetv1alpha1.MemberGrant{ClusterSelector: &metav1.LabelSelector{}},
+			Traffic: []fleetv1alpha1.TrafficGrant{{Cluster: fleetv1alpha1.AnyName,
+				Gateways:  []fleetv1alpha1.GatewayGrant{{Namespace: fleetv1alpha1.AnyName, Name: fleetv1alpha1.AnyName}},
+				Hostnames: []string{fleetv1alpha1.AnyName}, PathPrefixes: []string{"/"}}},
+		},
+	}
 }
 
 // ready is a reachable, Ready member whose copy is member (nil: none).

@@ -107,6 +107,9 @@ func startFleetOf(t *testing.T, clk clock.Clock, names ...string) *fleetHarness 
 	if err := h.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := h.hub.Create(ctx, grantAll()); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range names {
 		h.joinMember(t, name, name)
 	}

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/hub/grants"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
@@ -48,6 +49,8 @@ type group struct {
 	// route is the RayService's HTTPRoute in the traffic cluster, when the policy manages
 	// traffic.
 	route routeRead
+	// grants are what the hub's admin granted the RayService's namespace.
+	grants grants.Set
 }
 
 // memberRecord is one member as the reconcile read it.
@@ -129,6 +132,9 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 		return nil, err
 	}
 	g.policy = policy
+	if g.grants, err = r.readGrants(ctx, hub.Namespace); err != nil {
+		return nil, err
+	}
 	if g.hash, err = propagation.SpecHash(&hub.Spec); err != nil {
 		return nil, fmt.Errorf("RayService %s: %w", g.key, err)
 	}

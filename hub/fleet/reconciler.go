@@ -320,6 +320,7 @@ func (r *Reconciler) announce(g *group, d *decision) {
 	}
 	r.announceLeaving(g, d)
 	r.announceFreeze(g, d)
+	r.announceGrants(g, d)
 	if previous := g.placedBefore(); !slices.Equal(previous, d.placed) && len(d.placed) > 0 {
 		r.recorder.Eventf(g.hub, nil, corev1.EventTypeNormal, "Placed", "Place", "placed on %s", strings.Join(d.placed, ", "))
 	}

@@ -82,6 +82,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 		}
 	}
 	setLeavingConditions(&hubStatus.Conditions, d, g.hub.Generation, now)
+	setGrantCondition(&hubStatus.Conditions, d, g.hub.Generation, now)
 	if c := trafficCondition(o); c != nil {
 		c.ObservedGeneration, c.LastTransitionTime = g.hub.Generation, now
 		conditions.Set(&hubStatus.Conditions, *c)
@@ -145,6 +146,7 @@ func (r *Reconciler) nextBindingStatus(o *outcome, clusters []fleetv1alpha1.Clus
 		conditions.Set(&next.Conditions, c)
 	}
 	setLeavingConditions(&next.Conditions, d, g.binding.Generation, now)
+	setGrantCondition(&next.Conditions, d, g.binding.Generation, now)
 	// Ready mirrors the hub RayService's, so that both say the same thing in the same words.
 	conditions.Mirror(&next.Conditions, hubConditions, string(rayv1.RayServiceReady), fleetv1alpha1.ConditionReady,
 		g.binding.Generation, now)

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,6 +67,9 @@ type trafficDecision struct {
 	// offTimes are, per cluster, since when the gateway has sent it no traffic (the accepted
 	// route has no weight for it); absent while it may still get some.
 	offTimes map[string]metav1.Time
+	// keptWithoutGrant names the grant the namespace lacks for a route the hub wrote before
+	// grants were required, and keeps; "" when the traffic is granted.
+	keptWithoutGrant string
 }
 
 // trafficSpec is the policy's traffic, nil when it manages none.
@@ -115,6 +119,11 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 		percent = bg.GreenPercent
 	}
 	td := &trafficDecision{spec: *spec, unserved: map[string]string{}}
+	if td.err, td.keptWithoutGrant = trafficGrant(g, spec); td.err != nil {
+		// Nothing is written: the weights in force are the route's, if there is one.
+		td.weights = g.route.state.Weights
+		return td
+	}
 	td.weights = r.weights(g, d, d.colorsOf(), percent)
 	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec}
 	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
@@ -360,6 +369,9 @@ func notAdmittedCondition(key types.NamespacedName, spec *fleetv1alpha1.TrafficS
 func routeErrorCondition(key types.NamespacedName, err error) *metav1.Condition {
 	c := &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
 		Reason: fleetv1alpha1.ReasonRouteNotApplied, Message: err.Error()}
+	if _, ok := errors.AsType[*notGrantedError](err); ok {
+		c.Reason = fleetv1alpha1.ReasonNotGranted
+	}
 	if apierrors.IsForbidden(err) {
 		c.Reason = fleetv1alpha1.ReasonTrafficForbidden
 		c.Message = fmt.Sprintf("the hub holds no rights on routes in namespace %s of the traffic cluster; its admin grants them "+

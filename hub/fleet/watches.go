@@ -6,6 +6,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/workqueue"
@@ -78,6 +79,10 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		)).
 		Watches(&fleetv1alpha1.MemberCluster{}, mchandler.Lift(r.memberClusterHandler()), local[0], local[1]).
 		Watches(&fleetv1alpha1.PlacementPolicy{}, mchandler.EnqueueRequestsFromMapFunc(r.rayServicesOfPolicy), local[0], local[1]).
+		// A grant can select any namespace; a namespace's labels decide which grants select it.
+		Watches(&fleetv1alpha1.NamespaceGrant{}, mchandler.EnqueueRequestsFromMapFunc(r.allRayServices), local[0], local[1]).
+		Watches(&corev1.Namespace{}, mchandler.EnqueueRequestsFromMapFunc(r.rayServicesOfNamespace), local[0], local[1],
+			mcbuilder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// A member copy's change (its status, a deletion, drift) reconciles its hub RayService at
 		// once instead of at the next resync.
 		Watches(&rayv1.RayService{}, r.copyToOrigin,
@@ -152,6 +157,16 @@ func notCreated() predicate.Predicate {
 // them it places depends on annotations and on the policy's name being "default".
 func (r *Reconciler) rayServicesOfPolicy(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.rayServices(ctx, client.InNamespace(obj.GetNamespace()))
+}
+
+// allRayServices maps a NamespaceGrant to every hub RayService.
+func (r *Reconciler) allRayServices(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.rayServices(ctx)
+}
+
+// rayServicesOfNamespace maps a hub namespace to its RayServices.
+func (r *Reconciler) rayServicesOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.rayServices(ctx, client.InNamespace(obj.GetName()))
 }
 
 // rayServices lists hub RayServices from the cache as requests. Only names are read, so the

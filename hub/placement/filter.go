@@ -39,6 +39,9 @@ type candidate struct {
 // run from the coarsest to the most specific, and the first failure is the reason, as in the
 // scheduler; capacity lists every resource that is short.
 func filter(m *Member, in *Input, names map[string]bool, asked []corev1.ResourceName, current bool) (*candidate, string) {
+	if why, ungranted := in.Ungranted[m.Name]; ungranted && !current {
+		return nil, why
+	}
 	if !m.Ready {
 		if m.NotReadyReason != "" {
 			return nil, m.NotReadyReason

@@ -129,6 +129,29 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "a member not granted to the namespace gets no new copy; a current one keeps it",
+			in: Input{Demand: cpu4, Policy: Policy{Clusters: 2}, Current: []string{"old"},
+				Ungranted: map[string]string{
+					"big": "namespace ns has no NamespaceGrant for member big",
+					"old": "namespace ns has no NamespaceGrant for member old",
+				},
+				Members: members(
+					member("big", "cpu", "64", "memory", "256Gi"),
+					member("m1", "cpu", "8", "memory", "16Gi"),
+					member("old", "cpu", "8", "memory", "16Gi"),
+				)},
+			want: Decision{Clusters: []string{"m1", "old"}, Placed: true, Message: "2/2 clusters chosen",
+				Rejected: map[string]string{"big": "namespace ns has no NamespaceGrant for member big"}},
+		},
+		{
+			name: "no member granted: none chosen, each says why",
+			in: Input{Demand: cpu4, Policy: BuiltInPolicy(),
+				Ungranted: map[string]string{"m1": "namespace ns has no NamespaceGrant for member m1"},
+				Members:   members(member("m1", "cpu", "8", "memory", "16Gi").notReady("heartbeat 2m old"))},
+			want: Decision{Message: "0/1 clusters chosen; m1: namespace ns has no NamespaceGrant for member m1",
+				Rejected: map[string]string{"m1": "namespace ns has no NamespaceGrant for member m1"}},
+		},
+		{
 			name: "duplicate member names are used for neither",
 			in: Input{Demand: cpu4, Policy: BuiltInPolicy(), Members: members(
 				member("m1", "cpu", "64", "memory", "64Gi"),

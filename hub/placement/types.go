@@ -115,6 +115,10 @@ type Input struct {
 	// it ("hubPolicy/privileged: ..."). Such a member is filtered out, current or not: the hub
 	// lists only members that hold no copy, so leaving one out deletes nothing.
 	Refused map[string]string
+	// Ungranted maps a member the RayService's namespace has no grant for to the message
+	// saying so. It gets no new copy; a current member keeps it (placed before grants were
+	// required, or before the grant was withdrawn), as with a NoSchedule taint.
+	Ungranted map[string]string
 	// Now is the time of the decision, against which tolerations end.
 	Now time.Time
 	// FailingOver names a member the RayService is failing over from right now (left for not

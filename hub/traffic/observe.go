@@ -33,6 +33,41 @@ type State struct {
 	// Weights are the weights the route's spec gives each member cluster; a member without a
 	// backendRef is absent.
 	Weights map[string]int32
+	// Matches is what the route's spec matches: its parent Gateway's name, hostnames and path
+	// prefix.
+	Matches Matches
+}
+
+// Matches is what a route the hub wrote matches.
+type Matches struct {
+	// GatewayNamespace and Gateway name the route's first parent; its namespace defaults to
+	// the route's.
+	GatewayNamespace, Gateway string
+	// Hostnames are the route's hostnames.
+	Hostnames []string
+	// PathPrefix is the first rule's first path match.
+	PathPrefix string
+}
+
+// matchesOf reads route's Matches.
+func matchesOf(route *gwv1.HTTPRoute) Matches {
+	var m Matches
+	if len(route.Spec.ParentRefs) > 0 {
+		p := route.Spec.ParentRefs[0]
+		m.GatewayNamespace, m.Gateway = route.Namespace, string(p.Name)
+		if p.Namespace != nil {
+			m.GatewayNamespace = string(*p.Namespace)
+		}
+	}
+	for _, h := range route.Spec.Hostnames {
+		m.Hostnames = append(m.Hostnames, string(h))
+	}
+	if len(route.Spec.Rules) > 0 && len(route.Spec.Rules[0].Matches) > 0 {
+		if p := route.Spec.Rules[0].Matches[0].Path; p != nil && p.Value != nil {
+			m.PathPrefix = *p.Value
+		}
+	}
+	return m
 }
 
 // Observe reads the route of key and whether the gateway accepted it. It reads through r
@@ -46,7 +81,7 @@ func Observe(ctx context.Context, r client.Reader, key RouteKey, members []strin
 		}
 		return State{}, fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
 	}
-	st := State{Exists: true, Generation: route.Generation, Weights: weights(key, &route, members)}
+	st := State{Exists: true, Generation: route.Generation, Weights: weights(key, &route, members), Matches: matchesOf(&route)}
 	v := accepted(&route)
 	st.Accepted, st.Refused, st.Reason, st.Message = v.ok, v.reason != "", v.reason, v.message
 	return st, nil

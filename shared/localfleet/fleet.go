@@ -188,9 +188,9 @@ func DefaultRayFleetBin() string {
 	return filepath.Join(root, "bin")
 }
 
-// Start brings up the hub and the members' control planes concurrently, then bin/hub, then for
-// each member its dashboard stand-in and bin/spoke, joins it with `rayfleet join` and labels its
-// MemberCluster. It returns once every member is joined; that the hub has found them Ready is
+// Start brings up the hub and the members' control planes concurrently, grants every hub
+// namespace the whole fleet (Grant), then bin/hub, then for each member its dashboard stand-in
+// and bin/spoke, joins it with `rayfleet join` and labels its MemberCluster. It returns once every member is joined; that the hub has found them Ready is
 // for the caller to wait for. On error everything started so far is stopped.
 func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if opts, err = withDefaults(opts); err != nil {
@@ -214,6 +214,9 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		}
 	}()
 	if err = f.startControlPlanes(ctx); err != nil {
+		return f, err
+	}
+	if err = f.grant(ctx); err != nil {
 		return f, err
 	}
 	if err = f.startHub(ctx); err != nil {

@@ -176,6 +176,9 @@ func measure(ctx context.Context, cfg config, b *bench, copies *copyTracker) (re
 	if err := b.hub.CreateNamespace(ctx, benchNamespace); err != nil {
 		return res, err
 	}
+	if err := localfleet.CreateGrant(ctx, b.hub.Client); err != nil {
+		return res, err
+	}
 	one := int32(1)
 	policy := &fleetv1alpha1.PlacementPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: "default"},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
@@ -165,6 +166,9 @@ func measureRollouts(ctx context.Context, cfg config, b *bench) (rolloutResult, 
 // every member, Rolling one cluster at a time with the configured soak.
 func createRolloutPolicy(ctx context.Context, cfg config, hub *localcluster.Cluster) error {
 	if err := hub.CreateNamespace(ctx, benchNamespace); err != nil {
+		return err
+	}
+	if err := localfleet.CreateGrant(ctx, hub.Client); err != nil {
 		return err
 	}
 	one := intstr.FromInt32(1)

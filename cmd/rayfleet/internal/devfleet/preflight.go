@@ -23,7 +23,7 @@ var agents = []string{"hub", "spoke"}
 // crdFiles are files `make manifests` writes that a fleet cannot work without, by directory
 // under the repository root (Gateway API's are checked as a directory of YAML files).
 var crdFiles = map[string][]string{
-	hubCRDDir:   {"ray.io_rayservices.yaml", "fleet.rayfleet.io_memberclusters.yaml", "fleet.rayfleet.io_placementpolicies.yaml"},
+	hubCRDDir:   {"ray.io_rayservices.yaml", "fleet.rayfleet.io_memberclusters.yaml", "fleet.rayfleet.io_namespacegrants.yaml", "fleet.rayfleet.io_placementpolicies.yaml"},
 	spokeCRDDir: {"ray.io_rayclusters.yaml", "ray.io_rayservices.yaml", "fleet.rayfleet.io_clusterreports.yaml"},
 }
 

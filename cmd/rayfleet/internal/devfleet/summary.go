@@ -33,7 +33,7 @@ func PrintSummary(ctx context.Context, out io.Writer, st *State, kubectl string)
 	for _, c := range st.Clusters {
 		what := "rayservices,rayclusters,pods -A"
 		if c.Name == HubName {
-			what = "rayservices,placementpolicies,memberclusters -A"
+			what = "rayservices,placementpolicies,memberclusters,namespacegrants -A"
 		}
 		fmt.Fprintf(out, "  %-4s %s --kubeconfig %s get %s\n", c.Name+":", kubectl, c.Kubeconfig, what)
 	}

@@ -61,6 +61,22 @@ const (
 	// being controlled by it: the spoke leaves that object alone. The message names each object
 	// and who controls it. Absent otherwise.
 	ConditionOwnershipConflict = "OwnershipConflict"
+	// ConditionGrantMissing (RayServiceBinding, hub RayService) is True while the RayService's
+	// namespace lacks a NamespaceGrant for a member or for traffic it would use: reason
+	// NotGranted when the hub refuses it, KeptWithoutGrant when a placement or route made
+	// before grants existed is kept (a warning to the hub's admin). The message names each
+	// grant missing. Absent otherwise.
+	ConditionGrantMissing = "GrantMissing"
+)
+
+// Reasons of GrantMissing (and of Placed=False when the namespace has no grant at all).
+const (
+	// ReasonNotGranted: the hub places nothing new, or writes no route, where the namespace
+	// has no NamespaceGrant; the message names the member or Gateway and hostname.
+	ReasonNotGranted = "NotGranted"
+	// ReasonKeptWithoutGrant: members or a route the RayService already had are kept though
+	// no NamespaceGrant covers them; nothing is added beyond them.
+	ReasonKeptWithoutGrant = "KeptWithoutGrant"
 )
 
 // Reasons of ServeAddressesBounded.

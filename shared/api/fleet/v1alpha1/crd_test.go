@@ -44,6 +44,10 @@ func memberCluster(name string) *fleetv1alpha1.MemberCluster {
 	}
 }
 
+func namespaceGrant(name string, spec fleetv1alpha1.NamespaceGrantSpec) *fleetv1alpha1.NamespaceGrant {
+	return &fleetv1alpha1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+}
+
 func clusterReport(name string) *fleetv1alpha1.ClusterReport {
 	return &fleetv1alpha1.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
@@ -104,6 +108,17 @@ func TestCRDsAcceptValidObjectsAndApplyDefaults(t *testing.T) {
 	mustGet(t, c, mc, &gotMC)
 	if free := gotMC.Status.Capacity.Free["nvidia.com/gpu"]; free.Value() != 2 {
 		t.Errorf("status.capacity.free[nvidia.com/gpu] = %s, want 2", free.String())
+	}
+
+	grant := namespaceGrant("team-a", fleetv1alpha1.NamespaceGrantSpec{
+		Namespaces: []string{"team-a"},
+		Members:    &fleetv1alpha1.MemberGrant{ClusterSelector: &metav1.LabelSelector{}},
+		Traffic: []fleetv1alpha1.TrafficGrant{{Cluster: "*", Gateways: []fleetv1alpha1.GatewayGrant{{Namespace: "gw", Name: "*"}},
+			Hostnames: []string{"*.a.example.com", "*"}}},
+	})
+	mustCreate(t, c, grant)
+	if got := grant.Spec.Traffic[0].PathPrefixes; len(got) != 1 || got[0] != "/" {
+		t.Errorf("traffic[0].pathPrefixes defaulted to %v, want [/]", got)
 	}
 
 	report := clusterReport(fleetv1alpha1.ClusterReportName)
@@ -216,6 +231,31 @@ func TestCRDsRejectInvalidObjects(t *testing.T) {
 		setStatus func(client.Object)
 		want      string
 	}{
+		{
+			name: "namespace grant selecting no namespace",
+			obj: namespaceGrant("g-none", fleetv1alpha1.NamespaceGrantSpec{
+				Members: &fleetv1alpha1.MemberGrant{ClusterNames: []string{"m1"}}}),
+			want: "set namespaces, namespaceSelector or both",
+		},
+		{
+			name: "namespace grant of members naming none",
+			obj: namespaceGrant("g-members", fleetv1alpha1.NamespaceGrantSpec{
+				Namespaces: []string{"team"}, Members: &fleetv1alpha1.MemberGrant{}}),
+			want: "set clusterNames, clusterSelector or both",
+		},
+		{
+			name: "namespace grant of traffic without hostnames",
+			obj: namespaceGrant("g-hosts", fleetv1alpha1.NamespaceGrantSpec{Namespaces: []string{"team"},
+				Traffic: []fleetv1alpha1.TrafficGrant{{Gateways: []fleetv1alpha1.GatewayGrant{{Namespace: "gw", Name: "public"}}}}}),
+			want: "spec.traffic[0].hostnames",
+		},
+		{
+			name: "namespace grant of a hostname wildcard in the middle",
+			obj: namespaceGrant("g-wild", fleetv1alpha1.NamespaceGrantSpec{Namespaces: []string{"team"},
+				Traffic: []fleetv1alpha1.TrafficGrant{{Gateways: []fleetv1alpha1.GatewayGrant{{Namespace: "gw", Name: "*"}},
+					Hostnames: []string{"a.*.example.com"}}}}),
+			want: "spec.traffic[0].hostnames[0]",
+		},
 		{
 			name: "member cluster name is not a DNS label",
 			obj:  memberCluster("eu.m1"),

@@ -1,6 +1,6 @@
-// Package v1alpha1 holds the fleet.rayfleet.io/v1alpha1 API: MemberCluster, PlacementPolicy and
-// RayServiceBinding on the hub, ClusterReport on every member. The CRDs in the charts are
-// generated from these types by `make manifests`, the deep copies by `make generate`.
+// Package v1alpha1 holds the fleet.rayfleet.io/v1alpha1 API: MemberCluster, PlacementPolicy,
+// RayServiceBinding and NamespaceGrant on the hub, ClusterReport on every member. The CRDs in
+// the charts are generated from these types by `make manifests`, the deep copies by `make generate`.
 // It imports no other RayFleet package: hub/, spoke/ and cmd/ import it, never the reverse.
 // +kubebuilder:object:generate=true
 // +groupName=fleet.rayfleet.io
@@ -32,6 +32,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterReport{}, &ClusterReportList{},
 		&PlacementPolicy{}, &PlacementPolicyList{},
 		&RayServiceBinding{}, &RayServiceBindingList{},
+		&NamespaceGrant{}, &NamespaceGrantList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -25,7 +25,7 @@ const (
 )
 
 // Kinds is the order the kinds appear in: what users write first, then what the hub writes.
-var Kinds = []string{"PlacementPolicy", "MemberCluster", "RayServiceBinding", "ClusterReport"}
+var Kinds = []string{"PlacementPolicy", "NamespaceGrant", "MemberCluster", "RayServiceBinding", "ClusterReport"}
 
 // ReadCRDs reads every fleet.rayfleet.io CRD file under the given directories.
 func ReadCRDs(dirs ...string) ([]apiextensionsv1.CustomResourceDefinition, error) {
