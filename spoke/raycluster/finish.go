@@ -84,8 +84,8 @@ func (r *Reconciler) deferWrite(ctx context.Context, s *scope, next *rayv1.RayCl
 	if !status.ProgressOnly(&s.original.Status, next) || !status.Starting(s.pods) {
 		return 0, false
 	}
-	// The Pods' watch events bring the reconcile that writes the cluster ready (never held);
-	// the requeue writes what is held once the hold runs out.
+	// The Pods' watch events bring the reconcile that writes the head or the cluster ready
+	// (never held); the requeue writes what is held once the hold runs out.
 	wait := r.holds.remaining(rc)
 	if wait <= 0 {
 		return 0, false

@@ -12,8 +12,10 @@ import (
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
-// A cluster coming up costs two status writes, provisioning and ready, however its Pods turn
-// ready; one that stays partly up still shows its progress once progressHold has passed.
+// A cluster coming up writes its head's readiness at once, the moment the head Pod is Ready
+// (a RayService waits on it), and its workers' progress with ready; a worker that turns ready
+// before the head still shows once progressHold has passed. The fake clock stands still
+// except where a subtest steps it, so a change held is never written unless it steps it.
 func TestStatusWritesOfAClusterComingUp(t *testing.T) {
 	h := startHarness(t, nil)
 	ctx := context.Background()
@@ -29,62 +31,73 @@ func TestStatusWritesOfAClusterComingUp(t *testing.T) {
 		g.Expect(conditionStatus(h.get(g, ns, ns), rayv1.RayClusterProvisioned)).To(Equal(metav1.ConditionFalse))
 	}
 
-	t.Run("Pods ready one by one: provisioning, then ready", func(t *testing.T) {
+	t.Run("head ready at once, then the workers with ready", func(t *testing.T) {
 		g := NewWithT(t)
-		ns := h.namespace(t, g, "one-by-one")
+		ns := h.namespace(t, g, "head-first")
 		firstWrite(g, ns)
-		// The head first, then each worker: each step is held while the rest start.
-		pods := append(h.pods(g, ns, ns, rayv1.HeadNode), h.pods(g, ns, ns, rayv1.WorkerNode)...)
-		for i, p := range pods {
+		heads := h.pods(g, ns, ns, rayv1.HeadNode)
+		g.Expect(heads).To(HaveLen(1))
+		h.makePodReady(g, heads[0])
+		g.Eventually(func(g Gomega) {
+			got := h.get(g, ns, ns)
+			g.Expect(conditionStatus(got, rayv1.HeadPodReady)).To(Equal(metav1.ConditionTrue))
+			g.Expect(got.Status.State).To(BeEmpty())
+		}, timeout, interval).Should(Succeed())
+		g.Expect(h.writes.get(ns)).To(Equal(2))
+
+		// Each worker but the last is held while the rest start.
+		workers := h.pods(g, ns, ns, rayv1.WorkerNode)
+		for i, p := range workers {
 			h.makePodReady(g, p)
-			if i < len(pods)-1 {
-				g.Consistently(func() int { return h.writes.get(ns) }, "300ms", interval).Should(Equal(1))
+			if i < len(workers)-1 {
+				g.Consistently(func() int { return h.writes.get(ns) }, "300ms", interval).Should(Equal(2))
 			}
 		}
 		g.Eventually(func(g Gomega) {
 			got := h.get(g, ns, ns)
 			g.Expect(got.Status.State).To(Equal(rayv1.Ready))
 			g.Expect(got.Status.ReadyWorkerReplicas).To(Equal(int32(2)))
-			g.Expect(conditionStatus(got, rayv1.HeadPodReady)).To(Equal(metav1.ConditionTrue))
 		}, timeout, interval).Should(Succeed())
-		g.Consistently(func() int { return h.writes.get(ns) }, "1s", interval).Should(Equal(2))
+		g.Consistently(func() int { return h.writes.get(ns) }, "1s", interval).Should(Equal(3))
 	})
 
-	t.Run("a cluster partly up shows its progress after the hold", func(t *testing.T) {
+	t.Run("a worker ready before the head shows after the hold", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(t, g, "partly-up")
 		firstWrite(g, ns)
-		heads := h.pods(g, ns, ns, rayv1.HeadNode)
-		g.Expect(heads).To(HaveLen(1))
-		h.makePodReady(g, heads[0])
+		workers := h.pods(g, ns, ns, rayv1.WorkerNode)
+		g.Expect(workers).To(HaveLen(2))
+		h.makePodReady(g, workers[0])
 		g.Consistently(func() int { return h.writes.get(ns) }, "500ms", interval).Should(Equal(1))
 
-		// The workers never turn ready. Once the hold has run out, the next reconcile (a Pod
-		// event here, the hold's own requeue otherwise) writes the head ready.
+		// Nothing else turns ready. Once the hold has run out, the next reconcile (a Pod event
+		// here, the hold's own requeue otherwise) writes the worker's progress.
 		h.clock.Step(progressHold)
-		worker := h.pods(g, ns, ns, rayv1.WorkerNode)[0]
-		worker.Annotations = map[string]string{"poke": "1"}
-		g.Expect(h.c.Update(ctx, &worker)).To(Succeed())
+		poked := h.pods(g, ns, ns, rayv1.WorkerNode)[1]
+		poked.Annotations = map[string]string{"poke": "1"}
+		g.Expect(h.c.Update(ctx, &poked)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			got := h.get(g, ns, ns)
-			g.Expect(conditionStatus(got, rayv1.HeadPodReady)).To(Equal(metav1.ConditionTrue))
-			g.Expect(got.Status.Head.PodIP).To(Equal("10.1.0.1"))
+			g.Expect(got.Status.ReadyWorkerReplicas).To(Equal(int32(1)))
+			g.Expect(conditionStatus(got, rayv1.HeadPodReady)).To(Equal(metav1.ConditionFalse))
 			g.Expect(got.Status.State).To(BeEmpty())
 		}, timeout, interval).Should(Succeed())
 		g.Expect(h.writes.get(ns)).To(Equal(2))
 	})
 
-	t.Run("a worker that cannot start shows at once", func(t *testing.T) {
+	t.Run("a worker that cannot start shows the progress at once", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(t, g, "stuck")
 		firstWrite(g, ns)
-		worker := h.pods(g, ns, ns, rayv1.WorkerNode)[0]
-		worker.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: worker.Spec.Containers[0].Name,
+		workers := h.pods(g, ns, ns, rayv1.WorkerNode)
+		g.Expect(workers).To(HaveLen(2))
+		stuck := workers[0]
+		stuck.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: stuck.Spec.Containers[0].Name,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
-		g.Expect(h.c.Status().Update(ctx, &worker)).To(Succeed())
-		h.makePodReady(g, h.pods(g, ns, ns, rayv1.HeadNode)[0])
+		g.Expect(h.c.Status().Update(ctx, &stuck)).To(Succeed())
+		h.makePodReady(g, workers[1])
 		g.Eventually(func(g Gomega) {
-			g.Expect(conditionStatus(h.get(g, ns, ns), rayv1.HeadPodReady)).To(Equal(metav1.ConditionTrue))
+			g.Expect(h.get(g, ns, ns).Status.ReadyWorkerReplicas).To(Equal(int32(1)))
 		}, timeout, interval).Should(Succeed())
 	})
 }

@@ -30,8 +30,9 @@ var (
 )
 
 // TestStatusWritesWhileComingUp follows a cluster of a head and two workers from the first
-// look: the Pods' progress is held back while they start, for at most progressHold, and the
-// status turns ready in the same write as the last of it.
+// look: the head turning ready is written at once, the workers' progress is held back while
+// they start, for at most progressHold, and the status turns ready in the same write as the
+// last of it. The clock moves only where a step says so.
 func TestStatusWritesWhileComingUp(t *testing.T) {
 	type step struct {
 		// advance moves the clock before the reconcile.
@@ -40,57 +41,68 @@ func TestStatusWritesWhileComingUp(t *testing.T) {
 		head, w1, w2 podState
 		wantWrites   int
 		wantRequeue  time.Duration
+		// wantHeadReady is HeadPodReady as stored after the step.
+		wantHeadReady bool
 	}
 	tests := []struct {
 		name  string
 		steps []step
-		// wantReady and wantHeadReady describe the status finally written.
-		wantReady, wantHeadReady bool
-		wantReadyWorkers         int32
+		// wantReady and wantReadyWorkers describe the status finally written.
+		wantReady        bool
+		wantReadyWorkers int32
 	}{
 		{
-			name: "the head ready while the workers start is held until the hold runs out",
+			name: "the head turning ready is written at once, the workers' progress with ready",
 			steps: []step{
 				{head: pending, w1: pending, w2: pending, wantWrites: 1, wantRequeue: requeueSoon},
-				{head: ready, w1: pending, w2: pending, wantWrites: 1, wantRequeue: progressHold},
-				{advance: 4 * time.Second, head: ready, w1: ready, w2: pending, wantWrites: 1, wantRequeue: progressHold - 4*time.Second},
-				{advance: progressHold - 4*time.Second, head: ready, w1: ready, w2: pending, wantWrites: 2, wantRequeue: requeueSoon},
+				{head: ready, w1: pending, w2: pending, wantWrites: 2, wantRequeue: requeueSoon, wantHeadReady: true},
+				{advance: time.Second, head: ready, w1: ready, w2: pending, wantWrites: 2, wantRequeue: progressHold, wantHeadReady: true},
+				{advance: time.Second, head: ready, w1: ready, w2: ready, wantWrites: 3, wantRequeue: requeueSoon, wantHeadReady: true},
 			},
-			wantHeadReady: true, wantReadyWorkers: 1,
+			wantReady: true, wantReadyWorkers: 2,
 		},
 		{
-			name: "Pods turning ready one by one within the hold cost one write, with ready",
+			name: "a worker ready before the head is held until the hold runs out",
 			steps: []step{
 				{head: pending, w1: pending, w2: pending, wantWrites: 1, wantRequeue: requeueSoon},
-				{head: ready, w1: pending, w2: pending, wantWrites: 1, wantRequeue: progressHold},
-				{advance: time.Second, head: ready, w1: ready, w2: pending, wantWrites: 1, wantRequeue: progressHold - time.Second},
-				{advance: time.Second, head: ready, w1: ready, w2: ready, wantWrites: 2, wantRequeue: requeueSoon},
+				{head: pending, w1: ready, w2: pending, wantWrites: 1, wantRequeue: progressHold},
+				{advance: 4 * time.Second, head: pending, w1: ready, w2: pending, wantWrites: 1, wantRequeue: progressHold - 4*time.Second},
+				{advance: progressHold - 4*time.Second, head: pending, w1: ready, w2: pending, wantWrites: 2, wantRequeue: requeueSoon},
 			},
-			wantReady: true, wantHeadReady: true, wantReadyWorkers: 2,
+			wantReadyWorkers: 1,
 		},
 		{
-			name: "a first look that finds the head ready waits for the workers: one write in all",
+			name: "a worker held ends its hold when the head turns ready",
 			steps: []step{
-				{head: ready, w1: pending, w2: pending, wantWrites: 0, wantRequeue: progressHold},
-				{advance: time.Second, head: ready, w1: ready, w2: ready, wantWrites: 1, wantRequeue: requeueSoon},
+				{head: pending, w1: pending, w2: pending, wantWrites: 1, wantRequeue: requeueSoon},
+				{head: pending, w1: ready, w2: pending, wantWrites: 1, wantRequeue: progressHold},
+				{advance: time.Second, head: ready, w1: ready, w2: pending, wantWrites: 2, wantRequeue: requeueSoon, wantHeadReady: true},
+				{advance: time.Second, head: ready, w1: ready, w2: ready, wantWrites: 3, wantRequeue: requeueSoon, wantHeadReady: true},
 			},
-			wantReady: true, wantHeadReady: true, wantReadyWorkers: 2,
+			wantReady: true, wantReadyWorkers: 2,
 		},
 		{
-			name: "a first look that finds the head ready writes it once the hold runs out",
+			name: "a first look that finds the head ready writes it at once",
 			steps: []step{
-				{head: ready, w1: pending, w2: pending, wantWrites: 0, wantRequeue: progressHold},
-				{advance: progressHold, head: ready, w1: pending, w2: pending, wantWrites: 1, wantRequeue: requeueSoon},
+				{head: ready, w1: pending, w2: pending, wantWrites: 1, wantRequeue: requeueSoon, wantHeadReady: true},
+				{advance: time.Second, head: ready, w1: ready, w2: ready, wantWrites: 2, wantRequeue: requeueSoon, wantHeadReady: true},
 			},
-			wantHeadReady: true,
+			wantReady: true, wantReadyWorkers: 2,
+		},
+		{
+			name: "a first look that finds every Pod ready: one write",
+			steps: []step{
+				{head: ready, w1: ready, w2: ready, wantWrites: 1, wantRequeue: requeueSoon, wantHeadReady: true},
+			},
+			wantReady: true, wantReadyWorkers: 2,
 		},
 		{
 			name: "a worker that cannot pull its image shows the progress at once",
 			steps: []step{
 				{head: pending, w1: pending, w2: pending, wantWrites: 1, wantRequeue: requeueSoon},
-				{head: ready, w1: ready, w2: badImage, wantWrites: 2, wantRequeue: requeueSoon},
+				{head: pending, w1: ready, w2: badImage, wantWrites: 2, wantRequeue: requeueSoon},
 			},
-			wantHeadReady: true, wantReadyWorkers: 1,
+			wantReadyWorkers: 1,
 		},
 	}
 	for _, tt := range tests {
@@ -116,23 +128,34 @@ func TestStatusWritesWhileComingUp(t *testing.T) {
 					t.Fatalf("step %d: %d status writes, requeue after %v; want %d, %v",
 						i, writes, res.RequeueAfter, s.wantWrites, s.wantRequeue)
 				}
+				if got := headReadyStored(t, c, key); got != s.wantHeadReady {
+					t.Fatalf("step %d: HeadPodReady True stored: %v, want %v", i, got, s.wantHeadReady)
+				}
 			}
 			var got rayv1.RayCluster
 			if err := c.Get(ctx, key, &got); err != nil {
 				t.Fatal(err)
 			}
 			st := got.Status
-			if (st.State == rayv1.Ready) != tt.wantReady || st.ReadyWorkerReplicas != tt.wantReadyWorkers ||
-				meta.IsStatusConditionTrue(st.Conditions, string(rayv1.HeadPodReady)) != tt.wantHeadReady {
-				t.Errorf("status written: state %q, %d ready workers, HeadPodReady %v; want ready %v, %d, %v",
-					st.State, st.ReadyWorkerReplicas, meta.IsStatusConditionTrue(st.Conditions, string(rayv1.HeadPodReady)),
-					tt.wantReady, tt.wantReadyWorkers, tt.wantHeadReady)
+			if (st.State == rayv1.Ready) != tt.wantReady || st.ReadyWorkerReplicas != tt.wantReadyWorkers {
+				t.Errorf("status written: state %q, %d ready workers; want ready %v, %d",
+					st.State, st.ReadyWorkerReplicas, tt.wantReady, tt.wantReadyWorkers)
 			}
 			if r.holds.held(key) {
 				t.Error("a hold outlived the write")
 			}
 		})
 	}
+}
+
+// headReadyStored reports whether the RayCluster key, as stored, has HeadPodReady True.
+func headReadyStored(t *testing.T, c client.Client, key types.NamespacedName) bool {
+	t.Helper()
+	var rc rayv1.RayCluster
+	if err := c.Get(context.Background(), key, &rc); err != nil {
+		t.Fatal(err)
+	}
+	return meta.IsStatusConditionTrue(rc.Status.Conditions, string(rayv1.HeadPodReady))
 }
 
 // headServiceOf is rc's head Service as the API server has it, with a cluster IP.

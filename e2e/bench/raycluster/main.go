@@ -135,6 +135,8 @@ type result struct {
 	total     time.Duration
 	latencies []time.Duration
 	stages    [numStages][]time.Duration
+	// headLags are the waits from a head Pod turning Ready to its cluster's HeadPodReady.
+	headLags  []time.Duration
 	writes    benchutil.WriteCounts
 	usage     localcluster.Usage
 	reconcile map[string]float64
@@ -173,6 +175,7 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 	var readyAt time.Time
 	res.latencies, readyAt = tracker.Latencies()
 	res.stages = tracker.stages()
+	res.headLags = tracker.pods.headLags()
 	res.total = readyAt.Sub(start)
 	if err := benchutil.WaitQuiet(ctx, cluster.AuditLogPath(), cfg.settle); err != nil {
 		return res, err

@@ -26,6 +26,8 @@ func printReport(out io.Writer, cfg config, op operator, r result) {
 	for st, d := range r.stages {
 		fmt.Fprintf(w, "  create->%s p50 / p99\t%v / %v\n", stageNames[st], round(pct(d, 0.50)), round(pct(d, 0.99)))
 	}
+	fmt.Fprintf(w, "head Pod ready->HeadPodReady in status p50 / p99 / max\t%v / %v / %v\n",
+		round(pct(r.headLags, 0.50)), round(pct(r.headLags, 0.99)), round(pct(r.headLags, 1)))
 	fmt.Fprintf(w, "%s peak RSS (VmHWM)\t%.1f MiB\n", op.kind, float64(r.usage.PeakRSSBytes)/(1<<20))
 	fmt.Fprintf(w, "%s CPU (user+system)\t%.2f s\n", op.kind, r.usage.CPU.Seconds())
 	cp := make([]string, 0, len(r.controlPlane))

@@ -7,6 +7,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -41,7 +42,14 @@ func (t *readyTracker) watch(ctx context.Context, cfg *rest.Config, ns string) e
 		return fmt.Errorf("getting RayCluster informer: %w", err)
 	}
 	observe := func(obj any) {
-		if rc, ok := obj.(*rayv1.RayCluster); ok && rc.Status.State == rayv1.Ready {
+		rc, ok := obj.(*rayv1.RayCluster)
+		if !ok {
+			return
+		}
+		if meta.IsStatusConditionTrue(rc.Status.Conditions, string(rayv1.HeadPodReady)) {
+			t.pods.observeReported(rc.Name, time.Now())
+		}
+		if rc.Status.State == rayv1.Ready {
 			t.MarkReady(rc.Name, time.Now())
 		}
 	}

@@ -26,37 +26,24 @@ const (
 )
 
 // ProgressOnly reports whether next differs from prev, the status last written, only by the
-// progress of a cluster coming up for the first time: Pods turning ready one by one (the
-// ready and available worker counts), the head's address and name, and the head's readiness
-// while it is starting normally. Such a change may be held back for a short while so that a
-// cluster coming up costs at most two status writes (provisioning, then ready) however its
-// Pods trickle in; everything else a reader acts on is written at once:
-//   - the first status of a generation (observedGeneration, desired counts, provisioning),
-//   - RayClusterProvisioned turning True and the state turning ready,
-//   - any other condition (ReplicaFailure, suspension) and any spec-derived field,
-//   - a head Pod in trouble (a reason outside startingReasons),
+// progress of Pods starting while a cluster comes up for the first time: the ready and
+// available worker counts, the head's address and name, and the reason or message of a head
+// that is not ready yet and starting normally. Such a change may be held back for a short
+// while; it gates nothing. Everything a reader acts on is written at once:
+//   - the first status of the cluster and of each generation (the conditions appear, the
+//     desired counts, observedGeneration),
+//   - any change of a condition's status: HeadPodReady turning True (a RayService submits its
+//     Serve config then, a user's `kubectl wait` returns) or back to False,
+//     RayClusterProvisioned turning True with the state turning ready, ReplicaFailure,
+//     suspension,
+//   - any spec-derived field, and a head Pod in trouble (a reason outside startingReasons),
 //   - every change once the cluster has been provisioned (a lost worker, a scale-up).
-//
-// A status never written is news when it says the Pods are being provisioned; when the
-// reconciler first gets to the cluster with some of its Pods already ready (a busy member),
-// it is progress like any other, and the cluster's first write may be the ready one.
 func ProgressOnly(prev, next *rayv1.RayClusterStatus) bool {
-	if !provisioning(next) || !headStarting(next) {
-		return false
-	}
-	if neverWritten(prev) {
-		return next.State == "" && onlyProvisioningConditions(next) && hasProgress(next)
-	}
-	if prev.ObservedGeneration != next.ObservedGeneration || !provisioning(prev) {
+	// A status never written has no RayClusterProvisioned: it is not provisioning.
+	if prev.ObservedGeneration != next.ObservedGeneration || !provisioning(prev) || !provisioning(next) || !headStarting(next) {
 		return false
 	}
 	return equality.Semantic.DeepEqual(withoutProgress(prev), withoutProgress(next))
-}
-
-// neverWritten reports whether st is the empty status of a cluster the reconciler has not
-// written yet (every status it writes has conditions).
-func neverWritten(st *rayv1.RayClusterStatus) bool {
-	return st.ObservedGeneration == 0 && len(st.Conditions) == 0
 }
 
 // provisioning reports whether RayClusterProvisioned is False: the cluster has not been
@@ -73,34 +60,19 @@ func headStarting(st *rayv1.RayClusterStatus) bool {
 	return c == nil || c.Status == metav1.ConditionTrue || startingReasons[c.Reason]
 }
 
-// onlyProvisioningConditions reports whether every condition but HeadPodReady and
-// RayClusterProvisioned is False: no suspension under way, no replica failure.
-func onlyProvisioningConditions(st *rayv1.RayClusterStatus) bool {
-	for _, c := range st.Conditions {
-		switch c.Type {
-		case string(rayv1.HeadPodReady), string(rayv1.RayClusterProvisioned):
-		default:
-			if c.Status != metav1.ConditionFalse {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// hasProgress reports whether some Pod of the cluster is ready or running.
-func hasProgress(st *rayv1.RayClusterStatus) bool {
-	return st.ReadyWorkerReplicas > 0 || st.AvailableWorkerReplicas > 0 ||
-		meta.IsStatusConditionTrue(st.Conditions, string(rayv1.HeadPodReady))
-}
-
-// withoutProgress strips what ProgressOnly lets change, and lastUpdateTime.
+// withoutProgress strips what ProgressOnly lets change, and lastUpdateTime. Of HeadPodReady
+// only its status stays: a head's reason moving from Unknown to ContainersNotReady is progress,
+// the head turning ready is not.
 func withoutProgress(st *rayv1.RayClusterStatus) *rayv1.RayClusterStatus {
 	c := st.DeepCopy()
 	c.LastUpdateTime = nil
 	c.ReadyWorkerReplicas, c.AvailableWorkerReplicas = 0, 0
 	c.Head = rayv1.HeadInfo{}
-	meta.RemoveStatusCondition(&c.Conditions, string(rayv1.HeadPodReady))
+	for i := range c.Conditions {
+		if c.Conditions[i].Type == string(rayv1.HeadPodReady) {
+			c.Conditions[i] = metav1.Condition{Type: c.Conditions[i].Type, Status: c.Conditions[i].Status}
+		}
+	}
 	return c
 }
 

@@ -46,6 +46,7 @@ func TestProgressOnly(t *testing.T) {
 	headReady := podList(headPod().Ready(), workerPod("w1").Phase(corev1.PodPending), workerPod("w2").Phase(corev1.PodPending))
 	oneWorker := podList(headPod().Ready(), workerPod("w1").Ready(), notReady(workerPod("w2")))
 	allReady := podList(headPod().Ready(), workerPod("w1").Ready(), workerPod("w2").Ready())
+	withIP := func(w *raybuilder.PodWrapper) *raybuilder.PodWrapper { w.Status.PodIP = "10.1.0.1"; return w }
 
 	tests := []struct {
 		name string
@@ -57,28 +58,36 @@ func TestProgressOnly(t *testing.T) {
 		reconcileErr error
 		want         bool
 	}{
-		{name: "first status of the cluster", nextPods: pending, want: false},
-		{name: "first status, the head already ready", nextPods: headReady, want: true},
-		{name: "first status, a worker already running", nextPods: podList(headPod(), notReady(workerPod("w1")), workerPod("w2")), want: true},
-		{name: "first status, the head crash looping", nextPods: podList(crashingHead(), workerPod("w1").Ready(), workerPod("w2")), want: false},
-		{name: "first status, a failed Pod creation", nextPods: headReady,
-			reconcileErr: ReplicaFailure(FailedCreateWorkerPod, errors.New("quota")), want: false},
-		{name: "first status, suspension requested", nextPods: headReady,
-			rc: func(rc *rayv1.RayCluster) { rc.Spec.Suspend = new(true) }, want: false},
-		{name: "first status, all ready", nextPods: allReady, want: false},
-		{name: "head turns ready while the workers start", prevPods: pending, nextPods: headReady, want: true},
-		{name: "a worker turns ready, another runs", prevPods: headReady, nextPods: oneWorker, want: true},
+		// Progress that gates nothing: held.
+		{name: "a worker turns ready while the head starts", prevPods: pending,
+			nextPods: podList(headPod().Phase(corev1.PodPending), workerPod("w1").Ready(), workerPod("w2").Phase(corev1.PodPending)), want: true},
+		{name: "a worker turns ready after the head, another runs", prevPods: headReady, nextPods: oneWorker, want: true},
 		{name: "head's containers are being created", prevPods: pending,
 			nextPods: podList(notReady(headPod().ContainerWaiting(containerCreating, "")), workerPod("w1"), workerPod("w2")), want: true},
+		{name: "head gets its address, not ready yet", prevPods: pending,
+			nextPods: podList(notReady(withIP(headPod())), workerPod("w1").Phase(corev1.PodPending), workerPod("w2").Phase(corev1.PodPending)), want: true},
+
+		// A change of a condition's status, or a first status: written at once.
+		{name: "first status of the cluster", nextPods: pending, want: false},
+		{name: "first status, the head already ready", nextPods: headReady, want: false},
+		{name: "first status, a worker already running", nextPods: podList(headPod(), notReady(workerPod("w1")), workerPod("w2")), want: false},
+		{name: "first status, all ready", nextPods: allReady, want: false},
+		{name: "head turns ready while the workers start", prevPods: pending, nextPods: headReady, want: false},
+		{name: "head turns ready with a worker", prevPods: pending,
+			nextPods: podList(headPod().Ready(), workerPod("w1").Ready(), workerPod("w2").Phase(corev1.PodPending)), want: false},
+		{name: "head stops being ready before the cluster is provisioned", prevPods: oneWorker,
+			nextPods: podList(notReady(headPod()), workerPod("w1").Ready(), notReady(workerPod("w2"))), want: false},
 		{name: "every Pod ready: provisioned and ready", prevPods: oneWorker, nextPods: allReady, want: false},
+
+		// Trouble, spec changes and a provisioned cluster: written at once.
 		{name: "head in CrashLoopBackOff", prevPods: pending,
 			nextPods: podList(crashingHead(), workerPod("w1"), workerPod("w2")), want: false},
 		{name: "head Pod gone", prevPods: headReady, nextPods: podList(workerPod("w1"), workerPod("w2")), want: false},
-		{name: "new generation", prevPods: pending, nextPods: headReady,
+		{name: "new generation", prevPods: headReady, nextPods: oneWorker,
 			rc: func(rc *rayv1.RayCluster) { rc.Generation++ }, want: false},
-		{name: "spec change of the desired size", prevPods: pending, nextPods: headReady,
+		{name: "spec change of the desired size", prevPods: headReady, nextPods: oneWorker,
 			rc: func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].MaxReplicas = new(int32(5)) }, want: false},
-		{name: "a failed Pod creation", prevPods: pending, nextPods: headReady,
+		{name: "a failed Pod creation", prevPods: headReady, nextPods: oneWorker,
 			reconcileErr: ReplicaFailure(FailedCreateWorkerPod, errors.New("quota")), want: false},
 		{name: "suspension requested", prevPods: headReady, nextPods: headReady,
 			rc: func(rc *rayv1.RayCluster) { rc.Spec.Suspend = new(true) }, want: false},
