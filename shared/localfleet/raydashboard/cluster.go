@@ -182,8 +182,7 @@ func (c *Cluster) appStateLocked(app *deployedApp, now time.Time) appState {
 	case elapsed < delay:
 		return appState{status: appDeploying, deploymentStatus: deploymentUpdating}
 	case c.fault.DeployFailed:
-		msg := fmt.Sprintf("Deploying application %q failed: injected DEPLOY_FAILED fault.", app.cfg.name)
-		return appState{status: appDeployFailed, message: msg,
+		return appState{status: appDeployFailed, message: deployFailedMessage(app.cfg.name),
 			deploymentStatus: deploymentDeployFailed, deploymentMessage: "The replicas failed to start: injected fault."}
 	case c.fault.Unhealthy:
 		msg := fmt.Sprintf("The deployments of application %q are UNHEALTHY: injected fault.", app.cfg.name)
@@ -192,6 +191,17 @@ func (c *Cluster) appStateLocked(app *deployedApp, now time.Time) appState {
 	default:
 		return appState{status: appRunning, deploymentStatus: deploymentHealthy}
 	}
+}
+
+// deployFailedMessage is an application's DEPLOY_FAILED message in Ray's shape: a first line
+// naming the application, a Python traceback, and the exception last, which is what a reader
+// of the message has to find (Ray 2.52, e2e/ray).
+func deployFailedMessage(app string) string {
+	return fmt.Sprintf("Deploying app '%s' failed with exception:\n"+
+		"Traceback (most recent call last):\n"+
+		"  File \"/home/ray/serve_app.py\", line 1, in <module>\n"+
+		"    raise RuntimeError(\"injected DEPLOY_FAILED fault\")\n"+
+		"RuntimeError: injected DEPLOY_FAILED fault\n", app)
 }
 
 // updateDeployments serves PUT /api/serve/applications/.

@@ -63,6 +63,20 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
+// TestDeployFailedMessage: a DEPLOY_FAILED application's message has Ray's shape, the
+// application on its first line and the exception on its last, with a traceback between.
+func TestDeployFailedMessage(t *testing.T) {
+	e := newEnv(t, 0)
+	e.s.Cluster("ns", "rc").SetFault(Fault{DeployFailed: true})
+	e.put(oneApp)
+	lines := strings.Split(strings.TrimSpace(e.details().Applications["app"].Message), "\n")
+	if len(lines) < 3 || lines[0] != "Deploying app 'app' failed with exception:" ||
+		lines[1] != "Traceback (most recent call last):" ||
+		lines[len(lines)-1] != "RuntimeError: injected DEPLOY_FAILED fault" {
+		t.Errorf("message lines = %q", lines)
+	}
+}
+
 // TestClearingFaultRecovers: faults are read with the status, so clearing one lets running
 // applications report RUNNING again.
 func TestClearingFaultRecovers(t *testing.T) {
