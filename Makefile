@@ -80,6 +80,13 @@ demo-tools:
 controller-gen golangci-lint:
 	@bash e2e/tools/build.sh $(TOOLS_BIN) $@
 
+# Ray from PyPI (ray[serve] pinned in e2e/tools/ray.sh, its dependencies by ray-constraints.txt)
+# in a virtual environment cached under ~/.cache/rayfleet/ray, linked as bin/ray; the contract
+# tests in e2e/ray run it. Cold, about five minutes (380 MB installed); warm, a second.
+.PHONY: ray
+ray: ## Install Ray (ray[serve], pinned) from PyPI into a cached virtualenv, linked as bin/ray.
+	bash e2e/tools/ray.sh $(BIN)
+
 .PHONY: generate
 generate: controller-gen ## Generate deep-copy methods for the API types under shared/.
 	@# Only packages with +kubebuilder:object markers get deep copies (today shared/api/...).
@@ -173,8 +180,9 @@ fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the
 .PHONY: e2e
 # -p 1: each e2e package starts its own control planes (one member; a hub and two members), and
 # running them side by side on two cores starves both. shared/localfleet holds the local fleet itself
-# (control planes, the dashboard stand-in), whose own tests start control planes too.
-e2e: build build-faultinject tools ## Run the end-to-end tests against local control planes.
+# (control planes, the dashboard stand-in), whose own tests start control planes too. e2e/ray
+# runs a real Ray head, installed by `make ray`.
+e2e: build build-faultinject tools ray ## Run the end-to-end tests against local control planes.
 	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 45m ./e2e/... ./shared/localfleet/...
 
 .PHONY: chaos

@@ -149,12 +149,18 @@ func TestContractDeploy(t *testing.T) {
 		t.Errorf("proxy with Serve running: %v", err)
 	}
 
-	// The reconciler's steady state: the same config again changes nothing.
+	// The same config again (after a spoke restart) redeploys nothing, but Ray reports the
+	// applications DEPLOYING, their deployments HEALTHY, until its next control loop.
 	if err := c.client.UpdateDeployments(ctx, []byte(config)); err != nil {
 		t.Fatal(err)
 	}
+	if got := appStatuses(c.details()); got["fruit_app"] != dashboard.AppStatusDeploying ||
+		got["fruit_app/MangoStand"] != dashboard.DeploymentStatusHealthy {
+		t.Errorf("right after resubmitting the same config: %v", got)
+	}
+	c.clk.Step(deployDelay / 10)
 	if got := appStatuses(c.details())["fruit_app"]; got != dashboard.AppStatusRunning {
-		t.Errorf("after resubmitting the same config: %s", got)
+		t.Errorf("a moment after resubmitting the same config: %s", got)
 	}
 
 	// A head restart without GCS FT: the dashboard reports no applications, which is what makes
@@ -164,8 +170,8 @@ func TestContractDeploy(t *testing.T) {
 		t.Errorf("after Reset: %v", appStatuses(d))
 	}
 
-	if got := requestCount(t, c.reg, "serve_details", "success"); got != 7 {
-		t.Errorf("serve_details successes = %v, want 7", got)
+	if got := requestCount(t, c.reg, "serve_details", "success"); got != 8 {
+		t.Errorf("serve_details successes = %v, want 8", got)
 	}
 }
 

@@ -7,7 +7,8 @@ package dashboard
 
 // ServeDetails is the Serve instance of one Ray cluster, as its dashboard reports it.
 type ServeDetails struct {
-	// DeployMode is MULTI_APP on every Ray version that KubeRay v1.6.2 supports.
+	// DeployMode is MULTI_APP while Serve is not running; Ray 2.52 deprecated the field and
+	// leaves it out once Serve runs (e2e/ray), so nothing may depend on it.
 	DeployMode string `json:"deploy_mode,omitempty"`
 	// TargetCapacity is the target_capacity of the last declarative config, a percentage; nil
 	// when none was set.
@@ -43,8 +44,8 @@ type DeploymentDetails struct {
 	Message string `json:"message,omitempty"`
 }
 
-// DeployModeMultiApp is the deploy_mode of a Serve instance driven by multi-application
-// declarative configs, the only mode KubeRay's serveConfigV2 uses.
+// DeployModeMultiApp is the deploy_mode Ray reports for a cluster where Serve is not running,
+// the only mode KubeRay's serveConfigV2 uses.
 const DeployModeMultiApp = "MULTI_APP"
 
 // Application statuses, Ray's ApplicationStatus values.

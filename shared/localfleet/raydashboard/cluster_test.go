@@ -63,6 +63,38 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
+// TestResubmitIsDeployingForAMoment: an unchanged application submitted again reports DEPLOYING
+// with its deployments HEALTHY for a tenth of the deploy delay, as Ray does, then RUNNING again;
+// nothing is redeployed.
+func TestResubmitIsDeployingForAMoment(t *testing.T) {
+	const delay = 10 * time.Second
+	e := newEnv(t, delay)
+	e.put(oneApp)
+	e.clk.Step(delay)
+	e.put(oneApp)
+	if diff := cmp.Diff(map[string]string{"app": "DEPLOYING", "app/D": "HEALTHY"}, statuses(e.details())); diff != "" {
+		t.Errorf("right after resubmitting (-want +got):\n%s", diff)
+	}
+	e.clk.Step(delay / notStartedShare)
+	if diff := cmp.Diff(map[string]string{"app": "RUNNING", "app/D": "HEALTHY"}, statuses(e.details())); diff != "" {
+		t.Errorf("a moment later (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeployFailedMessage: a DEPLOY_FAILED application's message has Ray's shape, the
+// application on its first line and the exception on its last, with a traceback between.
+func TestDeployFailedMessage(t *testing.T) {
+	e := newEnv(t, 0)
+	e.s.Cluster("ns", "rc").SetFault(Fault{DeployFailed: true})
+	e.put(oneApp)
+	lines := strings.Split(strings.TrimSpace(e.details().Applications["app"].Message), "\n")
+	if len(lines) < 3 || lines[0] != "Deploying app 'app' failed with exception:" ||
+		lines[1] != "Traceback (most recent call last):" ||
+		lines[len(lines)-1] != "RuntimeError: injected DEPLOY_FAILED fault" {
+		t.Errorf("message lines = %q", lines)
+	}
+}
+
 // TestClearingFaultRecovers: faults are read with the status, so clearing one lets running
 // applications report RUNNING again.
 func TestClearingFaultRecovers(t *testing.T) {
@@ -159,8 +191,7 @@ func TestResubmission(t *testing.T) {
 func TestDetailsDocument(t *testing.T) {
 	e := newEnv(t, 0)
 	empty := e.do(http.MethodGet, "/clusters/ns/rc/api/serve/applications/?api_type=declarative", "")
-	wantEmpty := `{"deploy_mode":"MULTI_APP","target_capacity":null,"controller_info":{},"proxy_location":null,
-		"http_options":null,"proxies":{},"applications":{}}`
+	wantEmpty := `{"deploy_mode":"MULTI_APP","target_capacity":null,"controller_info":{},"proxies":{},"applications":{}}`
 	assertJSON(t, wantEmpty, empty.Body.String())
 
 	e.put(`{"target_capacity":50,"proxy_location":"HeadOnly","applications":[
@@ -169,8 +200,8 @@ func TestDetailsDocument(t *testing.T) {
 	if ct := got.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	want := `{"deploy_mode":"MULTI_APP","target_capacity":50,"controller_info":{},"proxy_location":"HeadOnly",
-		"http_options":{"host":"0.0.0.0","port":8000,"root_path":"","keep_alive_timeout_s":5},"proxies":{},
+	want := `{"target_capacity":50,"controller_info":{},"proxy_location":"HeadOnly",
+		"http_options":{"host":"0.0.0.0","port":8000,"root_path":"","keep_alive_timeout_s":90},"proxies":{},
 		"applications":{"app":{"name":"app","route_prefix":"/x","docs_path":null,"status":"RUNNING","message":"",
 			"last_deployed_time_s":` + jsonNumber(float64(epoch.Unix())) + `,
 			"deployed_app_config":{"name":"app","import_path":"m:app","route_prefix":"/x","deployments":[{"name":"D","num_replicas":2}]},

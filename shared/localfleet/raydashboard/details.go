@@ -10,11 +10,12 @@ import (
 // may read; the ones the stand-in has no value for are empty.
 type (
 	serveDetailsJSON struct {
-		DeployMode     string                    `json:"deploy_mode"`
+		// DeployMode is deprecated in Ray, which sends it only while Serve is not running.
+		DeployMode     string                    `json:"deploy_mode,omitempty"`
 		TargetCapacity *float64                  `json:"target_capacity"`
 		ControllerInfo map[string]any            `json:"controller_info"`
-		ProxyLocation  any                       `json:"proxy_location"`
-		HTTPOptions    any                       `json:"http_options"`
+		ProxyLocation  any                       `json:"proxy_location,omitempty"`
+		HTTPOptions    any                       `json:"http_options,omitempty"`
 		Proxies        map[string]any            `json:"proxies"`
 		Applications   map[string]appDetailsJSON `json:"applications"`
 	}
@@ -40,7 +41,7 @@ type (
 // Values Ray reports for a Serve instance started without proxy_location or http_options.
 var (
 	defaultProxyLocation = "EveryNode"
-	defaultHTTPOptions   = map[string]any{"host": "0.0.0.0", "port": 8000, "root_path": "", "keep_alive_timeout_s": 5}
+	defaultHTTPOptions   = map[string]any{"host": "0.0.0.0", "port": 8000, "root_path": "", "keep_alive_timeout_s": 90}
 )
 
 // serveDetails serves GET /api/serve/applications/. Only declarative applications exist here,
@@ -65,17 +66,18 @@ func (c *Cluster) serveDetails(w http.ResponseWriter, r *http.Request) {
 }
 
 // details builds the Serve instance's details at the current time. Before any config, and after
-// Reset, it is Ray's empty instance: MULTI_APP with no applications.
+// Reset, it is Ray's empty instance: MULTI_APP with no applications; once Serve runs, Ray 2.52
+// leaves deploy_mode out (e2e/ray).
 func (c *Cluster) details(declarative bool) serveDetailsJSON {
 	c.srv.mu.Lock()
 	defer c.srv.mu.Unlock()
 	out := serveDetailsJSON{
-		DeployMode:     "MULTI_APP",
 		ControllerInfo: map[string]any{},
 		Proxies:        map[string]any{},
 		Applications:   map[string]appDetailsJSON{},
 	}
 	if c.config == nil {
+		out.DeployMode = "MULTI_APP"
 		return out
 	}
 	out.TargetCapacity = c.config.targetCapacity

@@ -153,9 +153,13 @@ func Applications(details *dashboard.ServeDetails) (map[string]rayv1.AppStatus, 
 // application's status keeps.
 const MaxFailureMessage = 256
 
+// failureElision joins the first and the last line of a message too long to carry whole.
+const failureElision = " … "
+
 // FailingApp is an application that failed: DEPLOY_FAILED or UNHEALTHY.
 type FailingApp struct {
-	// Name, Status and Message are the application's, the message cut to MaxFailureMessage.
+	// Name, Status and Message are the application's, the message shortened by
+	// failureSummary.
 	Name, Status, Message string
 }
 
@@ -167,8 +171,33 @@ func Failing(apps map[string]rayv1.AppStatus) []FailingApp {
 		if app.Status != dashboard.AppStatusDeployFailed && app.Status != dashboard.AppStatusUnhealthy {
 			continue
 		}
-		out = append(out, FailingApp{Name: name, Status: app.Status, Message: conditions.TruncateTo(app.Message, MaxFailureMessage)})
+		out = append(out, FailingApp{Name: name, Status: app.Status, Message: failureSummary(app.Message)})
 	}
 	slices.SortFunc(out, func(a, b FailingApp) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// failureSummary fits a failing application's message into MaxFailureMessage bytes. Ray reports
+// a failed deploy as a first line naming the application, a traceback, and last the exception
+// that says what went wrong ("RuntimeError: ..."): a message too long to carry whole keeps its
+// first and its last line, the last one whole if it can, rather than the start of the traceback.
+func failureSummary(msg string) string {
+	if len(msg) <= MaxFailureMessage {
+		return msg
+	}
+	var lines []string
+	for line := range strings.Lines(msg) {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) < 2 {
+		return conditions.TruncateTo(strings.TrimSpace(msg), MaxFailureMessage)
+	}
+	last := conditions.TruncateTo(lines[len(lines)-1], MaxFailureMessage)
+	room := MaxFailureMessage - len(last) - len(failureElision)
+	if room <= 0 {
+		return last
+	}
+	return conditions.TruncateTo(lines[0], room) + failureElision + last
 }

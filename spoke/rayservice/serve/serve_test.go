@@ -235,6 +235,21 @@ func TestCacheConcurrentUse(t *testing.T) {
 	}
 }
 
+// rayImportFailure is the message of a Serve application whose module raises at import, as Ray
+// 2.52's dashboard reports it (from the contract test e2e/ray, paths shortened).
+const rayImportFailure = `Deploying app 'broken' failed with exception:
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/ray/serve/_private/application_state.py", line 1390, in build_serve_application
+    import_attr(import_path), args
+    ^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/ray/_common/utils.py", line 43, in import_module_and_attr
+    module = importlib.import_module(module_name)
+             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/srv/serveapp/broken.py", line 7, in <module>
+    raise RuntimeError("rayfleet test application: broken at import")
+RuntimeError: rayfleet test application: broken at import
+`
+
 func TestFailing(t *testing.T) {
 	long := strings.Repeat("é", MaxFailureMessage) // 2 bytes each: cut on a character boundary
 	tests := []struct {
@@ -250,8 +265,16 @@ func TestFailing(t *testing.T) {
 			"z": {Status: "UNHEALTHY", Message: "health checks"}, "a": {Status: "DEPLOY_FAILED", Message: "import error"},
 			"m": {Status: "RUNNING"},
 		}, []FailingApp{{Name: "a", Status: "DEPLOY_FAILED", Message: "import error"}, {Name: "z", Status: "UNHEALTHY", Message: "health checks"}}},
-		{"a traceback is cut", map[string]rayv1.AppStatus{"a": {Status: "DEPLOY_FAILED", Message: long}},
+		{"a long line is cut", map[string]rayv1.AppStatus{"a": {Status: "DEPLOY_FAILED", Message: long}},
 			[]FailingApp{{Name: "a", Status: "DEPLOY_FAILED", Message: strings.Repeat("é", MaxFailureMessage/2)}}},
+		{"a traceback keeps its first line and the exception", map[string]rayv1.AppStatus{"a": {Status: "DEPLOY_FAILED", Message: rayImportFailure}},
+			[]FailingApp{{Name: "a", Status: "DEPLOY_FAILED",
+				Message: "Deploying app 'broken' failed with exception: … RuntimeError: rayfleet test application: broken at import"}}},
+		{"an exception longer than the bound is cut", map[string]rayv1.AppStatus{"a": {Status: "UNHEALTHY", Message: "Unhealthy:\n" + long}},
+			[]FailingApp{{Name: "a", Status: "UNHEALTHY", Message: strings.Repeat("é", MaxFailureMessage/2)}}},
+		{"a long exception leaves room for part of the first line", map[string]rayv1.AppStatus{"a": {Status: "UNHEALTHY",
+			Message: strings.Repeat("x", 300) + "\n" + strings.Repeat("y", MaxFailureMessage-13)}},
+			[]FailingApp{{Name: "a", Status: "UNHEALTHY", Message: strings.Repeat("x", 8) + " … " + strings.Repeat("y", MaxFailureMessage-13)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
