@@ -4,7 +4,9 @@
 // bin/ and checks that nothing it ran is lost: the copies the old hub placed stay where they
 // are, with the same objects and Pods, the namespaces it created are labelled for Pod Security
 // only when no Pod there breaks the member's level, and a namespace whose Pods do is left as
-// it is and named on the MemberCluster and the hub RayService.
+// it is and named on the MemberCluster and the hub RayService. The previous release predates
+// NamespaceGrants and the fleet has none: what it placed is kept, with a KeptWithoutGrant
+// warning, until the hub's admin creates the grant.
 //
 // The previous release is built from this repository's history (git archive, go build), so
 // the test needs a checkout with history; RAYFLEET_PREVIOUS_RELEASE names another revision.
@@ -63,6 +65,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		},
 		RayFleetBin: oldBin,
 		KeepState:   os.Getenv("RAYFLEET_E2E_KEEP") != "",
+		NoGrant:     true,
 	})
 	if err != nil {
 		t.Fatalf("starting the fleet on the previous release: %v", err)
@@ -129,6 +132,47 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	for _, ns := range []string{"clean", "dirty"} {
 		g.Expect(snap(g, f, ns)).To(gomega.Equal(before[ns]), "the copies and Pods of %s/svc across the upgrade", ns)
 	}
+
+	t.Log("no NamespaceGrant yet: both stay where they are, with a KeptWithoutGrant warning")
+	for _, ns := range []string{"clean", "dirty"} {
+		eventually(t, func(g gomega.Gomega) {
+			for kind, conds := range grantConditions(g, f, ns) {
+				c := meta.FindStatusCondition(conds, fleetv1alpha1.ConditionGrantMissing)
+				g.Expect(c).NotTo(gomega.BeNil(), "GrantMissing on the %s %s/svc", kind, ns)
+				g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
+				g.Expect(c.Reason).To(gomega.Equal(fleetv1alpha1.ReasonKeptWithoutGrant), "GrantMissing on the %s %s/svc: %s", kind, ns, c.Message)
+				g.Expect(c.Message).To(gomega.And(gomega.ContainSubstring("namespace "+ns+" has no NamespaceGrant for member"),
+					gomega.ContainSubstring(memberEU), gomega.ContainSubstring(memberUS)), "GrantMissing on the %s %s/svc", kind, ns)
+			}
+			var events corev1.EventList
+			g.Expect(f.Hub.Client.List(ctx, &events, client.InNamespace(ns))).To(gomega.Succeed())
+			g.Expect(events.Items).To(gomega.ContainElement(gomega.And(
+				gomega.HaveField("Type", corev1.EventTypeWarning),
+				gomega.HaveField("Reason", fleetv1alpha1.ReasonKeptWithoutGrant),
+				gomega.HaveField("InvolvedObject.Name", "svc"))), "the KeptWithoutGrant event of %s/svc", ns)
+		})
+		g.Expect(snap(g, f, ns)).To(gomega.Equal(before[ns]), "the copies and Pods of %s/svc without a grant", ns)
+	}
+
+	t.Log("the hub's admin grants the namespaces: the warning goes, and nothing moves")
+	if err := f.Grant(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"clean", "dirty"} {
+		eventually(t, func(g gomega.Gomega) {
+			for kind, conds := range grantConditions(g, f, ns) {
+				g.Expect(meta.FindStatusCondition(conds, fleetv1alpha1.ConditionGrantMissing)).To(gomega.BeNil(), "GrantMissing on the %s %s/svc", kind, ns)
+			}
+		})
+		g.Expect(snap(g, f, ns)).To(gomega.Equal(before[ns]), "the copies and Pods of %s/svc once granted", ns)
+	}
+}
+
+// grantConditions are the conditions of the hub RayService ns/svc and of its binding, by kind.
+func grantConditions(g gomega.Gomega, f *localfleet.Fleet, ns string) map[string][]metav1.Condition {
+	var b fleetv1alpha1.RayServiceBinding
+	g.Expect(f.Hub.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "svc"}, &b)).To(gomega.Succeed())
+	return map[string][]metav1.Condition{"RayService": hubRayService(g, f, ns).Status.Conditions, "RayServiceBinding": b.Status.Conditions}
 }
 
 // snapshot is what must survive the upgrade: each member's copy (by UID) and its Pods (by

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -93,6 +94,24 @@ func startFleet(t *testing.T) *fleetHarness {
 // reconciler reading time from clk (nil: the real clock).
 func startFleetOf(t *testing.T, clk clock.Clock, names ...string) *fleetHarness {
 	t.Helper()
+	return startFleetWith(t, fleetOptions{clock: clk, members: names})
+}
+
+// fleetOptions say what startFleetWith starts.
+type fleetOptions struct {
+	// clock is the reconciler's; nil: the real clock.
+	clock clock.Clock
+	// members are the members' names, each in the region of its name.
+	members []string
+	// hubUsers are, by member, who the reconciler acts as there, so that it holds only what
+	// RBAC gives that user; a member not listed sees the envtest admin.
+	hubUsers map[string]rest.ImpersonationConfig
+}
+
+// startFleetWith starts a hub and o's members with the hub reconciler running.
+func startFleetWith(t *testing.T, o fleetOptions) *fleetHarness {
+	t.Helper()
+	clk, names := o.clock, o.members
 	envs := envtest.StartN(t, 1+len(names), envtest.WithCRDDirectories("charts/rayfleet-hub/crds", "charts/rayfleet-spoke/crds", "e2e/testdata/gateway-api"))
 	if os.Getenv("TEST_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
@@ -136,7 +155,7 @@ func startFleetOf(t *testing.T, clk clock.Clock, names ...string) *fleetHarness 
 	if err != nil {
 		t.Fatal(err)
 	}
-	members := h.writes.recording(t, memberEnvs)
+	members := h.writes.recording(t, memberEnvs, o.hubUsers)
 	// The tests step a fake clock past soaks and deadlines, whose real-time timers would not
 	// fire: every RayService resyncs every second instead, as one waiting on something unwatched
 	// does (TestRequeueAfterSettled covers the choice).

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -30,13 +31,15 @@ type memberWrites struct {
 	log []string
 }
 
-// recording returns the reconciler's Members: clients of envs by name whose writes are
-// recorded in w.
-func (w *memberWrites) recording(t *testing.T, envs map[string]*envtest.Env) staticMembers {
+// recording returns the reconciler's Members: clients of envs by name, acting as users[name]
+// where set, whose writes are recorded in w.
+func (w *memberWrites) recording(t *testing.T, envs map[string]*envtest.Env, users map[string]rest.ImpersonationConfig) staticMembers {
 	t.Helper()
 	out := staticMembers{}
 	for name, env := range envs {
-		c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate = users[name]
+		c, err := client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +59,13 @@ func (w *memberWrites) naming(name string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.DeleteFunc(slices.Clone(w.log), func(s string) bool { return !strings.HasSuffix(s, " "+name) })
+}
+
+// verbs returns the recorded writes of verb ("delete", "apply", ...).
+func (w *memberWrites) verbs(verb string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(w.log), func(s string) bool { return !strings.Contains(s, ": "+verb+" ") })
 }
 
 // funcs record the writes on cluster. An applied object whose name cannot be read is recorded

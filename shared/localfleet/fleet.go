@@ -109,6 +109,9 @@ type Options struct {
 	// Traefik serving it on the hub (HubCRDDirs, when given, must hold the Gateway API CRDs),
 	// and a load balancer stand-in per member.
 	Traffic *TrafficOptions
+	// NoGrant starts the fleet without its NamespaceGrant (Grant), as a fleet upgraded from a
+	// release before grants has none: the hub then places nothing new until Fleet.Grant makes it.
+	NoGrant bool
 }
 
 // MemberSpec describes one member cluster.
@@ -189,8 +192,9 @@ func DefaultRayFleetBin() string {
 }
 
 // Start brings up the hub and the members' control planes concurrently, grants every hub
-// namespace the whole fleet (Grant), then bin/hub, then for each member its dashboard stand-in
-// and bin/spoke, joins it with `rayfleet join` and labels its MemberCluster. It returns once every member is joined; that the hub has found them Ready is
+// namespace the whole fleet (Grant; not with Options.NoGrant), then bin/hub, then for each
+// member its dashboard stand-in and bin/spoke, joins it with `rayfleet join` and labels its
+// MemberCluster. It returns once every member is joined; that the hub has found them Ready is
 // for the caller to wait for. On error everything started so far is stopped.
 func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if opts, err = withDefaults(opts); err != nil {
@@ -216,8 +220,10 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if err = f.startControlPlanes(ctx); err != nil {
 		return f, err
 	}
-	if err = f.grant(ctx); err != nil {
-		return f, err
+	if !opts.NoGrant {
+		if err = f.Grant(ctx); err != nil {
+			return f, err
+		}
 	}
 	if err = f.startHub(ctx); err != nil {
 		return f, err

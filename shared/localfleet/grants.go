@@ -39,8 +39,9 @@ func Grant() *fleetv1alpha1.NamespaceGrant {
 	}
 }
 
-// grant creates the local fleet's NamespaceGrant on the hub.
-func (f *Fleet) grant(ctx context.Context) error {
+// Grant creates the local fleet's NamespaceGrant (Grant) on the hub: Start does, unless
+// Options.NoGrant left it for the caller; one already there is left as it is.
+func (f *Fleet) Grant(ctx context.Context) error {
 	return CreateGrant(ctx, f.Hub.Client)
 }
 
