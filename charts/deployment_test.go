@@ -20,7 +20,8 @@ var (
 		"--leader-elect", "--leader-election-namespace=" + releaseNS, "--hub-namespace=" + releaseNS,
 		"--hub-name=rayfleet", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 		"--kube-api-qps=1000", "--kube-api-burst=2000", "--member-api-qps=200", "--member-api-burst=400",
-		"--max-concurrent-reconciles=16", "--heartbeat-timeout=40s", "--resync=10s", "--traffic-cluster-domain=cluster.local",
+		"--max-concurrent-reconciles=16", "--heartbeat-timeout=40s", "--credential-expiry-warning=720h",
+		"--resync=10s", "--traffic-cluster-domain=cluster.local",
 		"--zap-log-level=info", "--zap-encoder=json",
 	}
 	spokeDefaultArgs = []string{
@@ -64,7 +65,7 @@ func TestDeployment(t *testing.T) {
 			name: "every flag value", chart: hubChart, replicas: 1,
 			set: []string{
 				"hubName=east", "watchNamespaces={team-a,team-b}", "kubeAPI.qps=50", "kubeAPI.burst=100", "memberAPI.qps=20",
-				"memberAPI.burst=40", "maxConcurrentReconciles=4", "heartbeatTimeout=1m", "resync=30s",
+				"memberAPI.burst=40", "maxConcurrentReconciles=4", "heartbeatTimeout=1m", "credentialExpiryWarning=168h", "resync=30s",
 				"trafficCluster.cidrs={10.244.0.0/16,10.96.0.0/12}", "trafficCluster.domain=corp.internal",
 				"logging.level=debug", "logging.format=console", "metrics.port=9090", "health.port=9091",
 				"extraArgs={--zap-devel}",
@@ -73,7 +74,7 @@ func TestDeployment(t *testing.T) {
 				"--leader-elect", "--leader-election-namespace=" + releaseNS, "--hub-namespace=" + releaseNS,
 				"--hub-name=east", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
 				"--kube-api-qps=50", "--kube-api-burst=100", "--member-api-qps=20", "--member-api-burst=40",
-				"--max-concurrent-reconciles=4", "--watch-namespace=team-a,team-b", "--heartbeat-timeout=1m", "--resync=30s",
+				"--max-concurrent-reconciles=4", "--watch-namespace=team-a,team-b", "--heartbeat-timeout=1m", "--credential-expiry-warning=168h", "--resync=30s",
 				"--traffic-cluster-cidrs=10.244.0.0/16,10.96.0.0/12", "--traffic-cluster-domain=corp.internal",
 				"--zap-log-level=debug", "--zap-encoder=console", "--zap-devel",
 			},

@@ -33,6 +33,9 @@ type routeRead struct {
 	// err is why the route could not be read (the traffic cluster unreachable, no rights).
 	err   error
 	state traffic.State
+	// imports are the ServiceImports of the route's namespace, for ServiceImport backends;
+	// nil when not read or not readable.
+	imports traffic.Imports
 }
 
 // acceptedWeights reports whether the gateway accepted a route giving the clusters want.
@@ -86,8 +89,19 @@ func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha
 	if err != nil {
 		return routeRead{err: err}
 	}
-	state, err := traffic.Observe(ctx, reader, traffic.Key(g.key), g.holding())
-	return routeRead{state: state, err: err}
+	key := traffic.Key(g.key)
+	state, err := traffic.Observe(ctx, reader, key, g.holding())
+	rr := routeRead{state: state, err: err}
+	if err == nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport {
+		imports, ierr := traffic.ObserveImports(ctx, reader, key.Route.Namespace)
+		if ierr != nil {
+			// The legacy export names carry the traffic meanwhile.
+			ctrl.LoggerFrom(ctx).V(1).Info("Could not list ServiceImports; routing to the legacy export names",
+				"cluster", spec.Cluster, "reason", ierr.Error())
+		}
+		rr.imports = imports
+	}
+	return rr
 }
 
 // trafficClients are the clients of the traffic cluster: the hub's own (uncached reads), or
@@ -125,7 +139,7 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 		return td
 	}
 	td.weights = r.weights(g, d, d.colorsOf(), percent)
-	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec}
+	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec, Imports: g.route.imports}
 	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
 		if why := r.unservedWhy(g, name); why != "" {
 			td.unserved[name] = why

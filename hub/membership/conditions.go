@@ -26,6 +26,9 @@ type JoinState struct {
 	Joined bool
 	// Reason and Message explain Joined=False; they are ignored when Joined is true.
 	Reason, Message string
+	// Bootstrap is what the credential of the Secret's kubeconfig says of itself; nil when
+	// the Secret gives no kubeconfig the hub accepts.
+	Bootstrap *Bootstrap
 }
 
 // FailureStreak counts the consecutive failed probes of a member and when the first failed.
@@ -81,6 +84,12 @@ type Observation struct {
 	// Seen is the heartbeat this hub process last saw of the member and when; nil when it
 	// has seen none since it started or began to lead.
 	Seen *HeartbeatSeen
+	// MintFailure is the member's refusal of the hub's last TokenRequest; nil when it granted
+	// it or none was made. Ignored when the member is not joined.
+	MintFailure *MintFailure
+	// CredentialExpiryWarning is how long before the bootstrap token expires CredentialsValid
+	// turns False.
+	CredentialExpiryWarning time.Duration
 }
 
 // HeartbeatSeen is a heartbeat value the hub read and when it first read it, on its own clock:
@@ -126,6 +135,12 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatObservedTime, obs))
 	set(readyCondition(st.Conditions))
 	set(serveAddressesCondition(obs.ServeAddresses))
+	failure := obs.MintFailure
+	if !obs.Join.Joined {
+		failure = nil
+	}
+	set(credentialsCondition(obs.Join.Bootstrap, failure, obs.CredentialExpiryWarning, obs.Now))
+	st.Credentials = credentialsStatus(obs.Join.Bootstrap)
 	setPodSecurity(&st, obs.Namespaces, obs)
 	setFirstReadyTime(&st)
 	return st

@@ -2,7 +2,9 @@
 // member (Joined), can talk to it (Reachable) and hears its spoke agent (AgentReady), a mirror
 // of the member's ClusterReport, and when it was first Ready (firstReadyTime), so that a member
 // back from an outage is told apart from a new one: its return is a Readmitted event and counted
-// in rayfleet_member_readmissions_total. It also labels for Pod Security the namespaces a hub
+// in rayfleet_member_readmissions_total. CredentialsValid (credentials.go) warns before the
+// bootstrap token of a member's kubeconfig expires and when the member refuses the hub its
+// tokens (token.go). It also labels for Pod Security the namespaces a hub
 // without those labels created on the member, when no Pod there breaks the member's level
 // (podsecurity.go). Status is a pure function of what one reconcile saw (conditions.go); the
 // reconciler only reads and writes. Provider (provider.go) engages the members from their
@@ -93,6 +95,12 @@ type Options struct {
 	ResyncInterval time.Duration
 	// ProbeTimeout bounds the reachability probe.
 	ProbeTimeout time.Duration
+	// CredentialExpiryWarning is how long before a member's bootstrap token expires its
+	// CredentialsValid condition turns False; DefaultCredentialExpiryWarning if zero.
+	CredentialExpiryWarning time.Duration
+	// MintFailures reports the members' TokenRequest failures (the kubeconfig Provider); nil
+	// when the hub's provider mints no tokens.
+	MintFailures MintFailures
 	// Clock is injected for tests; the real clock if nil.
 	Clock clock.PassiveClock
 	// Registerer receives the metrics; controller-runtime's registry in production.
@@ -139,6 +147,9 @@ func New(hub client.Client, clusters ClusterGetter, recorder events.EventRecorde
 	}
 	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = DefaultProbeTimeout
+	}
+	if opts.CredentialExpiryWarning <= 0 {
+		opts.CredentialExpiryWarning = DefaultCredentialExpiryWarning
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -285,7 +296,10 @@ func (r *Reconciler) observe(ctx context.Context, mc *fleetv1alpha1.MemberCluste
 		return Observation{}, err
 	}
 	obs := Observation{Generation: mc.Generation, HeartbeatTimeout: r.opts.HeartbeatTimeout, Join: js,
-		ServeAddresses: mc.Spec.ServeAddresses}
+		ServeAddresses: mc.Spec.ServeAddresses, CredentialExpiryWarning: r.opts.CredentialExpiryWarning}
+	if js.Joined && r.opts.MintFailures != nil {
+		obs.MintFailure = r.opts.MintFailures.MintFailure(mc.Name)
+	}
 	if js.Joined {
 		obs.Report, obs.ReportMissing, obs.ProbeErr = probe(ctx, cl, r.opts.ProbeTimeout)
 	}

@@ -65,25 +65,29 @@ func join(ctx context.Context, hub client.Reader, clusters ClusterGetter, hubNam
 		return notJoined(fleetv1alpha1.ReasonKubeconfigSecretNotFound,
 			fmt.Sprintf("Secret %s has no key %q", key, fleetv1alpha1.DefaultKubeconfigKey)), nil, nil
 	}
-	if _, err := hubaccess.RESTConfig(data); err != nil {
+	cfg, err := hubaccess.RESTConfig(data)
+	if err != nil {
 		if refused, ok := errors.AsType[*hubaccess.RefusedKubeconfig](err); ok {
 			return notJoined(fleetv1alpha1.ReasonKubeconfigRefused,
 				fmt.Sprintf("Secret %s: kubeconfig refused: %v", key, refused)), nil, nil
 		}
 		return notJoined(fleetv1alpha1.ReasonKubeconfigInvalid, fmt.Sprintf("Secret %s: %v", key, err)), nil, nil
 	}
+	bootstrap := bootstrapOf(cfg.BearerToken)
 	cl, err := clusters.GetCluster(ctx, multicluster.ClusterName(mc.Name))
 	if err != nil {
 		if errors.Is(err, multicluster.ErrClusterNotFound) {
 			// The provider engages asynchronously (and retries failures with backoff); the
 			// resync notices when it has.
-			return notJoined(fleetv1alpha1.ReasonEngaging, fmt.Sprintf(
+			js := notJoined(fleetv1alpha1.ReasonEngaging, fmt.Sprintf(
 				"Secret %s is valid but the hub has not engaged the member yet (see the hub's kubeconfig-provider log)",
-				key)), nil, nil
+				key))
+			js.Bootstrap = bootstrap
+			return js, nil, nil
 		}
 		return JoinState{}, nil, fmt.Errorf("getting engaged cluster of member %s: %w", mc.Name, err)
 	}
-	return JoinState{Joined: true}, cl, nil
+	return JoinState{Joined: true, Bootstrap: bootstrap}, cl, nil
 }
 
 func notJoined(reason, message string) JoinState {

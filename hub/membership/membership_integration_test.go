@@ -137,6 +137,12 @@ func TestMembership(t *testing.T) {
 			firstReady[name] = mc.Status.FirstReadyTime.Time
 			g.Expect(testutil.ToFloat64(r.metrics.readmissions.WithLabelValues(name))).To(Equal(0.0))
 			g.Expect(readmittedEvents(name)).To(Equal(0))
+			// envtest's kubeconfig holds a client certificate: no expiry to read or warn of.
+			creds := condition(g, name, fleetv1alpha1.ConditionCredentialsValid)
+			g.Expect(creds.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(creds.Reason).To(Equal(fleetv1alpha1.ReasonNoTokenExpiry))
+			g.Expect(mc.Status.Credentials).To(Equal(&fleetv1alpha1.MemberCredentials{}))
+			g.Expect(testutil.CollectAndCount(r.metrics.credExpiry)).To(Equal(0))
 		}
 		cl, err := NewClients(mgr).Client(ctx, "m1")
 		g.Expect(err).NotTo(HaveOccurred())

@@ -16,6 +16,7 @@ type metrics struct {
 	ready        *prometheus.GaugeVec
 	heartbeatAge *prometheus.GaugeVec
 	readmissions *prometheus.CounterVec
+	credExpiry   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -32,8 +33,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rayfleet_member_readmissions_total",
 			Help: "Times the member cluster's Ready condition turned True again after being False, once it had been Ready before (a return from an outage, not its first join).",
 		}, []string{"cluster"}),
+		credExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rayfleet_member_credential_expiry_timestamp_seconds",
+			Help: "When the bootstrap token of the member's kubeconfig Secret expires (its exp claim), in seconds since the epoch; absent when it carries no expiry. Re-run rayfleet join before then.",
+		}, []string{"member"}),
 	}
-	for _, c := range []prometheus.Collector{m.ready, m.heartbeatAge, m.readmissions} {
+	for _, c := range []prometheus.Collector{m.ready, m.heartbeatAge, m.readmissions, m.credExpiry} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering membership metrics: %w", err)
 		}
@@ -54,6 +59,11 @@ func (m *metrics) observe(name string, st *fleetv1alpha1.MemberClusterStatus, no
 	} else {
 		m.heartbeatAge.DeleteLabelValues(name)
 	}
+	if c := st.Credentials; c != nil && c.BootstrapExpiry != nil {
+		m.credExpiry.WithLabelValues(name).Set(float64(c.BootstrapExpiry.Unix()))
+	} else {
+		m.credExpiry.DeleteLabelValues(name)
+	}
 }
 
 // readmitted counts one return of the member from an outage.
@@ -65,4 +75,5 @@ func (m *metrics) forget(name string) {
 	m.ready.DeleteLabelValues(name)
 	m.heartbeatAge.DeleteLabelValues(name)
 	m.readmissions.DeleteLabelValues(name)
+	m.credExpiry.DeleteLabelValues(name)
 }

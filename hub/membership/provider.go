@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
@@ -25,6 +26,7 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	sharedmetrics "github.com/rayfleet/rayfleet/shared/metrics"
 )
 
 // cacheSyncTimeout bounds the wait for a new member's cache to start, so that one member
@@ -44,6 +46,9 @@ type ProviderOptions struct {
 	TokenTTL time.Duration
 	// Clock decides when a minted token is refreshed; nil means the real clock.
 	Clock clock.PassiveClock
+	// Registerer receives rayfleet_member_token_refresh_failures_total; nil leaves the counter
+	// unregistered.
+	Registerer prometheus.Registerer
 }
 
 // Provider engages a member for every Secret in its namespace labelled
@@ -60,6 +65,9 @@ type Provider struct {
 	opts  ProviderOptions
 	aware multicluster.Aware
 	local client.Reader
+
+	// refreshFailures counts the TokenRequests each member refused.
+	refreshFailures *prometheus.CounterVec
 
 	mu       sync.RWMutex
 	members  map[multicluster.ClusterName]*engagedMember
@@ -84,11 +92,18 @@ type fieldIndexer struct {
 	extract client.IndexerFunc
 }
 
-var _ multicluster.Provider = &Provider{}
+var (
+	_ multicluster.Provider = &Provider{}
+	_ MintFailures          = &Provider{}
+)
 
 // NewProvider returns a Provider; SetupWithManager starts it.
 func NewProvider(opts ProviderOptions) *Provider {
-	return &Provider{opts: opts, members: map[multicluster.ClusterName]*engagedMember{}}
+	return &Provider{opts: opts, members: map[multicluster.ClusterName]*engagedMember{},
+		refreshFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rayfleet_member_token_refresh_failures_total",
+			Help: "TokenRequests the member refused the hub (at most one a minute per member); the member's CredentialsValid condition quotes the last refusal.",
+		}, []string{"member"})}
 }
 
 // SetupWithManager watches the Secrets of the provider's namespace with mgr's local manager
@@ -96,6 +111,13 @@ func NewProvider(opts ProviderOptions) *Provider {
 func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) error {
 	local := mgr.GetLocalManager()
 	p.aware, p.local = mgr, local.GetClient()
+	if p.opts.Registerer != nil {
+		c, err := sharedmetrics.RegisterOrReuse(p.opts.Registerer, p.refreshFailures, "the member token metrics")
+		if err != nil {
+			return err
+		}
+		p.refreshFailures = c
+	}
 	ns := p.opts.Namespace
 	// Every Secret of the namespace, labelled or not: one that loses its label must be
 	// disengaged, and the update that removes the label carries none.
@@ -118,6 +140,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := p.local.Get(ctx, req.NamespacedName, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			p.disengage(name)
+			p.refreshFailures.DeleteLabelValues(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("reading kubeconfig Secret %s: %w", req.NamespacedName, err)
@@ -196,7 +219,8 @@ func (p *Provider) engage(ctx context.Context, name multicluster.ClusterName, cf
 	if cfg.BearerToken != "" {
 		base := rest.CopyConfig(cfg)
 		base.BearerToken = ""
-		tokens = newMemberTokens(string(name), cfg.BearerToken, mintWith(base), p.clock(), p.tokenTTL())
+		failures := p.refreshFailures.WithLabelValues(string(name))
+		tokens = newMemberTokens(string(name), cfg.BearerToken, mintWith(base), p.clock(), p.tokenTTL(), failures.Inc)
 		// The token comes from the source on every request; a BearerToken would override it.
 		cfg.BearerToken = ""
 		cfg.Wrap(transport.ResettableTokenSourceWrapTransport(tokens))
@@ -273,6 +297,16 @@ func (p *Provider) disengage(name multicluster.ClusterName) {
 	if m != nil {
 		m.cancel()
 	}
+}
+
+// MintFailure returns the TokenRequest refusal the engaged member's token source is in; nil
+// when there is none or the member is not engaged.
+func (p *Provider) MintFailure(member string) *MintFailure {
+	m := p.member(multicluster.ClusterName(member))
+	if m == nil || m.tokens == nil {
+		return nil
+	}
+	return m.tokens.MintFailure()
 }
 
 // Get returns the engaged member named name, or multicluster.ErrClusterNotFound.

@@ -47,6 +47,8 @@ type memberTokens struct {
 	clock  clock.PassiveClock
 	ttl    time.Duration
 	mint   mintFunc
+	// failed is called after each TokenRequest the member refused (the failures counter).
+	failed func()
 
 	mu        sync.Mutex
 	bootstrap string
@@ -57,12 +59,16 @@ type memberTokens struct {
 	expires   time.Time
 	retryAt   time.Time
 	mints     int
+	failure   *MintFailure // the refusal the source is in; nil after a success
 }
 
 var _ transport.ResettableTokenSource = &memberTokens{}
 
-func newMemberTokens(member, bootstrap string, mint mintFunc, clk clock.PassiveClock, ttl time.Duration) *memberTokens {
-	t := &memberTokens{member: member, clock: clk, ttl: ttl, mint: mint}
+func newMemberTokens(member, bootstrap string, mint mintFunc, clk clock.PassiveClock, ttl time.Duration, failed func()) *memberTokens {
+	if failed == nil {
+		failed = func() {}
+	}
+	t := &memberTokens{member: member, clock: clk, ttl: ttl, mint: mint, failed: failed}
 	t.setBootstrapLocked(bootstrap)
 	return t
 }
@@ -90,11 +96,18 @@ func (t *memberTokens) Token() (*oauth2.Token, error) {
 	}
 	if err != nil {
 		t.retryAt = now.Add(mintRetry)
+		msg := redact(err.Error(), bearer, t.bootstrap)
+		since := now
+		if t.failure != nil {
+			since = t.failure.Since
+		}
+		t.failure = &MintFailure{Since: since, Message: msg}
+		t.failed()
 		ctrl.Log.WithName("member-tokens").Info("Could not mint a token on the member; using the one held",
-			"cluster", t.member, "serviceAccount", t.sa.String(), "retryIn", mintRetry.String(), "reason", err.Error())
+			"cluster", t.member, "serviceAccount", t.sa.String(), "retryIn", mintRetry.String(), "reason", msg)
 		return &oauth2.Token{AccessToken: t.usableLocked(now)}, nil
 	}
-	t.current, t.mintedAt, t.expires, t.retryAt = token, now, expires, time.Time{}
+	t.current, t.mintedAt, t.expires, t.retryAt, t.failure = token, now, expires, time.Time{}, nil
 	t.refreshAt = now.Add(time.Duration(float64(expires.Sub(now)) * hubaccess.TokenRefreshFraction))
 	t.mints++
 	return &oauth2.Token{AccessToken: token}, nil
@@ -127,8 +140,20 @@ func (t *memberTokens) SetBootstrap(bootstrap string) {
 	t.setBootstrapLocked(bootstrap)
 }
 
+// MintFailure returns a copy of the refusal the source is in; nil when there is none.
+func (t *memberTokens) MintFailure() *MintFailure {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failure == nil {
+		return nil
+	}
+	f := *t.failure
+	return &f
+}
+
+// setBootstrapLocked forgets the refusal too: the new token has not been refused yet.
 func (t *memberTokens) setBootstrapLocked(bootstrap string) {
-	t.bootstrap, t.current, t.retryAt = bootstrap, "", time.Time{}
+	t.bootstrap, t.current, t.retryAt, t.failure = bootstrap, "", time.Time{}, nil
 	t.sa = nil
 	if ns, name, ok := serviceAccountOf(bootstrap); ok {
 		t.sa = &types.NamespacedName{Namespace: ns, Name: name}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -93,7 +95,8 @@ func TestMemberTokensRefreshInPlace(t *testing.T) {
 	bootstrapToken := hubIdentity(t, member)
 
 	clock := clocktesting.NewFakeClock(time.Now())
-	provider := NewProvider(ProviderOptions{Namespace: ns, Clock: clock,
+	reg := prometheus.NewRegistry()
+	provider := NewProvider(ProviderOptions{Namespace: ns, Clock: clock, Registerer: reg,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Scheme = hub.Scheme }}})
 	mgr, err := mcmanager.New(hub.Config, provider, mcmanager.Options{Scheme: hub.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -138,6 +141,9 @@ func TestMemberTokensRefreshInPlace(t *testing.T) {
 	g.Expect(first).NotTo(BeEmpty())
 	g.Expect(first).NotTo(Equal(boot1))
 	g.Expect(mints).To(Equal(1))
+	exp, ok := tokenExpiry(boot1)
+	g.Expect(ok).To(BeTrue(), "the API server's bootstrap token has no readable exp")
+	g.Expect(exp).To(BeTemporally("~", time.Now().Add(hubaccess.DefaultBootstrapTokenTTL), time.Minute))
 
 	t.Run("the minted token mints for no other ServiceAccount", func(t *testing.T) {
 		g := NewWithT(t)
@@ -174,15 +180,41 @@ func TestMemberTokensRefreshInPlace(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 	})
 
+	t.Run("a refused TokenRequest is reported and counted, and cleared by the next grant", func(t *testing.T) {
+		g := NewWithT(t)
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: hubaccess.TokenRoleName, Namespace: hubaccess.DefaultNamespace}}
+		g.Expect(member.Client.Get(ctx, client.ObjectKeyFromObject(binding), binding)).To(Succeed())
+		g.Expect(member.Client.Delete(ctx, binding)).To(Succeed())
+		clock.Step(48 * time.Minute)
+		g.Eventually(func(g Gomega) {
+			clock.Step(mintRetry)
+			g.Expect(cl.GetAPIReader().List(ctx, &reports)).To(Succeed(), "the hub keeps the token it holds")
+			f := provider.MintFailure("m1")
+			g.Expect(f).NotTo(BeNil())
+			g.Expect(f.Message).To(ContainSubstring("forbidden"))
+		}, timeout, interval).Should(Succeed())
+		g.Expect(testutil.ToFloat64(provider.refreshFailures.WithLabelValues("m1"))).To(BeNumerically(">=", 1))
+		g.Expect(testutil.CollectAndCount(reg, "rayfleet_member_token_refresh_failures_total")).To(Equal(1))
+
+		binding.ResourceVersion = ""
+		g.Expect(member.Client.Create(ctx, binding)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			clock.Step(mintRetry)
+			g.Expect(cl.GetAPIReader().List(ctx, &reports)).To(Succeed())
+			g.Expect(provider.MintFailure("m1")).To(BeNil())
+		}, timeout, interval).Should(Succeed())
+	})
+
 	t.Run("a rotated bootstrap token is taken in place", func(t *testing.T) {
 		g := NewWithT(t)
+		_, _, before := tokenState(tokens)
 		boot2 := bootstrapToken(hubaccess.DefaultBootstrapTokenTTL)
 		setKubeconfig(boot2)
 		g.Eventually(func() string { b, _, _ := tokenState(tokens); return b }, timeout, interval).Should(Equal(boot2))
 		g.Eventually(func(g Gomega) {
 			g.Expect(cl.GetAPIReader().List(ctx, &reports)).To(Succeed())
 			_, _, mints := tokenState(tokens)
-			g.Expect(mints).To(Equal(3), "the rotated bootstrap token minted the next token")
+			g.Expect(mints).To(Equal(before+1), "the rotated bootstrap token minted the next token")
 		}, timeout, interval).Should(Succeed())
 		now, err := provider.Get(ctx, "m1")
 		g.Expect(err).NotTo(HaveOccurred())

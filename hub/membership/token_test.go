@@ -153,7 +153,7 @@ func TestMemberTokens(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 			f := &fakeMinter{clock: clk, refuse: tt.refuse}
-			ts := newMemberTokens("m1", tt.bootstrap, f.mint, clk, time.Hour)
+			ts := newMemberTokens("m1", tt.bootstrap, f.mint, clk, time.Hour, nil)
 			for i, s := range tt.steps {
 				f.bearers = nil
 				s.do(ts, f, clk)

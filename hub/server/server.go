@@ -102,6 +102,7 @@ type flags struct {
 	hubNamespace     string
 	hubName          string
 	heartbeatTimeout time.Duration
+	credentialWarn   time.Duration
 	resync           time.Duration
 	trafficCIDRs     string
 	trafficDomain    string
@@ -122,6 +123,8 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 		"This hub's name, written in the fleet.rayfleet.io/origin-hub label of every copy it makes; hubs sharing a member need different names, so that neither touches the other's copies.")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", membership.DefaultHeartbeatTimeout,
 		"How old a member's ClusterReport heartbeat may be before its AgentReady condition turns False.")
+	fs.DurationVar(&f.credentialWarn, "credential-expiry-warning", membership.DefaultCredentialExpiryWarning,
+		"How long before a member's bootstrap token (from rayfleet join) expires its CredentialsValid condition turns False.")
 	fs.DurationVar(&f.resync, "resync", fleet.DefaultResync,
 		"How often every hub RayService is reconciled without an event; member status changes also arrive by watch.")
 	fs.StringVar(&f.trafficCIDRs, "traffic-cluster-cidrs", "",
@@ -198,7 +201,9 @@ func run(ctx context.Context, f flags, opts Options) error {
 			return fmt.Errorf("setting up the member-cluster provider: %w", err)
 		}
 	}
-	if err = setupControllers(mgr, f, specs); err != nil {
+	// A provider that mints member tokens (the kubeconfig provider) reports their refusals.
+	mintFailures, _ := provider.(membership.MintFailures)
+	if err = setupControllers(mgr, f, specs, mintFailures); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("starting hub", "version", opts.Version, "hubNamespace", f.hubNamespace)
@@ -242,20 +247,23 @@ func newProvider(f flags, opts Options, s ProviderSettings) (multicluster.Provid
 		Namespace:      f.hubNamespace,
 		ClusterOptions: s.ClusterOptions,
 		RESTOptions:    s.RESTOptions,
+		Registerer:     metrics.Registry,
 	}), nil
 }
 
 // setupControllers registers the hub's controllers: MemberClusters, hub RayServices, the
 // orphan sweep and PlacementPolicies. specs holds the hub RayServices' specs, which the cache
 // drops (managerOptions).
-func setupControllers(mgr mcmanager.Manager, f flags, specs *fleet.HubSpecs) error {
+func setupControllers(mgr mcmanager.Manager, f flags, specs *fleet.HubSpecs, mintFailures membership.MintFailures) error {
 	local := mgr.GetLocalManager()
 	members, err := membership.New(local.GetClient(), mgr, local.GetEventRecorder("membercluster-controller"),
 		membership.Options{
-			HubNamespace:     f.hubNamespace,
-			HubName:          f.hubName,
-			HeartbeatTimeout: f.heartbeatTimeout,
-			Registerer:       metrics.Registry,
+			HubNamespace:            f.hubNamespace,
+			HubName:                 f.hubName,
+			HeartbeatTimeout:        f.heartbeatTimeout,
+			CredentialExpiryWarning: f.credentialWarn,
+			MintFailures:            mintFailures,
+			Registerer:              metrics.Registry,
 		})
 	if err != nil {
 		return err

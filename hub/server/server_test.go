@@ -222,6 +222,7 @@ func TestManagerOptions(t *testing.T) {
 func TestFlagNamesAndDefaults(t *testing.T) {
 	want := map[string]string{
 		"health-probe-bind-address": ":8081",
+		"credential-expiry-warning": "720h0m0s",
 		"heartbeat-timeout":         "40s",
 		"hub-name":                  "rayfleet",
 		"hub-namespace":             "rayfleet-system",

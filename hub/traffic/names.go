@@ -46,3 +46,24 @@ func BackendName(key RouteKey, member string) string {
 func ImportName(key RouteKey, member string) string {
 	return names.ServeExport(key.RayService.Name, member)
 }
+
+// LegacyImportName is the ServiceImport of member under the name spokes before
+// names.ServeExport's hash export (names.LegacyServeExport), which two RayServices may share.
+func LegacyImportName(key RouteKey, member string) string {
+	return names.LegacyServeExport(key.RayService.Name, member)
+}
+
+// Imports are the names of the ServiceImports in a route's namespace; nil when they could not
+// be read.
+type Imports map[string]bool
+
+// importFor is the ServiceImport the route of key refers to for member: ImportName once the
+// traffic cluster has it, so that a route keeps its traffic while the member's spoke predates
+// it; else LegacyImportName, which old and new spokes both export. The fallback goes with
+// names.LegacyServeExport.
+func importFor(key RouteKey, member string, imports Imports) string {
+	if name := ImportName(key, member); imports[name] {
+		return name
+	}
+	return LegacyImportName(key, member)
+}

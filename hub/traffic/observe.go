@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -94,6 +95,7 @@ func weights(key RouteKey, route *gwv1.HTTPRoute, members []string) map[string]i
 	for _, m := range members {
 		byRef["Service/"+BackendName(key, m)] = m
 		byRef[serviceImportKind+"/"+ImportName(key, m)] = m
+		byRef[serviceImportKind+"/"+LegacyImportName(key, m)] = m
 	}
 	out := map[string]int32{}
 	for _, rule := range route.Spec.Rules {
@@ -115,6 +117,26 @@ func weights(key RouteKey, route *gwv1.HTTPRoute, members []string) map[string]i
 		}
 	}
 	return out
+}
+
+// ObserveImports lists the names of the ServiceImports in namespace through r, uncached and
+// metadata only. A traffic cluster without the kind has none; an error (for instance a
+// traffic Role from before the hub read ServiceImports) leaves the caller with nil, which
+// routes to the legacy names every spoke exports.
+func ObserveImports(ctx context.Context, r client.Reader, namespace string) (Imports, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: serviceImportGroup, Version: serviceImportVersion, Kind: serviceImportKind + "List"})
+	if err := r.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		if meta.IsNoMatchError(err) {
+			return Imports{}, nil
+		}
+		return nil, fmt.Errorf("listing ServiceImports in namespace %s: %w", namespace, err)
+	}
+	out := make(Imports, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = true
+	}
+	return out, nil
 }
 
 // refusedReason stands for the reason of a gateway that refused a route without giving one.

@@ -41,6 +41,8 @@ const portName = "serve"
 const (
 	serviceImportGroup = "multicluster.x-k8s.io"
 	serviceImportKind  = "ServiceImport"
+	// serviceImportVersion is the version the hub lists ServiceImports in.
+	serviceImportVersion = "v1alpha1"
 )
 
 // Backend is one member cluster's share of the route.
@@ -65,6 +67,9 @@ type Input struct {
 	Spec fleetv1alpha1.TrafficSpec
 	// Backends are the members, in any order, each at most once.
 	Backends []Backend
+	// Imports are the ServiceImports in the RayService's namespace of the traffic cluster
+	// (ObserveImports), for ServiceImport backends: which name each member's is found under.
+	Imports Imports
 }
 
 // Objects are what the hub keeps in the traffic cluster for one RayService, all in the
@@ -127,7 +132,7 @@ func Desired(in Input) (*Objects, error) {
 	rule := &objs.Route.Spec.Rules[0]
 	for _, b := range routed {
 		if in.Spec.BackendKind == fleetv1alpha1.BackendServiceImport {
-			rule.BackendRefs = append(rule.BackendRefs, importRef(key, b))
+			rule.BackendRefs = append(rule.BackendRefs, importRef(importFor(key, b.Cluster, in.Imports), b))
 			continue
 		}
 		svc, slice, err := backendService(in, key, b)
@@ -211,14 +216,15 @@ func route(in Input, key RouteKey) *gwv1.HTTPRoute {
 	return r
 }
 
-// importRef is the reference to b's ServiceImport. An import lives in the namespace of the
-// Service the member exports, the RayService's, which is the route's: no ReferenceGrant needed.
-func importRef(key RouteKey, b Backend) gwv1.HTTPBackendRef {
+// importRef is the reference to b's ServiceImport, name. An import lives in the namespace of
+// the Service the member exports, the RayService's, which is the route's: no ReferenceGrant
+// needed.
+func importRef(name string, b Backend) gwv1.HTTPBackendRef {
 	return gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{
 		BackendObjectReference: gwv1.BackendObjectReference{
 			Group: ptr.To(gwv1.Group(serviceImportGroup)),
 			Kind:  ptr.To(gwv1.Kind(serviceImportKind)),
-			Name:  gwv1.ObjectName(ImportName(key, b.Cluster)),
+			Name:  gwv1.ObjectName(name),
 			Port:  ptr.To(ServePort),
 		},
 		Weight: ptr.To(b.Weight),

@@ -15,6 +15,7 @@ import (
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/names"
 )
 
 func TestParseAddress(t *testing.T) {
@@ -64,6 +65,20 @@ func input(kind fleetv1alpha1.BackendKind, backends ...Backend) Input {
 		},
 		Backends: backends,
 	}
+}
+
+// withImports is in with the traffic cluster's ServiceImports named imported.
+func withImports(in Input, imported ...string) Input {
+	in.Imports = Imports{}
+	for _, n := range imported {
+		in.Imports[n] = true
+	}
+	return in
+}
+
+// imp is the current ServiceImport name of demo/apps's backend for member.
+func imp(member string) string {
+	return ImportName(Key(types.NamespacedName{Namespace: "apps", Name: "demo"}), member)
 }
 
 // be is the name of demo/apps's backend for member.
@@ -127,11 +142,18 @@ func TestDesiredBackends(t *testing.T) {
 			in:   input("", Backend{Cluster: "us", Host: "10.99.0.1", Port: 30080}),
 		},
 		{
-			name: "ServiceImport backends refer to the members' exports, across namespaces, and make no Service",
+			name: "ServiceImport backends without imports read refer to the legacy exports and make no Service",
 			in: input(fleetv1alpha1.BackendServiceImport, Backend{Cluster: "us", Weight: 2500},
 				Backend{Cluster: "ap", Host: "10.99.0.3", Port: 30080, Weight: 7500}, Backend{Cluster: "eu"}),
 			wantRefs: []string{"ServiceImport.multicluster.x-k8s.io demo-serve-ap:8000=7500",
 				"ServiceImport.multicluster.x-k8s.io demo-serve-us:8000=2500"},
+		},
+		{
+			name: "ServiceImport backends refer to the current export where the traffic cluster imports it",
+			in: withImports(input(fleetv1alpha1.BackendServiceImport, Backend{Cluster: "us", Weight: 2500},
+				Backend{Cluster: "ap", Weight: 7500}), imp("us"), "demo-serve-ap", "demo-serve-us"),
+			wantRefs: []string{"ServiceImport.multicluster.x-k8s.io demo-serve-ap:8000=7500",
+				"ServiceImport.multicluster.x-k8s.io " + imp("us") + ":8000=2500"},
 		},
 	}
 	for _, tt := range tests {
@@ -317,8 +339,46 @@ func TestNames(t *testing.T) {
 	if a, b := Key(nn("team-a", "x")), Key(nn("team", "a-x")); a.Route == b.Route || a.Route != nn("team-a", "x") {
 		t.Errorf("routes %v and %v, want each in its RayService's namespace under its name", a.Route, b.Route)
 	}
-	if got := ImportName(Key(nn("apps", "demo")), "us"); got != "demo-serve-us" {
-		t.Errorf("ImportName = %q, want the spoke's export name demo-serve-us", got)
+	if got := LegacyImportName(Key(nn("apps", "demo")), "us"); got != "demo-serve-us" {
+		t.Errorf("LegacyImportName = %q, want the legacy export name demo-serve-us", got)
+	}
+	if got, want := ImportName(Key(nn("apps", "demo")), "us"), names.ServeExport("demo", "us"); got != want {
+		t.Errorf("ImportName = %q, want the spoke's export name %q", got, want)
+	}
+}
+
+// TestImportFor covers the version skew of the export names: an old spoke exports the legacy
+// name only, a new one both; an old traffic Role lets the hub read no ServiceImports.
+func TestImportFor(t *testing.T) {
+	nn := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+	xServe, x := Key(nn("apps", "x-serve")), Key(nn("apps", "x"))
+	tests := []struct {
+		name    string
+		key     RouteKey
+		member  string
+		imports Imports
+		want    string
+	}{
+		{name: "imports not readable: legacy", key: x, member: "serve-y", want: "x-serve-serve-y"},
+		{name: "old spoke, only the legacy import", key: x, member: "serve-y",
+			imports: Imports{"x-serve-serve-y": true}, want: "x-serve-serve-y"},
+		{name: "new spoke, both imports: the current one", key: x, member: "serve-y",
+			imports: Imports{"x-serve-serve-y": true, ImportName(x, "serve-y"): true}, want: ImportName(x, "serve-y")},
+		{name: "the other RayService of the ambiguous pair", key: xServe, member: "y",
+			imports: Imports{"x-serve-serve-y": true, ImportName(x, "serve-y"): true, ImportName(xServe, "y"): true},
+			want:    ImportName(xServe, "y")},
+		{name: "another member's current import does not count", key: xServe, member: "y",
+			imports: Imports{ImportName(x, "serve-y"): true}, want: "x-serve-serve-y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := importFor(tt.key, tt.member, tt.imports); got != tt.want {
+				t.Errorf("importFor = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if ImportName(xServe, "y") == ImportName(x, "serve-y") {
+		t.Errorf("x-serve on y and x on serve-y share the import %q", ImportName(x, "serve-y"))
 	}
 }
 

@@ -1,17 +1,24 @@
 package traffic
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcscrd "sigs.k8s.io/mcs-api/config/crd"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -21,8 +28,9 @@ import (
 // trafficEnv is an API server with Gateway API's CRDs and the namespaces gw (the Gateway's)
 // and apps (the RayServices').
 type trafficEnv struct {
-	t *testing.T
-	c client.Client
+	t   *testing.T
+	c   client.Client
+	cfg *rest.Config
 }
 
 func startTrafficEnv(t *testing.T) *trafficEnv {
@@ -32,7 +40,7 @@ func startTrafficEnv(t *testing.T) *trafficEnv {
 			t.Fatal(err)
 		}
 	}
-	return &trafficEnv{t: t, c: env.Client}
+	return &trafficEnv{t: t, c: env.Client, cfg: env.Config}
 }
 
 // apply builds and applies in, failing the test on an error.
@@ -167,12 +175,67 @@ func TestApplyObserveDelete(t *testing.T) {
 		{"an address changes kind", (*trafficEnv).addressKinds},
 		{"drift reverted, no takeover", (*trafficEnv).driftAndTakeover},
 		{"ServiceImport and no backend", (*trafficEnv).importsAndNone},
+		{"ServiceImports read choose the export names", (*trafficEnv).importNames},
 		{"deleted, leaving others", (*trafficEnv).deleteLeavingOthers},
 	} {
 		// Each step builds on the one before, so the first failure ends the test.
-		if !t.Run(step.name, func(t *testing.T) { step.run(&trafficEnv{t: t, c: e.c}) }) {
+		if !t.Run(step.name, func(t *testing.T) { step.run(&trafficEnv{t: t, c: e.c, cfg: e.cfg}) }) {
 			return
 		}
+	}
+}
+
+// importNames reads the ServiceImports: none without the kind, then those of the namespace,
+// and routes to the current export name of a member only once it is imported, the weights
+// mapping back through either name.
+func (e *trafficEnv) importNames() {
+	t := e.t
+	ctx := t.Context()
+	got, err := ObserveImports(ctx, e.c, "apps")
+	if err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("ObserveImports without the ServiceImport kind = %v, %v; want none and no error", got, err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(mcscrd.ServiceImportCRD, &crd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crenvtest.InstallCRDs(e.cfg, crenvtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{&crd}}); err != nil {
+		t.Fatal(err)
+	}
+	current := ImportName(demoKey, "us")
+	for _, name := range []string{"demo-serve-us", "demo-serve-ap", current} {
+		si := &mcsv1alpha1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name},
+			Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.ClusterSetIP,
+				Ports: []mcsv1alpha1.ServicePort{{Port: ServePort, Protocol: corev1.ProtocolTCP}}}}
+		if err := e.c.Create(ctx, si); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.c.Create(ctx, &mcsv1alpha1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "elsewhere"},
+		Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.ClusterSetIP,
+			Ports: []mcsv1alpha1.ServicePort{{Port: ServePort, Protocol: corev1.ProtocolTCP}}}}); err != nil {
+		t.Fatal(err)
+	}
+	imports, err := ObserveImports(ctx, e.c, "apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Imports{"demo-serve-us": true, "demo-serve-ap": true, current: true}
+	if !maps.Equal(imports, want) {
+		t.Errorf("ObserveImports = %v, want %v", imports, want)
+	}
+	in := input(fleetv1alpha1.BackendServiceImport, Backend{Cluster: "us", Weight: 6000}, Backend{Cluster: "ap", Weight: 4000})
+	in.Imports = imports
+	objs := e.apply(in)
+	var refs []string
+	for _, r := range objs.Route.Spec.Rules[0].BackendRefs {
+		refs = append(refs, string(r.Name))
+	}
+	if wantRefs := []string{"demo-serve-ap", current}; !slices.Equal(refs, wantRefs) {
+		t.Errorf("backendRefs = %v, want %v", refs, wantRefs)
+	}
+	if st := e.observe(demo); st.Weights["us"] != 6000 || st.Weights["ap"] != 4000 {
+		t.Errorf("weights through the current and the legacy names = %v, want us 6000, ap 4000", st.Weights)
 	}
 }
 

@@ -14,11 +14,15 @@ import (
 // spoke chart's hubTraffic.
 const TrafficRoleName = "rayfleet-hub-traffic"
 
+// mcsGroup is the Multi-Cluster Services API's group.
+const mcsGroup = "multicluster.x-k8s.io"
+
 // TrafficRules are the hub's rights in a traffic namespace, on a member or on the hub's own
 // cluster (the hub chart's traffic.namespaces): a RayService's route lives in its namespace, so
 // these are its HTTPRoutes and the Services and EndpointSlices standing for each member's
-// backend. No watch: the hub reads routes uncached, and keeps no informers where it may hold
-// only a namespaced Role.
+// backend, and read access to the ServiceImports there (which export name of a member's serve
+// Service to route to). No watch: the hub reads routes uncached, and keeps no informers where
+// it may hold only a namespaced Role.
 func TrafficRules() []rbacv1.PolicyRule {
 	rule := func(group, resource string) rbacv1.PolicyRule {
 		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource},
@@ -28,5 +32,6 @@ func TrafficRules() []rbacv1.PolicyRule {
 		rule(gwv1.GroupName, "httproutes"),
 		rule(corev1.GroupName, "services"),
 		rule(discoveryv1.GroupName, "endpointslices"),
+		{APIGroups: []string{mcsGroup}, Resources: []string{"serviceimports"}, Verbs: []string{"get", "list"}},
 	}
 }

@@ -160,8 +160,12 @@ const (
 	NoServeAddress = FleetKeyPrefix + "no-serve-address"
 	// ServeExport is the annotation the hub puts on a member copy when the policy's traffic
 	// uses ServiceImport backends: the member's name. The spoke then exports the serve Service
-	// as <rayservice>-serve-<member> (a Service and a Multi-Cluster Services ServiceExport).
+	// as names.ServeExport, and for older hubs names.LegacyServeExport (each a Service and a
+	// Multi-Cluster Services ServiceExport).
 	ServeExport = FleetKeyPrefix + "serve-export"
+	// LegacyServeExport is the annotation ("true") on the export Service and ServiceExport the
+	// spoke keeps under names.LegacyServeExport for hubs that route to that name.
+	LegacyServeExport = FleetKeyPrefix + "legacy-serve-export"
 	// TrafficCluster is the label on a backend Service and EndpointSlice the hub keeps in the
 	// traffic cluster, naming the member cluster it stands for.
 	TrafficCluster = FleetKeyPrefix + "traffic-cluster"

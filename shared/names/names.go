@@ -27,10 +27,19 @@ func Bounded(parts ...string) string {
 }
 
 // ServeExport is the name under which a member exports the serve Service of its copy of a
-// RayService for the Multi-Cluster Services API: "<rayservice>-serve-<member>". Exports of the
-// same name merge across clusters, so the name carries the member, and the hub's route can
-// weigh each member's ServiceImport on its own.
+// RayService for the Multi-Cluster Services API: "<rayservice>-serve-<member>-<hash>".
+// Exports of the same name merge across clusters, so the name carries the member, and the
+// hub's route can weigh each member's ServiceImport on its own; Distinct keeps RayService
+// "x-serve" on member "y" apart from RayService "x" on member "serve-y".
 func ServeExport(rayService, member string) string {
+	return Distinct(rayService, "serve", member)
+}
+
+// LegacyServeExport is the name spokes and hubs before ServeExport's hash used, which two
+// RayServices of one namespace may share. Spokes export under both names and hubs route to
+// it while the traffic cluster has no ServiceImport of the new name; both drop it once no
+// supported spoke or hub predates ServeExport's hash (the release after the one adding it).
+func LegacyServeExport(rayService, member string) string {
 	return Bounded(rayService, "serve", member)
 }
 

@@ -37,8 +37,36 @@ func TestBounded(t *testing.T) {
 }
 
 func TestServeExport(t *testing.T) {
-	if got := ServeExport("demo", "ap"); got != "demo-serve-ap" {
-		t.Errorf("ServeExport = %q, want demo-serve-ap", got)
+	if got := LegacyServeExport("demo", "ap"); got != "demo-serve-ap" {
+		t.Errorf("LegacyServeExport = %q, want demo-serve-ap", got)
+	}
+	long := strings.Repeat("r", 60)
+	tests := []struct {
+		name string
+		a, b [2]string // rayService, member
+	}{
+		{name: "serve moved from the RayService to the member", a: [2]string{"x-serve", "y"}, b: [2]string{"x", "serve-y"}},
+		{name: "a dash moved between RayService and member", a: [2]string{"demo-us", "east"}, b: [2]string{"demo", "us-east"}},
+		{name: "long names differing past the readable prefix", a: [2]string{long, "member-one"}, b: [2]string{long, "member-two"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := ServeExport(tt.a[0], tt.a[1]), ServeExport(tt.b[0], tt.b[1])
+			if a == b {
+				t.Errorf("ServeExport(%q) = ServeExport(%q) = %q", tt.a, tt.b, a)
+			}
+			for _, got := range []string{a, b} {
+				if errs := validation.IsDNS1035Label(got); len(errs) > 0 {
+					t.Errorf("%q is not a Service name: %v", got, errs)
+				}
+				if got == LegacyServeExport(tt.a[0], tt.a[1]) || got == LegacyServeExport(tt.b[0], tt.b[1]) {
+					t.Errorf("ServeExport %q is a legacy name", got)
+				}
+			}
+		})
+	}
+	if got := ServeExport("demo", "ap"); !strings.HasPrefix(got, "demo-serve-ap-") {
+		t.Errorf("ServeExport(demo, ap) = %q, want it to start demo-serve-ap-", got)
 	}
 }
 

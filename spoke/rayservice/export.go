@@ -26,10 +26,12 @@ import (
 
 // When the hub routes to its members through Multi-Cluster Services (ServiceImport backends),
 // it annotates each copy with labels.ServeExport (the member's name). The spoke then keeps a
-// ClusterIP Service <rayservice>-serve-<member> selecting what the serve Service selects, and
-// a ServiceExport of the same name: exports of one name merge across the clusters of a
-// ClusterSet, so the member's name keeps each member's share apart. Both are controlled by the
-// RayService (they go with it) and removed when the annotation goes. KubeRay has no such thing.
+// ClusterIP Service names.ServeExport selecting what the serve Service selects, and a
+// ServiceExport of the same name: exports of one name merge across the clusters of a
+// ClusterSet, so the member's name keeps each member's share apart. It keeps the same pair
+// under names.LegacyServeExport too, annotated labels.LegacyServeExport, for hubs that route
+// to that name (see there for when it goes). All are controlled by the RayService (they go
+// with it) and removed when the annotation goes. KubeRay has no such thing.
 //
 // +kubebuilder:rbac:groups=core,resources=services,verbs=delete
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceexports,verbs=get;list;watch;create;update;patch;delete
@@ -96,21 +98,42 @@ func exportMember(rs *rayv1.RayService) string {
 	return rs.Annotations[labels.ServeExport]
 }
 
-// reconcileExport keeps the export the hub asked for and removes any other.
+// exportName is one name the serve Service is exported under.
+type exportName struct {
+	name   string
+	legacy bool
+}
+
+// exportNames are the names rs's serve Service is exported under for member: the current one
+// first, then the legacy one when it differs; none without a member.
+func exportNames(rayService, member string) []exportName {
+	if member == "" {
+		return nil
+	}
+	current, legacy := names.ServeExport(rayService, member), names.LegacyServeExport(rayService, member)
+	out := []exportName{{name: current}}
+	if legacy != current {
+		out = append(out, exportName{name: legacy, legacy: true})
+	}
+	return out
+}
+
+// reconcileExport keeps the exports the hub asked for and removes any other.
 func (r *Reconciler) reconcileExport(ctx context.Context, s *scope) error {
 	member := exportMember(s.rs)
-	want := ""
-	if member != "" {
-		want = names.ServeExport(s.rs.Name, member)
-	}
+	want := exportNames(s.rs.Name, member)
 	installed, err := r.exportKind.installed()
 	if err != nil {
 		return err
 	}
-	if err = r.removeStaleExports(ctx, s, want, installed); err != nil {
+	keep := map[string]bool{}
+	for _, e := range want {
+		keep[e.name] = true
+	}
+	if err = r.removeStaleExports(ctx, s, keep, installed); err != nil {
 		return err
 	}
-	if want == "" {
+	if len(want) == 0 {
 		return nil
 	}
 	serve, err := getOptional(ctx, r.client, s.rs.Namespace, serveServiceName(s), &corev1.Service{})
@@ -120,7 +143,16 @@ func (r *Reconciler) reconcileExport(ctx context.Context, s *scope) error {
 	if serve == nil {
 		return nil // nothing to copy yet; the next pass exports it
 	}
-	desired, err := r.exportService(s.rs, serve, want, member)
+	var errs []error
+	for _, e := range want {
+		errs = append(errs, r.reconcileExportName(ctx, s, serve, e, member, installed))
+	}
+	return errors.Join(errs...)
+}
+
+// reconcileExportName keeps the export Service and ServiceExport of one name.
+func (r *Reconciler) reconcileExportName(ctx context.Context, s *scope, serve *corev1.Service, e exportName, member string, installed bool) error {
+	desired, err := r.exportService(s.rs, serve, e, member)
 	if err != nil {
 		return err
 	}
@@ -128,21 +160,26 @@ func (r *Reconciler) reconcileExport(ctx context.Context, s *scope) error {
 		return err
 	}
 	if !installed {
-		r.eventf(s.rs, nil, corev1.EventTypeWarning, reasonServiceExportNotInstalled,
-			"Cannot export Service %s/%s for member %s: the ServiceExport kind (%s) is not installed on this member; the Service is kept",
-			desired.Namespace, desired.Name, member, mcsv1alpha1.GroupVersion)
+		if !e.legacy {
+			r.eventf(s.rs, nil, corev1.EventTypeWarning, reasonServiceExportNotInstalled,
+				"Cannot export Service %s/%s for member %s: the ServiceExport kind (%s) is not installed on this member; the Service is kept",
+				desired.Namespace, desired.Name, member, mcsv1alpha1.GroupVersion)
+		}
 		return nil
 	}
 	return r.ensureServiceExport(ctx, s, desired)
 }
 
-// exportService builds the export Service name of rs: ClusterIP, with serve's selector and
+// exportService builds the export Service e of rs: ClusterIP, with serve's selector and
 // ports (without node ports), controlled by rs.
-func (r *Reconciler) exportService(rs *rayv1.RayService, serve *corev1.Service, name, member string) (*corev1.Service, error) {
+func (r *Reconciler) exportService(rs *rayv1.RayService, serve *corev1.Service, e exportName, member string) (*corev1.Service, error) {
 	svc := &corev1.Service{}
-	svc.Name, svc.Namespace = name, rs.Namespace
+	svc.Name, svc.Namespace = e.name, rs.Namespace
 	svc.Labels = exportLabels(rs)
 	svc.Annotations = map[string]string{labels.ServeExport: member}
+	if e.legacy {
+		svc.Annotations[labels.LegacyServeExport] = labels.True
+	}
 	svc.Spec.Type = corev1.ServiceTypeClusterIP
 	svc.Spec.Selector = maps.Clone(serve.Spec.Selector)
 	for _, p := range serve.Spec.Ports {
@@ -164,8 +201,8 @@ func exportLabels(rs *rayv1.RayService) map[string]string {
 	}
 }
 
-// ensureExportService creates desired, or brings an existing one's selector and ports to
-// desired's; a settled Service costs no write.
+// ensureExportService creates desired, or brings an existing one's selector, ports and legacy
+// mark to desired's; a settled Service costs no write.
 func (r *Reconciler) ensureExportService(ctx context.Context, s *scope, desired *corev1.Service) error {
 	existing, err := getOptional(ctx, r.client, desired.Namespace, desired.Name, &corev1.Service{})
 	if err != nil {
@@ -177,12 +214,22 @@ func (r *Reconciler) ensureExportService(ctx context.Context, s *scope, desired 
 	if !metav1.IsControlledBy(existing, s.rs) {
 		return fmt.Errorf("export Service %s/%s of RayService %s exists and is not the RayService's", desired.Namespace, desired.Name, s.key)
 	}
-	if maps.Equal(existing.Spec.Selector, desired.Spec.Selector) && jsonsubset.Covers(existing.Spec.Ports, desired.Spec.Ports) {
+	legacy := desired.Annotations[labels.LegacyServeExport]
+	if maps.Equal(existing.Spec.Selector, desired.Spec.Selector) && jsonsubset.Covers(existing.Spec.Ports, desired.Spec.Ports) &&
+		existing.Annotations[labels.LegacyServeExport] == legacy {
 		return nil
 	}
 	updated := existing.DeepCopy()
 	updated.Spec.Selector = desired.Spec.Selector
 	updated.Spec.Ports = desired.Spec.Ports
+	if legacy != "" {
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[labels.LegacyServeExport] = legacy
+	} else {
+		delete(updated.Annotations, labels.LegacyServeExport)
+	}
 	if err := r.client.Patch(ctx, updated, client.MergeFrom(existing), client.FieldOwner(fieldManager)); err != nil {
 		r.eventf(s.rs, existing, corev1.EventTypeWarning, reasonFailedToUpdateService, "Failed to update the service %s/%s, %v",
 			existing.Namespace, existing.Name, err)
@@ -219,9 +266,9 @@ func (r *Reconciler) ensureServiceExport(ctx context.Context, s *scope, svc *cor
 	return nil
 }
 
-// removeStaleExports deletes the export Services and ServiceExports of rs other than keep (none
-// when keep is empty); ServiceExports only when the kind is installed.
-func (r *Reconciler) removeStaleExports(ctx context.Context, s *scope, keep string, installed bool) error {
+// removeStaleExports deletes the export Services and ServiceExports of rs not named in keep;
+// ServiceExports only when the kind is installed.
+func (r *Reconciler) removeStaleExports(ctx context.Context, s *scope, keep map[string]bool, installed bool) error {
 	sel := client.MatchingLabels(exportLabels(s.rs))
 	var services corev1.ServiceList
 	if err := r.client.List(ctx, &services, client.InNamespace(s.rs.Namespace), sel); err != nil {
@@ -229,7 +276,7 @@ func (r *Reconciler) removeStaleExports(ctx context.Context, s *scope, keep stri
 	}
 	var stale []client.Object
 	for i := range services.Items {
-		if svc := &services.Items[i]; svc.Name != keep && metav1.IsControlledBy(svc, s.rs) {
+		if svc := &services.Items[i]; !keep[svc.Name] && metav1.IsControlledBy(svc, s.rs) {
 			stale = append(stale, svc)
 		}
 	}
@@ -239,7 +286,7 @@ func (r *Reconciler) removeStaleExports(ctx context.Context, s *scope, keep stri
 			return fmt.Errorf("list ServiceExports of RayService %s: %w", s.key, err)
 		}
 		for i := range exports.Items {
-			if e := &exports.Items[i]; e.Name != keep && metav1.IsControlledBy(e, s.rs) {
+			if e := &exports.Items[i]; !keep[e.Name] && metav1.IsControlledBy(e, s.rs) {
 				stale = append(stale, e)
 			}
 		}

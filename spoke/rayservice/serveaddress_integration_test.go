@@ -150,20 +150,24 @@ func TestServeAddressAndExport(t *testing.T) {
 		}, settle, interval).Should(Succeed())
 	})
 
-	t.Run("a serve export keeps its Service without the ServiceExport kind, adds the ServiceExport once installed, and goes with the annotation", func(t *testing.T) {
+	t.Run("a serve export keeps its Services without the ServiceExport kind, adds the ServiceExports once installed, and goes with the annotation", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := h.namespace(g, "export")
 		rs := hubMade(raybuilder.MakeRayService("svc", ns).Obj())
 		rs.Annotations = map[string]string{labels.ServeExport: "ap"}
 		h.deploy(g, ns, rs)
-		name := names.ServeExport("svc", "ap")
-		g.Expect(name).To(Equal("svc-serve-ap"))
+		name, legacyName := names.ServeExport("svc", "ap"), "svc-serve-ap"
+		g.Expect(name).To(HavePrefix("svc-serve-ap-"))
 
-		var serve, export corev1.Service
+		var serve, export, legacy corev1.Service
 		g.Eventually(func(g Gomega) {
 			g.Expect(h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "svc-serve-svc"}, &serve)).To(Succeed())
 			g.Expect(h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &export)).To(Succeed())
+			g.Expect(h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: legacyName}, &legacy)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
+		g.Expect(export.Annotations).NotTo(HaveKey(labels.LegacyServeExport))
+		g.Expect(legacy.Annotations).To(HaveKeyWithValue(labels.LegacyServeExport, labels.True))
+		g.Expect(legacy.Spec.Selector).To(Equal(serve.Spec.Selector), "hubs routing to the legacy name reach the same Pods")
 		owner := h.rayService(g, ns, "svc")
 		g.Expect(metav1.IsControlledBy(&export, owner)).To(BeTrue())
 		g.Expect(export.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
@@ -178,18 +182,22 @@ func TestServeAddressAndExport(t *testing.T) {
 
 		h.installServiceExportCRD(t)
 		h.clock.Step(exportKindRecheck + time.Second)
-		var se mcsv1alpha1.ServiceExport
-		g.Eventually(func() error {
-			return h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &se)
+		var se, legacySE mcsv1alpha1.ServiceExport
+		g.Eventually(func(g Gomega) {
+			g.Expect(h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &se)).To(Succeed())
+			g.Expect(h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: legacyName}, &legacySE)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 		g.Expect(metav1.IsControlledBy(&se, owner)).To(BeTrue())
+		g.Expect(legacySE.Annotations).To(HaveKeyWithValue(labels.LegacyServeExport, labels.True))
 
 		h.update(g, ns, "svc", func(rs *rayv1.RayService) { delete(rs.Annotations, labels.ServeExport) })
 		g.Eventually(func(g Gomega) {
-			err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.Service{})
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "export Service: %v", err)
-			err = h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &mcsv1alpha1.ServiceExport{})
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ServiceExport: %v", err)
+			for _, n := range []string{name, legacyName} {
+				err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, &corev1.Service{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "export Service %s: %v", n, err)
+				err = h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, &mcsv1alpha1.ServiceExport{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ServiceExport %s: %v", n, err)
+			}
 		}, timeout, interval).Should(Succeed())
 		g.Expect(h.exists(ns, "svc-serve-svc", &corev1.Service{})).To(BeTrue(), "the serve Service stays")
 	})

@@ -51,6 +51,11 @@ const (
 	// is absent (any address but the never-allowed ones is routed to) or does not parse
 	// (nothing is). It does not count towards Ready.
 	ConditionServeAddressesBounded = "ServeAddressesBounded"
+	// ConditionCredentialsValid (MemberCluster) is False, a warning to the hub's admin, when
+	// the bootstrap token of the member's kubeconfig Secret expires within the hub's
+	// --credential-expiry-warning or has expired, or when the member refuses the hub a token
+	// (TokenRequest); re-running `rayfleet join` mends each. It does not count towards Ready.
+	ConditionCredentialsValid = "CredentialsValid"
 	// ConditionPodsForbidden (member RayCluster and RayService) is True while a Pod the spoke
 	// would build for a hub-placed RayService violates the member's Pod Security level, whoever
 	// wrote the template: the spoke creates none of them. The message names the level, the
@@ -87,6 +92,26 @@ const (
 	ReasonNoServeAddressRanges = "NoServeAddressRanges"
 	// ReasonInvalidServeAddressRanges (False): an entry does not parse; no address is routed to.
 	ReasonInvalidServeAddressRanges = "InvalidServeAddressRanges"
+)
+
+// Reasons of CredentialsValid.
+const (
+	// ReasonTokenValid (True): the bootstrap token lasts beyond the warning window and the
+	// member grants the hub its tokens.
+	ReasonTokenValid = "TokenValid"
+	// ReasonNoTokenExpiry (True): the kubeconfig's credentials carry no expiry the hub can read
+	// (a client certificate, a token that is no JWT or has no exp claim).
+	ReasonNoTokenExpiry = "NoTokenExpiry"
+	// ReasonBootstrapTokenExpiring (False): the bootstrap token expires within the warning window.
+	ReasonBootstrapTokenExpiring = "BootstrapTokenExpiring"
+	// ReasonBootstrapTokenExpired (False): the bootstrap token has expired; the hub reaches the
+	// member only while the chain of tokens it minted lasts (not across a hub restart).
+	ReasonBootstrapTokenExpired = "BootstrapTokenExpired"
+	// ReasonTokenRequestFailed (False): the member refused the hub's last TokenRequest; the
+	// message quotes its API server.
+	ReasonTokenRequestFailed = "TokenRequestFailed"
+	// ReasonCredentialsUnknown (Unknown): the kubeconfig Secret could not be read (see Joined).
+	ReasonCredentialsUnknown = "CredentialsUnknown"
 )
 
 // Reasons of PodsForbidden and OwnershipConflict.

@@ -85,7 +85,8 @@ type MemberClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Joined, Reachable, AgentReady and Ready.
+	// Conditions: Joined, Reachable, AgentReady and Ready; PodSecurityEnforced,
+	// ServeAddressesBounded and CredentialsValid, which do not count towards Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -148,6 +149,20 @@ type MemberClusterStatus struct {
 	// failover.readmitSeconds before it gets new work.
 	// +optional
 	FirstReadyTime *metav1.Time `json:"firstReadyTime,omitempty"`
+
+	// Credentials describes the bootstrap credential of the member's kubeconfig Secret.
+	// +optional
+	Credentials *MemberCredentials `json:"credentials,omitempty"`
+}
+
+// MemberCredentials is what the hub reads of a member's bootstrap credential, for display; the
+// member's API server remains the judge of it.
+type MemberCredentials struct {
+	// BootstrapExpiry is when the bootstrap token expires (its JWT exp claim, unverified),
+	// compared with the hub's clock; absent when the credential carries no expiry. Re-run
+	// `rayfleet join` before then.
+	// +optional
+	BootstrapExpiry *metav1.Time `json:"bootstrapExpiry,omitempty"`
 }
 
 // UnenforcedNamespace is a namespace on a member that the hub cannot label with the member's
@@ -217,6 +232,7 @@ type WorkloadCounts struct {
 // +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatObservedTime`
 // +kubebuilder:printcolumn:name="Kubernetes",type=string,JSONPath=`.status.kubernetesVersion`,priority=1
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agentVersion`,priority=1
+// +kubebuilder:printcolumn:name="Credentials",type=string,JSONPath=`.status.conditions[?(@.type=="CredentialsValid")].reason`,priority=1
 // +kubebuilder:printcolumn:name="PodSecurity",type=string,JSONPath=`.status.podSecurityLevel`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a MemberCluster name must be a DNS label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
