@@ -49,6 +49,8 @@ type joinArgs struct {
 	// allowNodePorts loosens join's guard to let the hub's RayServices have NodePort and
 	// LoadBalancer Services.
 	allowNodePorts bool
+	// hubName is the hub's --hub-name, on its copies.
+	hubName string
 }
 
 // unjoinArgs are the flags of `rayfleet unjoin`.
@@ -151,6 +153,8 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	fs.BoolVar(&a.trafficAllNamespaces, "traffic-all-namespaces", false, "grant the hub those traffic rights in every namespace of the member (a ClusterRole)")
 	fs.BoolVar(&a.allowNodePorts, "allow-node-ports", false, "let the hub create RayServices whose Services are of type NodePort or LoadBalancer: "+
 		"routing traffic to this member goes through its serve Service's load balancer or node port")
+	fs.StringVar(&a.hubName, "hub-name", labels.DefaultHubName, "the hub's --hub-name: namespaces holding its RayServices that lack "+
+		labels.HubNamespace+" are labelled "+labels.HubNamespaceAllowed+" so that the guard keeps taking its writes there")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
