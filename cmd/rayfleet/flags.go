@@ -163,6 +163,9 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 			return nil, usageError(fs, fmt.Sprintf("--traffic-namespace %q: %s", ns, strings.Join(errs, "; ")))
 		}
 	}
+	if errs := validation.IsValidLabelValue(a.hubName); len(errs) > 0 || a.hubName == "" {
+		return nil, usageError(fs, fmt.Sprintf("--hub-name %q: not a label value, as the hub's --hub-name is: %s", a.hubName, strings.Join(errs, "; ")))
+	}
 	if a.trafficAllNamespaces && len(a.trafficNamespaces) > 0 {
 		return nil, usageError(fs, "--traffic-namespace and --traffic-all-namespaces exclude each other: every namespace includes those named")
 	}
