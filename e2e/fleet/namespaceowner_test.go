@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/hubaccess"
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -40,6 +42,16 @@ func TestHubWritesOnlyIntoNamespacesItOwns(t *testing.T) {
 				t.Fatalf("namespace %s on %s: %v", ns, member, err)
 			}
 		}
+	}
+	// The API server loads a policy asynchronously: the guard join applied at the fleet's start
+	// may not refuse yet. Wait until the hub's identity is refused on every member.
+	for _, member := range []string{memberUS, memberEU} {
+		hub := impersonating(t, member, hubpolicy.HubUsername(hubaccess.DefaultNamespace, hubaccess.ServiceAccountName))
+		eventually(t, func(g gomega.Gomega) {
+			probe := newHubRayService(foreign, "probe", "both")
+			rule, _, _ := hubpolicy.ParseDenial(hub.Create(t.Context(), probe, client.DryRunAll))
+			g.Expect(rule).To(gomega.Equal(hubpolicy.RuleNamespaceOwner), "the guard on %s", member)
+		})
 	}
 	for _, ns := range []string{foreign, allowed, fresh} {
 		createNamespace(t, ns)
