@@ -98,6 +98,12 @@ PlacementPolicy's spec.traffic routes to a member at the address of its serve Se
 balancer (or node port), so a member that takes traffic needs it. Re-running join with or
 without the flag updates the guard; it does not change a guard the spoke chart installed.
 
+The guard lets the hub write only into namespaces labelled fleet.rayfleet.io/hub-namespace
+(created, set by the hub on the namespaces it creates, or allowed, set by the member's admin).
+Before anything else join labels allowed each namespace holding a RayService of the hub named
+--hub-name that has no such label (the hub before this guard created them), and prints it; so
+re-run join after upgrading the spoke chart.
+
 Flags:
 `
 
