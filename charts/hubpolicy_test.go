@@ -32,6 +32,7 @@ func TestHubPolicyIsGenerated(t *testing.T) {
 				`json:hubPolicy.allowedCapabilities=["NET_ADMIN"]`, "hubPolicy.allowHostNetwork=true", "hubPolicy.allowNodePorts=true",
 				"hubPolicy.minPodSecurityLevel=privileged", "hubPolicy.maxWorkerGroups=20", `json:hubPolicy.unenforcedNamespaces=["legacy"]`,
 				"hubPolicy.allowIngress=true", `json:hubPolicy.allowedGatewayClasses=["istio","eg"]`,
+				`json:hubPolicy.allowedExistingNamespaces=["argocd"]`,
 			},
 			edit: func(c *hubpolicy.Config) {
 				c.AllowedServiceAccounts = []string{"default", "ray-worker"}
@@ -43,6 +44,7 @@ func TestHubPolicyIsGenerated(t *testing.T) {
 				c.UnenforcedNamespaces = []string{"legacy"}
 				c.AllowIngress = true
 				c.AllowedGatewayClasses = []string{"istio", "eg"}
+				c.AllowedExistingNamespaces = []string{"argocd"}
 			},
 		},
 		{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/fleetstatus"
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
 )
 
@@ -93,12 +94,15 @@ func join(ctx context.Context, args []string, s streams) error {
 	res, err := membership.Join(ctx, hub.Cluster, member.Cluster, membership.JoinOptions{
 		Name: a.name, HubNamespace: a.hubNamespace, MemberNamespace: a.memberNamespace,
 		MemberServer: a.memberServer, BootstrapTokenTTL: a.bootstrapTokenTTL, TrafficNamespaces: a.trafficNamespaces,
-		TrafficAllNamespaces: a.trafficAllNamespaces, AllowNodePorts: a.allowNodePorts,
+		TrafficAllNamespaces: a.trafficAllNamespaces, AllowNodePorts: a.allowNodePorts, HubName: a.hubName,
 	})
 	if err != nil {
 		return err
 	}
 	printGuard(s.stdout, res, a.allowNodePorts)
+	for _, ns := range res.Adopted {
+		fmt.Fprintf(s.stdout, "labelled namespace %s %s=%s: it holds RayServices of hub %s\n", ns, labels.HubNamespace, labels.HubNamespaceAllowed, a.hubName)
+	}
 	for _, role := range res.TrafficRoles {
 		where := "in every namespace"
 		if role.Key.Namespace != "" {

@@ -49,6 +49,8 @@ type joinArgs struct {
 	// allowNodePorts loosens join's guard to let the hub's RayServices have NodePort and
 	// LoadBalancer Services.
 	allowNodePorts bool
+	// hubName is the hub's --hub-name, on its copies.
+	hubName string
 }
 
 // unjoinArgs are the flags of `rayfleet unjoin`.
@@ -95,6 +97,12 @@ With --allow-node-ports it allows them, as the spoke chart's hubPolicy.allowNode
 PlacementPolicy's spec.traffic routes to a member at the address of its serve Service's load
 balancer (or node port), so a member that takes traffic needs it. Re-running join with or
 without the flag updates the guard; it does not change a guard the spoke chart installed.
+
+The guard lets the hub write only into namespaces labelled fleet.rayfleet.io/hub-namespace
+(created, set by the hub on the namespaces it creates, or allowed, set by the member's admin).
+Before anything else join labels allowed each namespace holding a RayService of the hub named
+--hub-name that has no such label (the hub before this guard created them), and prints it; so
+re-run join after upgrading the spoke chart.
 
 Flags:
 `
@@ -151,6 +159,8 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 	fs.BoolVar(&a.trafficAllNamespaces, "traffic-all-namespaces", false, "grant the hub those traffic rights in every namespace of the member (a ClusterRole)")
 	fs.BoolVar(&a.allowNodePorts, "allow-node-ports", false, "let the hub create RayServices whose Services are of type NodePort or LoadBalancer: "+
 		"routing traffic to this member goes through its serve Service's load balancer or node port")
+	fs.StringVar(&a.hubName, "hub-name", labels.DefaultHubName, "the hub's --hub-name: namespaces holding its RayServices that lack "+
+		labels.HubNamespace+" are labelled "+labels.HubNamespaceAllowed+" so that the guard keeps taking its writes there")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -158,6 +168,9 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return nil, usageError(fs, fmt.Sprintf("--traffic-namespace %q: %s", ns, strings.Join(errs, "; ")))
 		}
+	}
+	if errs := validation.IsValidLabelValue(a.hubName); len(errs) > 0 || a.hubName == "" {
+		return nil, usageError(fs, fmt.Sprintf("--hub-name %q: not a label value, as the hub's --hub-name is: %s", a.hubName, strings.Join(errs, "; ")))
 	}
 	if a.trafficAllNamespaces && len(a.trafficNamespaces) > 0 {
 		return nil, usageError(fs, "--traffic-namespace and --traffic-all-namespaces exclude each other: every namespace includes those named")

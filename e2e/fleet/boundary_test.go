@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // Code in a Ray head holds KubeRay's autoscaler token: with it, it may patch its own RayCluster
@@ -40,7 +41,8 @@ func TestMemberBoundaryAgainstTheAutoscalerTokenAndTakeovers(t *testing.T) {
 	memberClient := fleet.Members[member].Client
 	eventually(t, func(g gomega.Gomega) {
 		err := memberClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "latest"}}})
+			"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "latest",
+			labels.HubNamespace: labels.HubNamespaceAllowed}}})
 		g.Expect(err == nil || apierrors.IsAlreadyExists(err)).To(gomega.BeTrue(), "namespace on %s: %v", member, err)
 		err = memberClient.Create(ctx, web.DeepCopy())
 		g.Expect(err == nil || apierrors.IsAlreadyExists(err)).To(gomega.BeTrue(), "Service web on %s: %v", member, err)

@@ -106,6 +106,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	if err := f.Upgrade(ctx, newBin); err != nil {
 		t.Fatal(err)
 	}
+	checkAdopted(t, f, "clean", "dirty")
 
 	t.Log("the clean namespace is labelled; the dirty one is left and named; nothing moves")
 	eventually(t, func(g gomega.Gomega) {

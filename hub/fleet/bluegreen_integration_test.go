@@ -368,7 +368,7 @@ func TestFleetTrafficOnMemberWithServiceImports(t *testing.T) {
 	// The route's namespace, the RayService's, was created on the traffic member as a copy's is.
 	var routeNS corev1.Namespace
 	g.Expect(h.members["c"].Get(ctx, types.NamespacedName{Name: ns}, &routeNS)).To(Succeed())
-	g.Expect(routeNS.Labels).To(HaveKey(podsecurity.EnforceLabel))
+	g.Expect(routeNS.Labels).To(And(HaveKey(podsecurity.EnforceLabel), HaveKeyWithValue(labels.HubNamespace, labels.HubNamespaceCreated)))
 }
 
 // A route an earlier hub wrote in the Gateway's namespace keeps serving, and the RayService

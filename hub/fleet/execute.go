@@ -233,10 +233,12 @@ func (r *Reconciler) applyFailed(ctx context.Context, g *group, res *results, na
 
 // ensureNamespace creates the namespace on the member if it is missing, labelled for Pod
 // Security admission to enforce level (at the latest version) on every Pod in it, whoever
-// writes the Pod templates. A namespace that exists is left as it is: one the hub did not
-// create is the member admin's, and one it created before it labelled them is labelled by the
-// membership controller once no Pod in it breaks the level. A namespace being deleted there is a
-// refusal: nothing can be created in it until it is gone.
+// writes the Pod templates, and labelled as created by the hub, which the member's guard
+// requires of a namespace it did not allow otherwise. A namespace that exists is left as it
+// is: one the hub did not create is the member admin's (the guard refuses the copy there
+// unless the admin allowed it, and the refusal names the namespace), and one it created before
+// it labelled them is labelled by the membership controller once no Pod in it breaks the level.
+// A namespace being deleted there is a refusal: nothing can be created in it until it is gone.
 func ensureNamespace(ctx context.Context, cl client.Client, name, level string) error {
 	var ns corev1.Namespace
 	err := cl.Get(ctx, client.ObjectKey{Name: name}, &ns)
@@ -251,6 +253,7 @@ func ensureNamespace(ctx context.Context, cl client.Client, name, level string) 
 	}
 	ns.Name = name
 	ns.Labels = podsecurity.Labels(level)
+	ns.Labels[labels.HubNamespace] = labels.HubNamespaceCreated
 	if err := cl.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}

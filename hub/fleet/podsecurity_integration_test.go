@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
 
@@ -56,7 +57,8 @@ func TestFleetPodSecurity(t *testing.T) {
 		var got corev1.Namespace
 		g.Expect(h.members["us"].Get(ctx, client.ObjectKey{Name: ns}, &got)).To(Succeed())
 		g.Expect(got.Labels).To(And(HaveKeyWithValue(podsecurity.EnforceLabel, podsecurity.Baseline),
-			HaveKeyWithValue(podsecurity.EnforceVersionLabel, podsecurity.VersionLatest)))
+			HaveKeyWithValue(podsecurity.EnforceVersionLabel, podsecurity.VersionLatest),
+			HaveKeyWithValue(labels.HubNamespace, labels.HubNamespaceCreated)))
 	})
 
 	t.Run("a namespace the member cannot label shows on the hub RayService", func(t *testing.T) {

@@ -28,6 +28,11 @@ const (
 	RuleWorkerGroups = "workerGroups"
 	// RuleNamespace refuses a RayService or Namespace outside Config.AllowedNamespaces.
 	RuleNamespace = "namespace"
+	// RuleNamespaceOwner refuses a RayService in a namespace the hub did not create and the
+	// member's admin did not allow (labels.HubNamespace, Config.AllowedExistingNamespaces),
+	// and a Namespace whose labels.HubNamespace the hub sets to anything but "created" on
+	// creating it, or adds, changes or removes afterwards.
+	RuleNamespaceOwner = "namespaceOwner"
 	// RuleServiceAccount refuses a Pod template running as a ServiceAccount outside
 	// Config.AllowedServiceAccounts.
 	RuleServiceAccount = "serviceAccount"
@@ -107,7 +112,7 @@ const (
 // several, the refusal names the first.
 func Rules() []string {
 	return []string{
-		RuleWorkerGroups, RuleNamespace, RuleServiceAccount, RulePrivileged, RuleCapabilities,
+		RuleWorkerGroups, RuleNamespace, RuleNamespaceOwner, RuleServiceAccount, RulePrivileged, RuleCapabilities,
 		RuleHostNamespaces, RuleHostPorts, RuleHostPath, RuleAppArmor, RuleSELinux, RuleProcMount,
 		RuleSeccomp, RuleSysctls, RuleHostProcess, RuleHostProbes, RuleVolumeTypes,
 		RuleAllowPrivilegeEscalation, RuleRunAsNonRoot, RuleRunAsUser, RuleCapabilitiesRestricted,
@@ -153,6 +158,10 @@ type Config struct {
 	// AllowedNamespaces are the namespaces the hub may create and write RayServices in; empty
 	// means any.
 	AllowedNamespaces []string
+	// AllowedExistingNamespaces are namespaces the hub did not create where it may write
+	// RayServices without their carrying labels.HubNamespace; elsewhere it writes only where
+	// that label says "created" or "allowed".
+	AllowedExistingNamespaces []string
 	// AllowedCapabilities are the capabilities a container may add.
 	AllowedCapabilities []string
 	// AllowHostNetwork lets Pod templates use hostNetwork and hostPorts (never hostPID or
@@ -210,7 +219,8 @@ func (c Config) Validate() error {
 		list  []string
 	}{
 		{"hub usernames", c.HubUsernames}, {"allowed ServiceAccounts", c.AllowedServiceAccounts},
-		{"allowed namespaces", c.AllowedNamespaces}, {"allowed capabilities", c.AllowedCapabilities},
+		{"allowed namespaces", c.AllowedNamespaces}, {"allowed existing namespaces", c.AllowedExistingNamespaces},
+		{"allowed capabilities", c.AllowedCapabilities},
 		{"unenforced namespaces", c.UnenforcedNamespaces}, {"allowed GatewayClasses", c.AllowedGatewayClasses},
 	} {
 		if slices.Contains(l.list, "") {

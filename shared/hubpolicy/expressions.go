@@ -7,6 +7,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // Names of the CEL variables that hold Config's settings. They come first in the policies, as
@@ -32,6 +34,8 @@ const (
 	VarAllowIngress = "allowIngress"
 	// VarAllowedGatewayClasses holds Config.AllowedGatewayClasses, a list of strings.
 	VarAllowedGatewayClasses = "allowedGatewayClasses"
+	// VarAllowedExistingNamespaces holds Config.AllowedExistingNamespaces, a list of strings.
+	VarAllowedExistingNamespaces = "allowedExistingNamespaces"
 )
 
 // HubMatchCondition names the match condition that limits the guard to Config.HubUsernames;
@@ -78,6 +82,7 @@ func settings(c Config, kind string) []admissionregistrationv1.Variable {
 		{Name: VarUnenforcedNamespaces, Expression: literal(nonNil(c.UnenforcedNamespaces))},
 		{Name: VarAllowIngress, Expression: literal(c.AllowIngress)},
 		{Name: VarAllowedGatewayClasses, Expression: literal(nonNil(c.AllowedGatewayClasses))},
+		{Name: VarAllowedExistingNamespaces, Expression: literal(nonNil(c.AllowedExistingNamespaces))},
 	}
 }
 
@@ -181,6 +186,8 @@ func rayServiceValidations() []admissionregistrationv1.Validation {
 		case RuleWorkerGroups, RuleNamespace, RulePodSecurityLabels:
 		case RuleNamespaceLevel:
 			vs = append(vs, namespaceLevelValidation())
+		case RuleNamespaceOwner:
+			vs = append(vs, namespaceOwnerValidation())
 		default:
 			vs = append(vs, listValidation(rule, "variables.tooManyWorkerGroups || "))
 		}
@@ -203,7 +210,20 @@ func namespaceLabelVariables() []admissionregistrationv1.Variable {
 	return []admissionregistrationv1.Variable{
 		{Name: "namespaceEnforce", Expression: label(enforceLabel)},
 		{Name: "namespaceEnforceVersion", Expression: label(enforceVersionLabel)},
+		{Name: "namespaceOwner", Expression: label(labels.HubNamespace)},
 	}
+}
+
+// namespaceOwnerValidation refuses a RayService in a namespace the hub neither created nor was
+// allowed into: an existing namespace is the member's, and what the hub writes there (Pods
+// mounting its Secrets, running as its ServiceAccounts) reaches what the member keeps there.
+func namespaceOwnerValidation() admissionregistrationv1.Validation {
+	ok := fmt.Sprintf("variables.namespaceOwner in ['%s', '%s'] || request.namespace in variables.%s",
+		labels.HubNamespaceCreated, labels.HubNamespaceAllowed, VarAllowedExistingNamespaces)
+	return validation(RuleNamespaceOwner, "variables.tooManyWorkerGroups || "+ok, fmt.Sprintf(
+		`'RayService "' + object.metadata.name + '" in namespace "' + request.namespace + '", which the hub did not create and this member has not allowed it into `+
+			`(the member\'s admin labels the namespace %s=%s, or lists it in hubPolicy.%s)'`,
+		labels.HubNamespace, labels.HubNamespaceAllowed, VarAllowedExistingNamespaces))
 }
 
 // namespaceLevelValidation refuses a RayService in a namespace whose enforce label is missing
@@ -266,8 +286,22 @@ func namespaceVariables() []admissionregistrationv1.Variable {
 		{Name: "enforceVersion", Expression: label("object", enforceVersion)},
 		{Name: "oldEnforceVersion", Expression: "oldObject != null && " + label("oldObject", enforceVersion)},
 		{Name: "otherLabelsChanged", Expression: otherChanged},
+		{Name: "owner", Expression: label("object", labels.HubNamespace)},
+		{Name: "oldOwner", Expression: "oldObject != null && " + label("oldObject", labels.HubNamespace)},
+		{Name: RuleNamespaceOwner, Expression: ownerLabelRefusals(ns)},
 		{Name: RulePodSecurityLabels, Expression: refusals},
 	}
+}
+
+// ownerLabelRefusals is the CEL list of refusals of labels.HubNamespace on a Namespace (named
+// by the CEL string ns): the hub sets it only when it creates the namespace and only to
+// "created", so that it cannot adopt a namespace that exists.
+func ownerLabelRefusals(ns string) string {
+	return fmt.Sprintf("(oldObject == null && variables.owner != '' && variables.owner != '%[1]s' ? "+
+		"[%[2]s + ' sets %[3]s=' + variables.owner + ', where the hub may set only %[1]s, on creating it'] : []) + "+
+		"(oldObject != null && variables.owner != variables.oldOwner ? "+
+		"[%[2]s + ' changes %[3]s from \"' + variables.oldOwner + '\" to \"' + variables.owner + '\", which only the member\\'s admin may'] : [])",
+		labels.HubNamespaceCreated, ns, labels.HubNamespace)
 }
 
 // namespaceValidations are the Namespace policy's validations, in Rules' order.
@@ -275,6 +309,7 @@ func namespaceValidations() []admissionregistrationv1.Validation {
 	return []admissionregistrationv1.Validation{
 		validation(RuleNamespace, fmt.Sprintf("size(variables.%[1]s) == 0 || object.metadata.name in variables.%[1]s", VarAllowedNamespaces),
 			"'namespace \"' + object.metadata.name + '\", where the hub may not write'"),
+		listValidation(RuleNamespaceOwner, ""),
 		listValidation(RulePodSecurityLabels, ""),
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/hubpolicy"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
@@ -42,14 +43,17 @@ const enforce = "pod-security.kubernetes.io/enforce"
 // startGuard starts an API server with three guards: the default one for the hub's default
 // identity, a loosened one and a restricted one for other ServiceAccounts, each with the hub's
 // RBAC. Namespaces team-a and team-b enforce baseline, team-r restricted, pinned restricted
-// at v1.30, bare nothing.
+// at v1.30, bare nothing; team-a is labelled as the hub's, the others as allowed, except
+// foreign and listed (baseline), which the hub did not create (listed is the loosened guard's
+// allowed existing namespace).
 func startGuard(t *testing.T) guardEnv {
 	t.Helper()
 	env := envtest.Start(t)
 	ctx := t.Context()
 	loose := hubpolicy.Default()
 	loose.HubUsernames = []string{hubpolicy.HubUsername(hubaccess.DefaultNamespace, "loose-hub")}
-	loose.AllowedNamespaces = []string{"team-a", "team-c", "bare"}
+	loose.AllowedNamespaces = []string{"team-a", "team-c", "bare", "listed"}
+	loose.AllowedExistingNamespaces = []string{"listed"}
 	loose.AllowedServiceAccounts = []string{"default", "ray"}
 	loose.AllowedCapabilities = append(hubpolicy.BaselineCapabilities(), "SYS_PTRACE")
 	loose.AllowHostNetwork, loose.AllowNodePorts = true, true
@@ -92,12 +96,14 @@ func startGuard(t *testing.T) guardEnv {
 		clients = append(clients, c)
 	}
 	const version = "pod-security.kubernetes.io/enforce-version"
-	for ns, labels := range map[string]map[string]string{
-		"team-a": {enforce: hubpolicy.LevelBaseline}, "team-b": {enforce: hubpolicy.LevelBaseline},
-		"team-r": {enforce: hubpolicy.LevelRestricted, version: "latest"}, "pinned": {enforce: hubpolicy.LevelRestricted, version: "v1.30"},
-		"bare": nil,
+	const allowed, created = labels.HubNamespaceAllowed, labels.HubNamespaceCreated
+	for ns, lbls := range map[string]map[string]string{
+		"team-a": {enforce: hubpolicy.LevelBaseline, labels.HubNamespace: created}, "team-b": {enforce: hubpolicy.LevelBaseline, labels.HubNamespace: allowed},
+		"team-r": {enforce: hubpolicy.LevelRestricted, version: "latest", labels.HubNamespace: allowed},
+		"pinned": {enforce: hubpolicy.LevelRestricted, version: "v1.30", labels.HubNamespace: allowed},
+		"bare":   {labels.HubNamespace: allowed}, "foreign": {enforce: hubpolicy.LevelBaseline}, "listed": {enforce: hubpolicy.LevelBaseline},
 	} {
-		mustCreate(ctx, t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
+		mustCreate(ctx, t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: lbls}})
 	}
 	g := guardEnv{admin: env.Client, hub: clients[0], loose: clients[1], strict: clients[2], config: env.Config}
 	// The API server loads policies asynchronously: wait until every guard refuses.
@@ -253,6 +259,12 @@ func testRayServices(t *testing.T, g guardEnv) {
 		}},
 		{name: "namespace outside the allowed ones", byLoose: true, wantRule: hubpolicy.RuleNamespace,
 			wantMsg: `hubPolicy/namespace: RayService "namespace-outside-the-allowed-ones" in namespace "team-b", where the hub may not write`},
+		{name: "namespace the hub did not create", wantRule: hubpolicy.RuleNamespaceOwner,
+			wantMsg: `hubPolicy/namespaceOwner: RayService "namespace-the-hub-did-not-create" in namespace "foreign", which the hub did not create and this member has not allowed it into ` +
+				`(the member's admin labels the namespace fleet.rayfleet.io/hub-namespace=allowed, or lists it in hubPolicy.allowedExistingNamespaces)`,
+			edit: func(rs *rayv1.RayService) { rs.Namespace = "foreign" }},
+		{name: "namespace the hub created", edit: func(rs *rayv1.RayService) { rs.Namespace = "team-a" }},
+		{name: "existing namespace allowed by config", byLoose: true, edit: func(rs *rayv1.RayService) { rs.Namespace = "listed" }},
 		{name: "serveService externalIPs", wantRule: hubpolicy.RuleExternalIPs,
 			wantMsg: `hubPolicy/externalIPs: spec.serveService asks for externalIPs 203.0.113.7`,
 			edit: func(rs *rayv1.RayService) {
@@ -413,6 +425,10 @@ func testNamespaces(t *testing.T, g guardEnv) {
 		{name: "team-c", byStrict: true, labels: map[string]string{enforce: "restricted"}},
 		{name: "team-c", byStrict: true, labels: map[string]string{enforce: "baseline"}, wantRule: hubpolicy.RulePodSecurityLabels,
 			wantMsg: `hubPolicy/podSecurityLabels: namespace "team-c" sets pod-security.kubernetes.io/enforce=baseline, looser than restricted`},
+		// The hub marks a namespace as its own only when it creates it.
+		{name: "created", labels: map[string]string{enforce: "baseline", labels.HubNamespace: labels.HubNamespaceCreated}},
+		{name: "allowed", labels: map[string]string{enforce: "baseline", labels.HubNamespace: labels.HubNamespaceAllowed}, wantRule: hubpolicy.RuleNamespaceOwner,
+			wantMsg: `hubPolicy/namespaceOwner: namespace "allowed" sets fleet.rayfleet.io/hub-namespace=allowed, where the hub may set only created, on creating it`},
 		{name: "team-d", byLoose: true, wantRule: hubpolicy.RuleNamespace,
 			wantMsg: `hubPolicy/namespace: namespace "team-d", where the hub may not write`},
 	}
@@ -465,6 +481,8 @@ func testNamespaceUpdate(ctx context.Context, t *testing.T, g guardEnv) {
 			wantMsg: `hubPolicy/podSecurityLabels: namespace "strict" removes pod-security.kubernetes.io/enforce=restricted (and 1 more)`},
 		{labels: map[string]string{enforce: "restricted", "team": "a"}, wantRule: hubpolicy.RulePodSecurityLabels,
 			wantMsg: `hubPolicy/podSecurityLabels: namespace "strict" changes labels team, where the hub may change only pod-security.kubernetes.io/ labels`},
+		{labels: map[string]string{enforce: "restricted", labels.HubNamespace: labels.HubNamespaceCreated}, wantRule: hubpolicy.RuleNamespaceOwner,
+			wantMsg: `hubPolicy/namespaceOwner: namespace "strict" changes fleet.rayfleet.io/hub-namespace from "" to "created", which only the member's admin may`},
 		{labels: map[string]string{enforce: "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}},
 	}
 	for _, tt := range tests {

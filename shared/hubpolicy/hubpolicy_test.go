@@ -30,6 +30,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "no worker groups", edit: func(c *Config) { c.MaxWorkerGroups = 0 }, wantErr: "maximum worker groups 0"},
 		{name: "privileged namespaces allowed", edit: func(c *Config) { c.MinPodSecurityLevel = LevelPrivileged }},
 		{name: "empty unenforced namespace", edit: func(c *Config) { c.UnenforcedNamespaces = []string{""} }, wantErr: "an empty string among the unenforced namespaces"},
+		{name: "empty existing namespace", edit: func(c *Config) { c.AllowedExistingNamespaces = []string{""} }, wantErr: "an empty string among the allowed existing namespaces"},
 		{name: "empty GatewayClass", edit: func(c *Config) { c.AllowedGatewayClasses = []string{"istio", ""} }, wantErr: "an empty string among the allowed GatewayClasses"},
 		{name: "ingress and GatewayClasses allowed", edit: func(c *Config) { c.AllowIngress = true; c.AllowedGatewayClasses = []string{"istio"} }},
 		{name: "restricted", edit: func(c *Config) { c.MinPodSecurityLevel = LevelRestricted; c.UnenforcedNamespaces = []string{"legacy"} }},
@@ -73,6 +74,7 @@ func TestBuild(t *testing.T) {
 	c.MaxWorkerGroups = 7
 	c.AllowIngress = true
 	c.AllowedGatewayClasses = []string{"istio", "eg"}
+	c.AllowedExistingNamespaces = []string{"argocd"}
 	objs, err := Build("guard", c)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +111,7 @@ func TestBuild(t *testing.T) {
 	wantVars := map[string]string{
 		VarAllowedServiceAccounts: `["default"]`, VarAllowedNamespaces: `["team-a"]`, VarAllowHostNetwork: "true",
 		VarAllowNodePorts: "false", VarMaxWorkerGroups: "7", VarMinPodSecurityLevel: `"baseline"`, VarUnenforcedNamespaces: "[]",
-		VarAllowIngress: "true", VarAllowedGatewayClasses: `["istio","eg"]`,
+		VarAllowIngress: "true", VarAllowedGatewayClasses: `["istio","eg"]`, VarAllowedExistingNamespaces: `["argocd"]`,
 	}
 	seen := map[string]bool{}
 	for _, p := range objs.Policies {

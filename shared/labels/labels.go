@@ -169,6 +169,11 @@ const (
 	// TrafficCluster is the label on a backend Service and EndpointSlice the hub keeps in the
 	// traffic cluster, naming the member cluster it stands for.
 	TrafficCluster = FleetKeyPrefix + "traffic-cluster"
+	// HubNamespace is the label on a member Namespace saying the hub may write there:
+	// HubNamespaceCreated, set by the hub only on a namespace it creates, or
+	// HubNamespaceAllowed, set by the member's admin (or `rayfleet join` on namespaces already
+	// holding the hub's copies). The member's guard refuses the hub's writes elsewhere.
+	HubNamespace = FleetKeyPrefix + "hub-namespace"
 )
 
 // Values of the fleet API.
@@ -185,4 +190,9 @@ const (
 	DefaultHubName = "rayfleet"
 	// OnDeleteOrphan is the OnDelete value that keeps the member copies.
 	OnDeleteOrphan = "orphan"
+	// HubNamespaceCreated is the HubNamespace value on a namespace the hub created.
+	HubNamespaceCreated = "created"
+	// HubNamespaceAllowed is the HubNamespace value on a namespace the member's admin lets the
+	// hub write into.
+	HubNamespaceAllowed = "allowed"
 )

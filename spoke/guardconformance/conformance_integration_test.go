@@ -26,6 +26,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/hubpolicy"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 	"github.com/rayfleet/rayfleet/spoke/builder"
@@ -96,7 +97,8 @@ func startLevels(t *testing.T) []level {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: l.sa, Namespace: hubaccess.DefaultNamespace}},
 		})
 		ns := "level-" + string(l.level)
-		mustCreate(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{psaapi.EnforceLevelLabel: string(l.level)}}})
+		mustCreate(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			psaapi.EnforceLevelLabel: string(l.level), labels.HubNamespace: labels.HubNamespaceCreated}}})
 		rc := rest.CopyConfig(env.Config)
 		rc.Impersonate = rest.ImpersonationConfig{
 			UserName: cfg.HubUsernames[0],

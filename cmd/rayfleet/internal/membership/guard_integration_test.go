@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/shared/hubpolicy"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
@@ -187,7 +188,9 @@ func impersonate(t *testing.T, env *envtest.Env, namespace string) client.Client
 }
 
 // appsNamespace is where the tests write the hub's RayServices: it enforces Pod Security
-// baseline, as the guard requires of the namespaces the hub writes RayServices in.
+// baseline and lets the hub in, as the guard requires of the namespaces the hub writes
+// RayServices in.
 func appsNamespace() *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{"pod-security.kubernetes.io/enforce": hubpolicy.LevelBaseline}}}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": hubpolicy.LevelBaseline, labels.HubNamespace: labels.HubNamespaceAllowed}}}
 }

@@ -71,6 +71,10 @@ type JoinOptions struct {
 	// traffic to the member through its serve Service needs. It changes nothing when join uses
 	// a hub identity it found (the spoke chart's hubPolicy.allowNodePorts decides there).
 	AllowNodePorts bool
+	// HubName is the hub's --hub-name, the labels.OriginHub value on its copies; empty means
+	// labels.DefaultHubName. The namespaces holding its copies without labels.HubNamespace are
+	// labelled allowed, before the guard that requires the label is applied.
+	HubName string
 }
 
 // JoinResult is what join set up, without the token.
@@ -88,6 +92,9 @@ type JoinResult struct {
 	// JoinOptions.TrafficNamespaces: join's, or one it found there and used as is (the spoke
 	// chart's).
 	TrafficRoles []ObjectRef
+	// Adopted are the namespaces holding the hub's copies that join labelled
+	// labels.HubNamespace=allowed, because they lacked the label.
+	Adopted []string
 }
 
 // Join gives the hub an identity on the member and registers the member on the hub. A hub
@@ -123,6 +130,16 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		sa = ServiceAccountName
 	}
 	traffic, trafficRoles, err := o.planTraffic(ctx, member.Client, namespace, sa)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", o.Name, err)
+	}
+	// Before a guard that requires the label applies (join's below, or a chart's just
+	// upgraded), the namespaces an earlier hub created keep taking its writes.
+	hubName := o.HubName
+	if hubName == "" {
+		hubName = labels.DefaultHubName
+	}
+	adopted, err := adoptNamespaces(ctx, member.Client, hubName)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
@@ -165,7 +182,7 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		return nil, fmt.Errorf("member %s: removing the legacy token: %w", o.Name, err)
 	}
 	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name},
-		Existing: existing, TokenExpires: expires, TrafficRoles: trafficRoles}, nil
+		Existing: existing, TokenExpires: expires, TrafficRoles: trafficRoles, Adopted: adopted}, nil
 }
 
 // planTraffic returns the traffic Roles and RoleBindings (or the ClusterRole and binding) to
