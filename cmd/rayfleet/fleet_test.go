@@ -508,6 +508,7 @@ other/big    <none>    NoClusterFits   -       -           -
 			}
 		})
 	}
+	testStatusOutput(t, hubFile)
 }
 
 func writeBinding(ctx context.Context, t *testing.T, c client.Client, ns, name string,

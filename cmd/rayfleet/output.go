@@ -35,8 +35,17 @@ func checkOutput(cmd *cobra.Command, p *genericclioptions.PrintFlags) (string, e
 	return *p.OutputFormat, nil
 }
 
-// printList prints objs with -o's printer as a v1 List, as `kubectl get` prints several.
+// printList prints objs with -o's printer as a v1 List, as `kubectl get` prints several; the
+// name printer takes no list, so it prints them one by one.
 func printList(w io.Writer, p *genericclioptions.PrintFlags, scheme *runtime.Scheme, objs ...client.Object) error {
+	if *p.OutputFormat == "name" {
+		for _, obj := range objs {
+			if err := printObject(w, p, scheme, obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: make([]runtime.RawExtension, len(objs))}
 	for i, obj := range objs {
 		if err := setKind(obj, scheme); err != nil {
