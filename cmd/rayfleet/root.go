@@ -62,10 +62,22 @@ func newRootCommand(name string, s streams) *cobra.Command {
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version.",
-			Args:  cobra.NoArgs,
-			Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version) },
+			Args:  cobra.ArbitraryArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := noArgs(cmd, args); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), version)
+				return err
+			},
 		},
 	)
+	// cobra adds `completion` when the root runs; added now, it answers an unknown shell as the
+	// other groups answer an unknown command.
+	root.InitDefaultCompletionCmd()
+	if completion, _, err := root.Find([]string{"completion"}); err == nil && completion != root {
+		completion.Args, completion.RunE = cobra.ArbitraryArgs, groupRun
+	}
 	return root
 }
 
