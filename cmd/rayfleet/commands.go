@@ -6,49 +6,11 @@ import (
 	"io"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/fleetstatus"
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
-	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
 )
-
-// connected is one cluster selected by clusterFlags.
-type connected struct {
-	membership.Cluster
-	// namespace is the context's namespace, "default" when it sets none.
-	namespace string
-}
-
-// connect builds a client for the cluster c selects, with kubectl's loading rules.
-func connect(c clusterFlags, role string) (*connected, error) {
-	config := genericclioptions.NewConfigFlags(false)
-	config.KubeConfig, config.Context = &c.kubeconfig, &c.context
-	return connectConfig(config, role)
-}
-
-// connectConfig builds a client for the cluster kubectl's connection flags select; role names
-// the cluster in errors.
-func connectConfig(config *genericclioptions.ConfigFlags, role string) (*connected, error) {
-	cfg, err := config.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the %s's kubeconfig: %w", role, err)
-	}
-	namespace, _, err := config.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return nil, fmt.Errorf("reading the %s context's namespace: %w", role, err)
-	}
-	scheme, err := rfscheme.New()
-	if err != nil {
-		return nil, err
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the %s at %s: %w", role, cfg.Host, err)
-	}
-	return &connected{Cluster: membership.Cluster{Client: cl, Config: cfg}, namespace: namespace}, nil
-}
 
 func join(ctx context.Context, o *joinOptions) error {
 	a, s := &o.args, o.streams

@@ -110,69 +110,6 @@ MemberClusters: Ready, free accelerators by resource name, free CPU, heartbeat a
 List instead.
 `
 
-// hubFlags select the hub: kubectl's connection flags, and --hub-kubeconfig and --hub-context,
-// which name the same as --kubeconfig and --context.
-type hubFlags struct {
-	config *genericclioptions.ConfigFlags
-	alias  clusterFlags
-}
-
-// register adds the hub's flags to fs; withNamespace adds -n/--namespace.
-func (h *hubFlags) register(fs *pflag.FlagSet, withNamespace bool) {
-	h.config = genericclioptions.NewConfigFlags(true)
-	// No discovery is done, so there is nothing to cache.
-	h.config.CacheDir = nil
-	if !withNamespace {
-		h.config.Namespace = nil
-	}
-	connection := pflag.NewFlagSet("connection", pflag.ContinueOnError)
-	h.config.AddFlags(connection)
-	connection.VisitAll(func(f *pflag.Flag) {
-		f.Annotations = map[string][]string{connectionFlag: nil}
-		fs.AddFlag(f)
-	})
-	fs.StringVar(&h.alias.kubeconfig, "hub-kubeconfig", "", "kubeconfig file of the hub: the same as --kubeconfig")
-	fs.StringVar(&h.alias.context, "hub-context", "", "kubeconfig context of the hub: the same as --context")
-}
-
-// complete merges the aliases into what selects the hub; naming two different kubeconfigs or
-// contexts is a usage error.
-func (h *hubFlags) complete(cmd *cobra.Command) (clusterFlags, error) {
-	c := h.alias
-	for _, f := range []struct {
-		alias, name string
-		value       *string
-		into        *string
-	}{
-		{"--hub-kubeconfig", "--kubeconfig", h.config.KubeConfig, &c.kubeconfig},
-		{"--hub-context", "--context", h.config.Context, &c.context},
-	} {
-		switch {
-		case *f.value == "":
-		case *f.into == "":
-			*f.into = *f.value
-		case *f.into != *f.value:
-			return c, usageError(cmd, fmt.Sprintf("%s and %s name the same thing: give one", f.alias, f.name))
-		}
-	}
-	return c, nil
-}
-
-// namespace is -n's value, "" when not given or not taken.
-func (h *hubFlags) namespace() string {
-	if h.config.Namespace == nil {
-		return ""
-	}
-	return *h.config.Namespace
-}
-
-// connect builds a client for the hub c (complete's answer) selects, with the rest of the
-// connection flags.
-func (h *hubFlags) connect(c clusterFlags) (*connected, error) {
-	h.config.KubeConfig, h.config.Context = &c.kubeconfig, &c.context
-	return connectConfig(h.config, "hub")
-}
-
 // joinOptions are `rayfleet join`'s flags and where it writes.
 type joinOptions struct {
 	streams

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
+	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
+)
+
+// hubFlags select the hub: kubectl's connection flags, and --hub-kubeconfig and --hub-context,
+// which name the same as --kubeconfig and --context.
+type hubFlags struct {
+	config *genericclioptions.ConfigFlags
+	alias  clusterFlags
+}
+
+// register adds the hub's flags to fs; withNamespace adds -n/--namespace.
+func (h *hubFlags) register(fs *pflag.FlagSet, withNamespace bool) {
+	h.config = genericclioptions.NewConfigFlags(true)
+	// No discovery is done, so there is nothing to cache.
+	h.config.CacheDir = nil
+	if !withNamespace {
+		h.config.Namespace = nil
+	}
+	connection := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	h.config.AddFlags(connection)
+	connection.VisitAll(func(f *pflag.Flag) {
+		f.Annotations = map[string][]string{connectionFlag: nil}
+		fs.AddFlag(f)
+	})
+	fs.StringVar(&h.alias.kubeconfig, "hub-kubeconfig", "", "kubeconfig file of the hub: the same as --kubeconfig")
+	fs.StringVar(&h.alias.context, "hub-context", "", "kubeconfig context of the hub: the same as --context")
+}
+
+// complete merges the aliases into what selects the hub; naming two different kubeconfigs or
+// contexts is a usage error.
+func (h *hubFlags) complete(cmd *cobra.Command) (clusterFlags, error) {
+	c := h.alias
+	for _, f := range []struct {
+		alias, name string
+		value       *string
+		into        *string
+	}{
+		{"--hub-kubeconfig", "--kubeconfig", h.config.KubeConfig, &c.kubeconfig},
+		{"--hub-context", "--context", h.config.Context, &c.context},
+	} {
+		switch {
+		case *f.value == "":
+		case *f.into == "":
+			*f.into = *f.value
+		case *f.into != *f.value:
+			return c, usageError(cmd, fmt.Sprintf("%s and %s name the same thing: give one", f.alias, f.name))
+		}
+	}
+	return c, nil
+}
+
+// namespace is -n's value, "" when not given or not taken.
+func (h *hubFlags) namespace() string {
+	if h.config.Namespace == nil {
+		return ""
+	}
+	return *h.config.Namespace
+}
+
+// connect builds a client for the hub c (complete's answer) selects, with the rest of the
+// connection flags.
+func (h *hubFlags) connect(c clusterFlags) (*connected, error) {
+	h.config.KubeConfig, h.config.Context = &c.kubeconfig, &c.context
+	return connectConfig(h.config, "hub")
+}
+
+// connected is one cluster selected by clusterFlags.
+type connected struct {
+	membership.Cluster
+	// namespace is the context's namespace, "default" when it sets none.
+	namespace string
+}
+
+// connect builds a client for the cluster c selects, with kubectl's loading rules.
+func connect(c clusterFlags, role string) (*connected, error) {
+	config := genericclioptions.NewConfigFlags(false)
+	config.KubeConfig, config.Context = &c.kubeconfig, &c.context
+	return connectConfig(config, role)
+}
+
+// connectConfig builds a client for the cluster kubectl's connection flags select; role names
+// the cluster in errors.
+func connectConfig(config *genericclioptions.ConfigFlags, role string) (*connected, error) {
+	cfg, err := config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the %s's kubeconfig: %w", role, err)
+	}
+	namespace, _, err := config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s context's namespace: %w", role, err)
+	}
+	scheme, err := rfscheme.New()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the %s at %s: %w", role, cfg.Host, err)
+	}
+	return &connected{Cluster: membership.Cluster{Client: cl, Config: cfg}, namespace: namespace}, nil
+}
