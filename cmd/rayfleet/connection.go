@@ -40,24 +40,25 @@ func (h *hubFlags) register(fs *pflag.FlagSet, withNamespace bool) {
 // complete merges the aliases into what selects the hub; naming two different kubeconfigs or
 // contexts is a usage error.
 func (h *hubFlags) complete(cmd *cobra.Command) (clusterFlags, error) {
-	c := h.alias
-	for _, f := range []struct {
-		alias, name string
-		value       *string
-		into        *string
-	}{
-		{"--hub-kubeconfig", "--kubeconfig", h.config.KubeConfig, &c.kubeconfig},
-		{"--hub-context", "--context", h.config.Context, &c.context},
-	} {
-		switch {
-		case *f.value == "":
-		case *f.into == "":
-			*f.into = *f.value
-		case *f.into != *f.value:
-			return c, usageError(cmd, fmt.Sprintf("%s and %s name the same thing: give one", f.alias, f.name))
-		}
+	switch {
+	case h.alias.kubeconfig != "" && *h.config.KubeConfig != "" && h.alias.kubeconfig != *h.config.KubeConfig:
+		return clusterFlags{}, usageError(cmd, "--hub-kubeconfig and --kubeconfig name the same thing: give one")
+	case h.alias.context != "" && *h.config.Context != "" && h.alias.context != *h.config.Context:
+		return clusterFlags{}, usageError(cmd, "--hub-context and --context name the same thing: give one")
 	}
-	return c, nil
+	return h.merged(), nil
+}
+
+// merged is what selects the hub: each alias, else the connection flag it stands for.
+func (h *hubFlags) merged() clusterFlags {
+	c := h.alias
+	if c.kubeconfig == "" {
+		c.kubeconfig = *h.config.KubeConfig
+	}
+	if c.context == "" {
+		c.context = *h.config.Context
+	}
+	return c
 }
 
 // namespace is -n's value, "" when not given or not taken.

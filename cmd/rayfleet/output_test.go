@@ -86,3 +86,26 @@ func (h *rolloutHub) testRolloutOutput(t *testing.T) {
 		})
 	}
 }
+
+// testCompletion checks that the shell completion of a rollout command's target lists the
+// RayServices RayFleet places on the hub (serve/bare and serve/llm by now).
+func (h *rolloutHub) testCompletion(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "every namespace", args: []string{"rollout", "status", "--hub-kubeconfig", h.file, ""}, want: "serve/bare\nserve/llm\n:4\n"},
+		{name: "a prefix", args: []string{"rollout", "undo", "--kubeconfig", h.file, "serve/l"}, want: "serve/llm\n:4\n"},
+		{name: "in -n", args: []string{"rollout", "pause", "--hub-kubeconfig", h.file, "-n", "serve", "b"}, want: "bare\n:4\n"},
+		{name: "one target only", args: []string{"rollout", "pause", "--hub-kubeconfig", h.file, "serve/llm", ""}, want: ":4\n"},
+		{name: "no hub", args: []string{"rollout", "status", "--hub-kubeconfig", "/nonexistent", ""}, want: ":5\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if stdout, stderr, code := runCLI(t, append([]string{"__complete"}, tt.args...)...); code != 0 || stdout != tt.want {
+				t.Errorf("__complete %v: code %d, stdout %q, stderr %q; want stdout %q", tt.args, code, stdout, stderr, tt.want)
+			}
+		})
+	}
+}

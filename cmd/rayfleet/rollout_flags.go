@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spf13/cobra"
 
@@ -133,6 +134,7 @@ func (o *rolloutOptions) command(v rolloutVerb) *cobra.Command {
 			return rolloutCommand(cmd.Context(), o)
 		},
 	}
+	cmd.ValidArgsFunction = o.completeTarget
 	fs := cmd.Flags()
 	o.hub.register(fs, true)
 	switch v.name {
@@ -202,4 +204,34 @@ func (a *rolloutArgs) setTarget(cmd *cobra.Command, target []string) error {
 	}
 	a.namespace, a.name = ns, name
 	return nil
+}
+
+// completeTarget completes the RayService argument from the hub's RayServiceBindings (one per
+// RayService RayFleet places): bare names in -n's namespace, else <namespace>/<name> in every
+// namespace.
+func (o *rolloutOptions) completeTarget(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	fail := cobra.ShellCompDirectiveError | cobra.ShellCompDirectiveNoFileComp
+	hub, err := o.hub.connect(o.hub.merged())
+	if err != nil {
+		return nil, fail
+	}
+	var bindings fleetv1alpha1.RayServiceBindingList
+	namespace := o.hub.namespace()
+	if err := hub.Client.List(cmd.Context(), &bindings, client.InNamespace(namespace)); err != nil {
+		return nil, fail
+	}
+	var out []cobra.Completion
+	for _, b := range bindings.Items {
+		target := b.Namespace + "/" + b.Name
+		if namespace != "" {
+			target = b.Name
+		}
+		if strings.HasPrefix(target, toComplete) {
+			out = append(out, target)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -54,6 +54,7 @@ func TestRollout(t *testing.T) {
 	t.Run("not under RayFleet", h.testNotPlaced)
 	t.Run("status and history", h.testStatusAndHistory)
 	t.Run("-o", h.testRolloutOutput)
+	t.Run("completion", h.testCompletion)
 	t.Run("pause and resume", h.testPause)
 	t.Run("approve", h.testApprove)
 	t.Run("undo", h.testUndo)
