@@ -18,7 +18,7 @@ import (
 const rolloutLong = `Shows and steers the rollout of a hub RayService's spec changes across its member clusters,
 as the hub records it in the RayServiceBinding of the same name (status.rollout and the
 per-cluster revision and rollout phase) and in the RayService's ControllerRevisions. A bare
-<name> is looked up in the hub context's namespace.`
+<name> is looked up in -n's namespace, else the hub context's.`
 
 // newRolloutCommand builds `rayfleet rollout` and its commands.
 func newRolloutCommand(s streams) *cobra.Command {

@@ -34,10 +34,14 @@ func displayName(argv0 string) string {
 
 // newRootCommand builds the command tree. name is displayName's answer.
 func newRootCommand(name string, s streams) *cobra.Command {
+	// The usage lists commands in the order they are added: the order they are used in.
+	cobra.EnableCommandSorting = false
 	root := &cobra.Command{
-		Use:     "rayfleet <command>",
-		Short:   "RayFleet manages a fleet of Kubernetes clusters running Ray Serve.",
-		Long:    "rayfleet manages a fleet of Kubernetes clusters running Ray Serve.",
+		Use:   "rayfleet <command>",
+		Short: "RayFleet manages a fleet of Kubernetes clusters running Ray Serve.",
+		Long: `rayfleet manages a fleet of Kubernetes clusters running Ray Serve.
+
+Shell completion: 'source <(rayfleet completion bash)'; zsh, fish and powershell likewise.`,
 		Version: version,
 		Args:    cobra.ArbitraryArgs,
 		RunE:    groupRun,
@@ -73,7 +77,9 @@ func newRootCommand(name string, s streams) *cobra.Command {
 		},
 	)
 	// cobra adds `completion` when the root runs; added now, it answers an unknown shell as the
-	// other groups answer an unknown command.
+	// other groups answer an unknown command. The description says it instead of the command
+	// list, whose column it would widen.
+	root.CompletionOptions.HiddenDefaultCmd = true
 	root.InitDefaultCompletionCmd()
 	if completion, _, err := root.Find([]string{"completion"}); err == nil && completion != root {
 		completion.Args, completion.RunE = cobra.ArbitraryArgs, groupRun
