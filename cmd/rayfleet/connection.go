@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,6 +37,28 @@ func (h *hubFlags) register(fs *pflag.FlagSet, withNamespace bool) {
 	})
 	fs.StringVar(&h.alias.kubeconfig, "hub-kubeconfig", "", "kubeconfig file of the hub: the same as --kubeconfig")
 	fs.StringVar(&h.alias.context, "hub-context", "", "kubeconfig context of the hub: the same as --context")
+}
+
+// completeNamespaces has the shell complete -n with the hub's namespaces, as kubectl does.
+func (h *hubFlags) completeNamespaces(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		fail := cobra.ShellCompDirectiveError | cobra.ShellCompDirectiveNoFileComp
+		hub, err := h.connect(h.merged())
+		if err != nil {
+			return nil, fail
+		}
+		var namespaces corev1.NamespaceList
+		if err := hub.Client.List(cmd.Context(), &namespaces); err != nil {
+			return nil, fail
+		}
+		var out []cobra.Completion
+		for _, ns := range namespaces.Items {
+			if strings.HasPrefix(ns.Name, toComplete) {
+				out = append(out, ns.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 // complete merges the aliases into what selects the hub; naming two different kubeconfigs or

@@ -259,6 +259,7 @@ func (o *statusOptions) command() *cobra.Command {
 		},
 	}
 	o.hub.register(cmd.Flags(), true)
+	o.hub.completeNamespaces(cmd)
 	cmd.Flags().BoolVarP(&o.args.allNamespaces, "all-namespaces", "A", false, "RayServices of every namespace")
 	o.print = addPrintFlags(cmd)
 	return cmd

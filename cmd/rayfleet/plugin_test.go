@@ -28,6 +28,7 @@ func TestDisplayName(t *testing.T) {
 		"rayfleet":                        "rayfleet",
 		"/usr/local/bin/rayfleet":         "rayfleet",
 		"/usr/local/bin/kubectl-rayfleet": "kubectl rayfleet",
+		"/opt/bin/kubectl-rayfleet.exe":   "kubectl rayfleet",
 		"kubectl-ray_fleet":               "kubectl ray-fleet",
 		"kubectl-":                        "rayfleet",
 	} {

@@ -25,7 +25,7 @@ type streams struct {
 // displayName is the command line as the user typed it: "kubectl rayfleet" when the binary runs
 // as a kubectl plugin, "rayfleet" otherwise.
 func displayName(argv0 string) string {
-	base := filepath.Base(argv0)
+	base := strings.TrimSuffix(filepath.Base(argv0), ".exe")
 	if name, ok := strings.CutPrefix(base, pluginPrefix); ok && name != "" {
 		return "kubectl " + strings.ReplaceAll(name, "_", "-")
 	}
