@@ -127,8 +127,11 @@ api-docs: ## Regenerate the field reference in shared/api/fleet/v1alpha1/README.
 	go run ./shared/api/fleet/v1alpha1/internal/apidocs/gen
 
 .PHONY: build
-build: ## Build bin/hub, bin/spoke and bin/rayfleet.
+build: ## Build bin/hub, bin/spoke, bin/rayfleet and the kubectl plugin bin/kubectl-rayfleet.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/hub ./cmd/spoke ./cmd/rayfleet
+	@# The plugin is the same binary under kubectl's plugin name: a hard link costs no space and
+	@# copies as a file.
+	ln -f $(BIN)/rayfleet $(BIN)/kubectl-rayfleet
 
 .PHONY: build-faultinject
 build-faultinject: ## Build bin/spoke-faultinject: bin/spoke whose heartbeat clock the e2e tests can offset.

@@ -2,39 +2,24 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os/signal"
 	"strconv"
 	"syscall"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/devfleet"
 )
 
-const devUsage = `Usage: rayfleet dev <command> [flags]
-
-Runs a local fleet to try RayFleet out: a hub and two members, us (region=us, CPU Nodes) and
+const devLong = `Runs a local fleet to try RayFleet out: a hub and two members, us (region=us, CPU Nodes) and
 eu (region=eu, GPU Nodes), each a real etcd and kube-apiserver on 127.0.0.1 with kwok playing
 the Nodes; bin/hub, and per member bin/spoke and a Ray dashboard stand-in; the members joined
 with 'rayfleet join'; and a sample RayService demo/fruit placed on both members by the
 PlacementPolicy demo/two-regions (clusters: 2). It needs a clone of the repository after
-'make tools' and 'make build'.
+'make tools' and 'make build'.`
 
-Commands:
-  up       Start the fleet, wait until the hub reports demo/fruit Ready, print the fleet status
-           and the kubeconfigs; run until Ctrl-C, or in the background with --detach. With
-           --traffic, also a Gateway on the hub (Traefik) and demo/berry, a RayService with a
-           BlueGreen rollout whose traffic goes through it.
-  down     Stop the fleet (every process it started, by pid) and remove its state.
-  status   Show the fleet's processes, its status and its kubeconfigs. Exit code 0 when it runs
-           with every process alive, 1 otherwise (no fleet is a one-line note, not an error).
-
-Run 'rayfleet dev <command> -h' for a command's flags.
-`
-
-const devUpUsage = `Usage: rayfleet dev up [flags]
-
-Starts the dev fleet. The API servers listen on fixed ports (the hub on --base-port, us and eu
+const devUpLong = `Starts the dev fleet. The API servers listen on fixed ports (the hub on --base-port, us and eu
 on the next two), so the kubeconfigs in <state-dir>/kubeconfigs stay valid from one run to the
 next; logs go to <state-dir>/logs/<cluster>-<component>.log. In the foreground, Ctrl-C stops
 the fleet and removes the state directory (--keep keeps it). With --detach a supervisor runs
@@ -48,26 +33,16 @@ demo/blue-green: one cluster, BlueGreen rollout, traffic through gateway/fleet) 
 The stand-ins can only listen where 10.99.0.1 and 10.99.0.2 are assigned (a network namespace
 with them on its loopback interface); elsewhere requests routed to them fail, and the rest of
 the fleet works the same.
-
-Flags:
 `
 
-const devDownUsage = `Usage: rayfleet dev down [flags]
-
-Stops the dev fleet: its supervisor stops every process in order; any it left running is killed
+const devDownLong = `Stops the dev fleet: its supervisor stops every process in order; any it left running is killed
 by pid (only if that pid still runs the recorded program). Removes the state directory. Nothing
 running is not an error.
-
-Flags:
 `
 
-const devStatusUsage = `Usage: rayfleet dev status [flags]
-
-Shows whether the dev fleet runs, each process it started (running or exited), the fleet status
+const devStatusLong = `Shows whether the dev fleet runs, each process it started (running or exited), the fleet status
 as 'rayfleet status -A' prints it, the kubeconfigs and the logs. Exit code 0 when the fleet runs
 with every process alive, 1 otherwise.
-
-Flags:
 `
 
 // devArgs are the flags of the dev commands; each registers the ones it takes.
@@ -77,13 +52,13 @@ type devArgs struct {
 }
 
 // registerStateDir adds --state-dir.
-func (a *devArgs) registerStateDir(fs *flag.FlagSet) {
+func (a *devArgs) registerStateDir(fs *pflag.FlagSet) {
 	fs.StringVar(&a.config.StateDir, "state-dir", "",
 		"the fleet's state: logs, pid files, kubeconfigs (default ${XDG_STATE_HOME:-$HOME/.local/state}/rayfleet/dev)")
 }
 
 // registerUp adds the flags of `dev up` and of the hidden supervisor.
-func (a *devArgs) registerUp(fs *flag.FlagSet) {
+func (a *devArgs) registerUp(fs *pflag.FlagSet) {
 	a.registerStateDir(fs)
 	fs.IntVar(&a.config.BasePort, "base-port", devfleet.DefaultBasePort,
 		"the hub's API server port on 127.0.0.1; the members us and eu get the next two")
@@ -99,38 +74,45 @@ func (a *devArgs) registerUp(fs *flag.FlagSet) {
 // devSupervise is the hidden command `dev up --detach` runs in the background.
 const devSupervise = "supervise"
 
-// runDev runs `rayfleet dev <command>`.
-func runDev(ctx context.Context, args []string, s streams) int {
-	if len(args) == 0 {
-		fmt.Fprint(s.stderr, devUsage)
-		return 2
+// newDevCommand builds `rayfleet dev` and its commands.
+func newDevCommand(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dev <command>",
+		Short: "Run a local fleet (a hub and two members) to try RayFleet out: up, down, status.",
+		Long:  devLong,
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRun,
 	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		fmt.Fprint(s.stdout, devUsage)
-		return 0
-	case "up":
-		return runCommand(ctx, "dev up", devUp, args[1:], s)
-	case "down":
-		return runCommand(ctx, "dev down", devDown, args[1:], s)
-	case "status":
-		return devStatus(ctx, args[1:], s)
-	case devSupervise:
-		return runCommand(ctx, "dev "+devSupervise, devRunSupervisor, args[1:], s)
-	default:
-		fmt.Fprintf(s.stderr, "rayfleet dev: unknown command %q\n\n%s", args[0], devUsage)
-		return 2
+	cmd.AddCommand(newDevUpCommand(s), newDevDownCommand(s), newDevStatusCommand(s), newDevSuperviseCommand(s))
+	return cmd
+}
+
+// devCommand is a dev command: no positional arguments, and run once the flags are parsed.
+func devCommand(use, short, long string, run func(ctx context.Context) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := noArgs(cmd, args); err != nil {
+				return err
+			}
+			return run(cmd.Context())
+		},
 	}
 }
 
-func devUp(ctx context.Context, args []string, s streams) error {
+func newDevUpCommand(s streams) *cobra.Command {
 	a := &devArgs{}
-	fs := newFlagSet("dev up", devUpUsage, s.stderr)
-	a.registerUp(fs)
-	fs.BoolVar(&a.detach, "detach", false, "run the fleet in the background and exit once the sample is Ready")
-	if err := parse(fs, args); err != nil {
-		return usageErr{err}
-	}
+	cmd := devCommand("up", "Start the fleet and wait until its sample RayService is Ready; --detach runs it in the background.",
+		devUpLong, func(ctx context.Context) error { return devUp(ctx, a, s) })
+	a.registerUp(cmd.Flags())
+	cmd.Flags().BoolVar(&a.detach, "detach", false, "run the fleet in the background and exit once the sample is Ready")
+	return cmd
+}
+
+func devUp(ctx context.Context, a *devArgs, s streams) error {
 	c, err := devfleet.Resolve(a.config)
 	if err != nil {
 		return err
@@ -141,7 +123,7 @@ func devUp(ctx context.Context, args []string, s streams) error {
 		ctx, stop = signal.NotifyContext(ctx, syscall.SIGHUP)
 		defer stop()
 	}
-	return devfleet.Up(ctx, c, s.stdout, a.detach, supervisorArgs(c))
+	return devfleet.Up(ctx, c, s.Out, a.detach, supervisorArgs(c))
 }
 
 // supervisorArgs is the command line of the detached supervisor: every path resolved already,
@@ -156,56 +138,53 @@ func supervisorArgs(c devfleet.Config) []string {
 	return args
 }
 
-func devRunSupervisor(ctx context.Context, args []string, s streams) error {
+func newDevSuperviseCommand(s streams) *cobra.Command {
 	a := &devArgs{}
-	fs := newFlagSet("dev "+devSupervise, "Usage: rayfleet dev "+devSupervise+" [flags] (run by 'rayfleet dev up --detach')\n", s.stderr)
-	a.registerUp(fs)
-	fs.StringVar(&a.config.Root, "root", "", "the repository clone the CRDs are read from")
-	if err := parse(fs, args); err != nil {
-		return usageErr{err}
-	}
-	c, err := devfleet.Resolve(a.config)
-	if err != nil {
-		return err
-	}
-	return devfleet.Run(ctx, c, s.stdout, true)
+	cmd := devCommand(devSupervise, "Run the fleet in the background.", "Run by 'rayfleet dev up --detach'.",
+		func(ctx context.Context) error {
+			c, err := devfleet.Resolve(a.config)
+			if err != nil {
+				return err
+			}
+			return devfleet.Run(ctx, c, s.Out, true)
+		})
+	cmd.Hidden = true
+	a.registerUp(cmd.Flags())
+	cmd.Flags().StringVar(&a.config.Root, "root", "", "the repository clone the CRDs are read from")
+	return cmd
 }
 
-func devDown(ctx context.Context, args []string, s streams) error {
+func newDevDownCommand(s streams) *cobra.Command {
 	a := &devArgs{}
-	fs := newFlagSet("dev down", devDownUsage, s.stderr)
-	a.registerStateDir(fs)
-	if err := parse(fs, args); err != nil {
-		return usageErr{err}
-	}
-	c, err := devfleet.Resolve(a.config)
-	if err != nil {
-		return err
-	}
-	return devfleet.Down(ctx, c.StateDir, s.stdout)
+	cmd := devCommand("down", "Stop the fleet (every process it started, by pid) and remove its state.", devDownLong,
+		func(ctx context.Context) error {
+			c, err := devfleet.Resolve(a.config)
+			if err != nil {
+				return err
+			}
+			return devfleet.Down(ctx, c.StateDir, s.Out)
+		})
+	a.registerStateDir(cmd.Flags())
+	return cmd
 }
 
-// devStatus maps a fleet that does not run (or runs with a process gone) to exit code 1
-// without an error message: see devStatusUsage.
-func devStatus(ctx context.Context, args []string, s streams) int {
-	healthy := true // stays so for -h and usage errors, which have their own exit codes
-	code := runCommand(ctx, "dev status", func(ctx context.Context, args []string, s streams) error {
-		a := &devArgs{}
-		fs := newFlagSet("dev status", devStatusUsage, s.stderr)
-		a.registerStateDir(fs)
-		fs.StringVar(&a.config.K8sBin, "k8s-bin", "", "directory of the kubectl to show in hints (default as for 'dev up')")
-		if err := parse(fs, args); err != nil {
-			return usageErr{err}
-		}
-		c, err := devfleet.Resolve(a.config)
-		if err != nil {
+// newDevStatusCommand maps a fleet that does not run (or runs with a process gone) to exit
+// code 1 without an error message: see devStatusLong.
+func newDevStatusCommand(s streams) *cobra.Command {
+	a := &devArgs{}
+	cmd := devCommand("status", "Show the fleet's processes, status and kubeconfigs; exit code 1 unless it runs whole.", devStatusLong,
+		func(ctx context.Context) error {
+			c, err := devfleet.Resolve(a.config)
+			if err != nil {
+				return err
+			}
+			healthy, err := devfleet.Status(ctx, c.StateDir, devfleet.Kubectl(c.K8sBin), s.Out)
+			if err == nil && !healthy {
+				return exitCode(1)
+			}
 			return err
-		}
-		healthy, err = devfleet.Status(ctx, c.StateDir, devfleet.Kubectl(c.K8sBin), s.stdout)
-		return err
-	}, args, s)
-	if code == 0 && !healthy {
-		return 1
-	}
-	return code
+		})
+	a.registerStateDir(cmd.Flags())
+	cmd.Flags().StringVar(&a.config.K8sBin, "k8s-bin", "", "directory of the kubectl to show in hints (default as for 'dev up')")
+	return cmd
 }

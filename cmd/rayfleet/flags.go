@@ -1,22 +1,19 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
-
-// errHelp is returned when -h was asked for: the usage is printed and the exit code is 0.
-var errHelp = flag.ErrHelp
 
 // clusterFlags select one cluster from a kubeconfig; empty fields mean kubectl's defaults
 // ($KUBECONFIG or ~/.kube/config, its current context).
@@ -28,7 +25,7 @@ type clusterFlags struct {
 // given says whether either flag was set.
 func (c clusterFlags) given() bool { return c.kubeconfig != "" || c.context != "" }
 
-func (c *clusterFlags) register(fs *flag.FlagSet, prefix, what string) {
+func (c *clusterFlags) register(fs *pflag.FlagSet, prefix, what string) {
 	fs.StringVar(&c.kubeconfig, prefix+"-kubeconfig", "", "kubeconfig file of the "+what+" (default $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&c.context, prefix+"-context", "", "kubeconfig context of the "+what+" (default the current context)")
 }
@@ -66,11 +63,11 @@ type statusArgs struct {
 	hub           clusterFlags
 	namespace     string
 	allNamespaces bool
+	// output is -o's format; empty prints the tables.
+	output string
 }
 
-const joinUsage = `Usage: rayfleet join --name NAME [flags]
-
-Joins a member cluster to the hub. The hub acts on the member as the ServiceAccount %[2]s in
+const joinLong = `Joins a member cluster to the hub. The hub acts on the member as the ServiceAccount %[2]s in
 the member namespace (--member-namespace, default %[1]s), bound to the ClusterRole %[3]s
 (RayServices, Namespaces and ClusterReports only: no Secrets, no Pods) and to the Role %[4]s
 (minting its own tokens, and no other ServiceAccount's). When the ClusterRoleBinding %[3]s
@@ -103,51 +100,51 @@ The guard lets the hub write only into namespaces labelled fleet.rayfleet.io/hub
 Before anything else join labels allowed each namespace holding a RayService of the hub named
 --hub-name that has no such label (the hub before this guard created them), and prints it; so
 re-run join after upgrading the spoke chart.
-
-Flags:
 `
 
-const unjoinUsage = `Usage: rayfleet unjoin --name NAME [flags]
-
-Removes a member from the hub: deletes the MemberCluster NAME and the kubeconfig Secret NAME in
+const unjoinLong = `Removes a member from the hub: deletes the MemberCluster NAME and the kubeconfig Secret NAME in
 the hub namespace. With --member-kubeconfig or --member-context it also deletes the hub's
 ServiceAccount, its ClusterRole, Role and bindings (and a legacy token Secret) on the member,
 revoking every token of the hub, but only those rayfleet join created (labelled %[1]s=%[2]s): a hub identity the
 spoke chart installed is left in place and listed; remove it with the chart (hubAccess.create).
 The hub's traffic Roles and RoleBindings %[3]s that join created go too, in every
 namespace. The member's namespace stays.
-
-Flags:
 `
 
-const statusUsage = `Usage: rayfleet status [flags]
-
-Prints where each RayService runs (from the hub's RayServiceBindings: status, Ready condition,
+const statusLong = `Prints where each RayService runs (from the hub's RayServiceBindings: status, Ready condition,
 Serve endpoints and spec revision per cluster) and how each member is doing (from the
-MemberClusters: Ready, free accelerators by resource name, free CPU, heartbeat age).
-
-Flags:
+MemberClusters: Ready, free accelerators by resource name, free CPU, heartbeat age). With -o
+(json, yaml, name, jsonpath, ...) it prints those RayServiceBindings and MemberClusters as a
+List instead.
 `
 
-// newFlagSet returns a flag set that reports errors instead of exiting and prints usage (the
-// command's text, then its flags) to stderr.
-func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("rayfleet "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
-	return fs
+// joinOptions are `rayfleet join`'s flags and where it writes.
+type joinOptions struct {
+	streams
+	hub  hubFlags
+	args joinArgs
 }
 
-func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
-	a := &joinArgs{}
-	usage := fmt.Sprintf(joinUsage, membership.DefaultMemberNamespace, membership.ServiceAccountName,
-		membership.ClusterRoleName, membership.TokenRoleName, fleetv1alpha1.DefaultKubeconfigKey, fleetv1alpha1.KubeconfigSecretLabel,
-		membership.ManagedByLabel, membership.ManagedByValue, membership.TrafficRoleName)
-	fs := newFlagSet("join", usage, stderr)
-	a.hub.register(fs, "hub", "hub")
+func newJoinCommand(s streams) *cobra.Command { return (&joinOptions{streams: s}).command() }
+
+func (o *joinOptions) command() *cobra.Command {
+	a := &o.args
+	cmd := &cobra.Command{
+		Use:   "join --name NAME",
+		Short: "Join a member cluster to the hub.",
+		Long: fmt.Sprintf(joinLong, membership.DefaultMemberNamespace, membership.ServiceAccountName,
+			membership.ClusterRoleName, membership.TokenRoleName, fleetv1alpha1.DefaultKubeconfigKey, fleetv1alpha1.KubeconfigSecretLabel,
+			membership.ManagedByLabel, membership.ManagedByValue, membership.TrafficRoleName) + hubAndMemberNote,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(cmd, args); err != nil {
+				return err
+			}
+			return join(cmd.Context(), o)
+		},
+	}
+	fs := cmd.Flags()
+	o.hub.register(fs, false)
 	a.member.register(fs, "member", "member")
 	fs.StringVar(&a.name, "name", "", "name of the member (a DNS label); names the MemberCluster and the kubeconfig Secret")
 	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
@@ -161,88 +158,161 @@ func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
 		"routing traffic to this member goes through its serve Service's load balancer or node port")
 	fs.StringVar(&a.hubName, "hub-name", labels.DefaultHubName, "the hub's --hub-name: namespaces holding its RayServices that lack "+
 		labels.HubNamespace+" are labelled "+labels.HubNamespaceAllowed+" so that the guard keeps taking its writes there")
-	if err := parse(fs, args); err != nil {
-		return nil, err
+	return cmd
+}
+
+// hubAndMemberNote says how join's and unjoin's two clusters are selected.
+const hubAndMemberNote = `
+
+The hub is the cluster kubectl's connection flags select (--kubeconfig, --context, --server,
+...; --hub-kubeconfig and --hub-context are the same as --kubeconfig and --context). The member
+is selected by --member-kubeconfig and --member-context alone.`
+
+func (o *joinOptions) complete(cmd *cobra.Command, args []string) error {
+	a := &o.args
+	if err := noArgs(cmd, args); err != nil {
+		return err
 	}
+	hub, err := o.hub.complete(cmd)
+	if err != nil {
+		return err
+	}
+	a.hub = hub
 	for _, ns := range a.trafficNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, usageError(fs, fmt.Sprintf("--traffic-namespace %q: %s", ns, strings.Join(errs, "; ")))
+			return usageError(cmd, fmt.Sprintf("--traffic-namespace %q: %s", ns, strings.Join(errs, "; ")))
 		}
 	}
 	if errs := validation.IsValidLabelValue(a.hubName); len(errs) > 0 || a.hubName == "" {
-		return nil, usageError(fs, fmt.Sprintf("--hub-name %q: not a label value, as the hub's --hub-name is: %s", a.hubName, strings.Join(errs, "; ")))
+		return usageError(cmd, fmt.Sprintf("--hub-name %q: not a label value, as the hub's --hub-name is: %s", a.hubName, strings.Join(errs, "; ")))
 	}
 	if a.trafficAllNamespaces && len(a.trafficNamespaces) > 0 {
-		return nil, usageError(fs, "--traffic-namespace and --traffic-all-namespaces exclude each other: every namespace includes those named")
+		return usageError(cmd, "--traffic-namespace and --traffic-all-namespaces exclude each other: every namespace includes those named")
 	}
 	if !a.member.given() {
-		return nil, usageError(fs, "--member-kubeconfig or --member-context is required")
+		return usageError(cmd, "--member-kubeconfig or --member-context is required")
 	}
 	if a.bootstrapTokenTTL < membership.MinBootstrapTokenTTL {
-		return nil, usageError(fs, fmt.Sprintf("--bootstrap-token-ttl must be at least %s, the shortest token Kubernetes grants", membership.MinBootstrapTokenTTL))
+		return usageError(cmd, fmt.Sprintf("--bootstrap-token-ttl must be at least %s, the shortest token Kubernetes grants", membership.MinBootstrapTokenTTL))
 	}
-	if err := checkMemberNamespace(fs, a.memberNamespace); err != nil {
-		return nil, err
+	if err := checkMemberNamespace(cmd, a.memberNamespace); err != nil {
+		return err
 	}
-	return a, checkNames(fs, a.name, a.hubNamespace)
+	return checkNames(cmd, a.name, a.hubNamespace)
 }
 
-func parseUnjoin(args []string, stderr io.Writer) (*unjoinArgs, error) {
-	a := &unjoinArgs{}
-	fs := newFlagSet("unjoin", fmt.Sprintf(unjoinUsage, membership.ManagedByLabel, membership.ManagedByValue, membership.TrafficRoleName), stderr)
-	a.hub.register(fs, "hub", "hub")
+// unjoinOptions are `rayfleet unjoin`'s flags and where it writes.
+type unjoinOptions struct {
+	streams
+	hub  hubFlags
+	args unjoinArgs
+}
+
+func newUnjoinCommand(s streams) *cobra.Command { return (&unjoinOptions{streams: s}).command() }
+
+func (o *unjoinOptions) command() *cobra.Command {
+	a := &o.args
+	cmd := &cobra.Command{
+		Use:   "unjoin --name NAME",
+		Short: "Remove a member cluster from the hub.",
+		Long:  fmt.Sprintf(unjoinLong, membership.ManagedByLabel, membership.ManagedByValue, membership.TrafficRoleName) + hubAndMemberNote,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(cmd, args); err != nil {
+				return err
+			}
+			return unjoin(cmd.Context(), o)
+		},
+	}
+	fs := cmd.Flags()
+	o.hub.register(fs, false)
 	a.member.register(fs, "member", "member (optional: also removes the hub's identity there)")
 	fs.StringVar(&a.name, "name", "", "name of the member")
 	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
 	fs.StringVar(&a.memberNamespace, "member-namespace", membership.DefaultMemberNamespace, memberNamespaceUsage)
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	if err := checkMemberNamespace(fs, a.memberNamespace); err != nil {
-		return nil, err
-	}
-	return a, checkNames(fs, a.name, a.hubNamespace)
+	return cmd
 }
 
-func parseStatus(args []string, stderr io.Writer) (*statusArgs, error) {
-	a := &statusArgs{}
-	fs := newFlagSet("status", statusUsage, stderr)
-	a.hub.register(fs, "hub", "hub")
-	fs.StringVar(&a.namespace, "n", "", "namespace of the RayServices (default the hub context's namespace)")
-	fs.StringVar(&a.namespace, "namespace", "", "same as -n")
-	fs.BoolVar(&a.allNamespaces, "A", false, "RayServices of every namespace")
-	fs.BoolVar(&a.allNamespaces, "all-namespaces", false, "same as -A")
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	if a.allNamespaces && a.namespace != "" {
-		return nil, usageError(fs, "-n and -A are mutually exclusive")
-	}
-	return a, nil
-}
-
-// parse parses args and refuses positional arguments, which are a mistake with these commands
-// (`join m1` instead of `join --name m1`).
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+func (o *unjoinOptions) complete(cmd *cobra.Command, args []string) error {
+	if err := noArgs(cmd, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "unexpected arguments: "+strings.Join(fs.Args(), " "))
+	hub, err := o.hub.complete(cmd)
+	if err != nil {
+		return err
+	}
+	o.args.hub = hub
+	if err := checkMemberNamespace(cmd, o.args.memberNamespace); err != nil {
+		return err
+	}
+	return checkNames(cmd, o.args.name, o.args.hubNamespace)
+}
+
+// statusOptions are `rayfleet status`'s flags and where it writes.
+type statusOptions struct {
+	streams
+	hub   hubFlags
+	print *genericclioptions.PrintFlags
+	args  statusArgs
+}
+
+func newStatusCommand(s streams) *cobra.Command { return (&statusOptions{streams: s}).command() }
+
+func (o *statusOptions) command() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the fleet's status.",
+		Long:  statusLong,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(cmd, args); err != nil {
+				return err
+			}
+			return status(cmd.Context(), o)
+		},
+	}
+	o.hub.register(cmd.Flags(), true)
+	o.hub.completeNamespaces(cmd)
+	cmd.Flags().BoolVarP(&o.args.allNamespaces, "all-namespaces", "A", false, "RayServices of every namespace")
+	o.print = addPrintFlags(cmd)
+	return cmd
+}
+
+func (o *statusOptions) complete(cmd *cobra.Command, args []string) error {
+	if err := noArgs(cmd, args); err != nil {
+		return err
+	}
+	hub, err := o.hub.complete(cmd)
+	if err != nil {
+		return err
+	}
+	o.args.hub, o.args.namespace = hub, o.hub.namespace()
+	if o.args.allNamespaces && o.args.namespace != "" {
+		return usageError(cmd, "-n and -A are mutually exclusive")
+	}
+	o.args.output, err = checkOutput(cmd, o.print)
+	return err
+}
+
+// noArgs refuses positional arguments, which are a mistake with these commands (`join m1`
+// instead of `join --name m1`).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError(cmd, "unexpected arguments: "+strings.Join(args, " "))
 	}
 	return nil
 }
 
 // checkNames validates the member name and hub namespace before any API call.
-func checkNames(fs *flag.FlagSet, name, hubNamespace string) error {
+func checkNames(cmd *cobra.Command, name, hubNamespace string) error {
 	if name == "" {
-		return usageError(fs, "--name is required")
+		return usageError(cmd, "--name is required")
 	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return usageError(fs, fmt.Sprintf("--name %q: %s", name, strings.Join(errs, "; ")))
+		return usageError(cmd, fmt.Sprintf("--name %q: %s", name, strings.Join(errs, "; ")))
 	}
 	if errs := validation.IsDNS1123Label(hubNamespace); len(errs) > 0 {
-		return usageError(fs, fmt.Sprintf("--hub-namespace %q: %s", hubNamespace, strings.Join(errs, "; ")))
+		return usageError(cmd, fmt.Sprintf("--hub-namespace %q: %s", hubNamespace, strings.Join(errs, "; ")))
 	}
 	return nil
 }
@@ -251,18 +321,11 @@ func checkNames(fs *flag.FlagSet, name, hubNamespace string) error {
 const memberNamespaceUsage = "the member's namespace holding the hub's ServiceAccount and token (the spoke chart's release namespace)"
 
 // checkMemberNamespace validates --member-namespace before any API call.
-func checkMemberNamespace(fs *flag.FlagSet, namespace string) error {
+func checkMemberNamespace(cmd *cobra.Command, namespace string) error {
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
-		return usageError(fs, fmt.Sprintf("--member-namespace %q: %s", namespace, strings.Join(errs, "; ")))
+		return usageError(cmd, fmt.Sprintf("--member-namespace %q: %s", namespace, strings.Join(errs, "; ")))
 	}
 	return nil
-}
-
-// usageError prints msg to the flag set's output, as flag does for its own errors, and
-// returns it.
-func usageError(fs *flag.FlagSet, msg string) error {
-	fmt.Fprintf(fs.Output(), "%s: %s\n", fs.Name(), msg)
-	return errors.New(msg)
 }
 
 // stringList is a repeatable string flag.
@@ -276,3 +339,6 @@ func (l *stringList) Set(v string) error {
 	*l = append(*l, v)
 	return nil
 }
+
+// Type names the value in the usage.
+func (l *stringList) Type() string { return "namespace" }

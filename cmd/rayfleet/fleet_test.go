@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -328,7 +329,7 @@ func startHubAndMember(t *testing.T) (hub, member *envtest.Env, hubFile, memberF
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = runWith(t.Context(), args, streams{stdout: &out, stderr: &errOut, clock: clocktesting.NewFakePassiveClock(now)})
+	code = runWith(t.Context(), args, streams{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}, clock: clocktesting.NewFakePassiveClock(now)})
 	return out.String(), errOut.String(), code
 }
 
@@ -507,6 +508,7 @@ other/big    <none>    NoClusterFits   -       -           -
 			}
 		})
 	}
+	testStatusOutput(t, hubFile)
 }
 
 func writeBinding(ctx context.Context, t *testing.T, c client.Client, ns, name string,

@@ -3,45 +3,42 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spf13/cobra"
 
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/rollout"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
-// rolloutVerbs are the commands of `rayfleet rollout`, in the order the usage lists them.
-var rolloutVerbs = []string{"status", "history", "pause", "resume", "approve", "undo"}
+// rolloutLong describes `rayfleet rollout`.
+const rolloutLong = `Shows and steers the rollout of a hub RayService's spec changes across its member clusters,
+as the hub records it in the RayServiceBinding of the same name (status.rollout and the
+per-cluster revision and rollout phase) and in the RayService's ControllerRevisions. A bare
+<name> is looked up in -n's namespace, else the hub context's.`
 
-// runRollout dispatches `rayfleet rollout <verb>`.
-func runRollout(ctx context.Context, args []string, s streams) int {
-	if len(args) == 0 {
-		fmt.Fprint(s.stderr, rolloutUsage)
-		return 2
+// newRolloutCommand builds `rayfleet rollout` and its commands.
+func newRolloutCommand(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout <command> <namespace>/<name>",
+		Short: "Show and steer a RayService's rollout: status, history, pause, resume, approve, undo.",
+		Long:  rolloutLong,
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRun,
 	}
-	verb := args[0]
-	switch {
-	case verb == "help" || verb == "-h" || verb == "--help":
-		fmt.Fprint(s.stdout, rolloutUsage)
-		return 0
-	case !slices.Contains(rolloutVerbs, verb):
-		fmt.Fprintf(s.stderr, "rayfleet rollout: unknown command %q\n\n%s", verb, rolloutUsage)
-		return 2
+	for _, v := range rolloutVerbs {
+		cmd.AddCommand((&rolloutOptions{streams: s}).command(v))
 	}
-	return runCommand(ctx, "rollout "+verb, func(ctx context.Context, args []string, s streams) error {
-		return rolloutCommand(ctx, verb, args, s)
-	}, args[1:], s)
+	return cmd
 }
 
-// rolloutCommand parses one verb's arguments, connects to the hub and runs the verb.
-func rolloutCommand(ctx context.Context, verb string, args []string, s streams) error {
-	a, err := parseRollout(verb, args, s.stderr)
-	if err != nil {
-		return usageErr{err}
-	}
-	hub, err := connect(a.hub, "hub")
+// rolloutCommand connects to the hub and runs the verb.
+func rolloutCommand(ctx context.Context, o *rolloutOptions) error {
+	a, s, verb := &o.args, o.streams, o.verb
+	hub, err := o.hub.connect(a.hub)
 	if err != nil {
 		return err
 	}
@@ -51,7 +48,7 @@ func rolloutCommand(ctx context.Context, verb string, args []string, s streams) 
 		if watchErr != nil {
 			return fmt.Errorf("connecting to the hub at %s: %w", hub.Config.Host, watchErr)
 		}
-		return rollout.Watch(ctx, wc, key, s.stdout, s.clock)
+		return rollout.Watch(ctx, wc, key, s.Out, s.clock)
 	}
 	if verb == "undo" {
 		return rolloutUndo(ctx, hub.Client, key, a.toRevision, s)
@@ -62,16 +59,39 @@ func rolloutCommand(ctx context.Context, verb string, args []string, s streams) 
 	}
 	switch verb {
 	case "status":
-		return rollout.WriteStatus(s.stdout, v, s.clock.Now())
-	case "history":
-		if a.revision != 0 {
-			return rollout.WriteRevision(s.stdout, v, a.revision)
+		if a.output != "" {
+			return printObject(s.Out, o.print, hub.Client.Scheme(), v.Binding)
 		}
-		return rollout.WriteHistory(s.stdout, v, s.clock.Now())
+		return rollout.WriteStatus(s.Out, v, s.clock.Now())
+	case "history":
+		return rolloutHistory(s, o, v, hub.Client.Scheme())
 	case "pause", "resume":
 		return rolloutPause(ctx, hub.Client, v, verb == "pause", s)
 	default: // approve
 		return rolloutApprove(ctx, hub.Client, v, a.stage, s)
+	}
+}
+
+// rolloutHistory prints the revisions, or one, as a table or YAML, or with -o's printer.
+func rolloutHistory(s streams, o *rolloutOptions, v *rollout.View, scheme *runtime.Scheme) error {
+	a := &o.args
+	switch {
+	case a.output == "" && a.revision != 0:
+		return rollout.WriteRevision(s.Out, v, a.revision)
+	case a.output == "":
+		return rollout.WriteHistory(s.Out, v, s.clock.Now())
+	case a.revision != 0:
+		r, err := v.Revision(a.revision)
+		if err != nil {
+			return err
+		}
+		return printObject(s.Out, o.print, scheme, r)
+	default:
+		objs := make([]client.Object, len(v.Revisions))
+		for i := range v.Revisions {
+			objs[i] = &v.Revisions[i]
+		}
+		return printList(s.Out, o.print, scheme, objs...)
 	}
 }
 
@@ -82,13 +102,13 @@ func rolloutPause(ctx context.Context, c client.Client, v *rollout.View, pause b
 	}
 	switch {
 	case pause && changed:
-		fmt.Fprintf(s.stdout, "RayService %s paused: no cluster starts until resume; clusters in flight finish\n", v.Key())
+		fmt.Fprintf(s.Out, "RayService %s paused: no cluster starts until resume; clusters in flight finish\n", v.Key())
 	case pause:
-		fmt.Fprintf(s.stdout, "RayService %s is paused already (%s=true): no cluster starts until resume\n", v.Key(), labels.Paused)
+		fmt.Fprintf(s.Out, "RayService %s is paused already (%s=true): no cluster starts until resume\n", v.Key(), labels.Paused)
 	case changed:
-		fmt.Fprintf(s.stdout, "RayService %s resumed: the rollout continues where it stopped\n", v.Key())
+		fmt.Fprintf(s.Out, "RayService %s resumed: the rollout continues where it stopped\n", v.Key())
 	default:
-		fmt.Fprintf(s.stdout, "RayService %s is not paused: nothing to resume\n", v.Key())
+		fmt.Fprintf(s.Out, "RayService %s is not paused: nothing to resume\n", v.Key())
 	}
 	return nil
 }
@@ -99,10 +119,10 @@ func rolloutApprove(ctx context.Context, c client.Client, v *rollout.View, stage
 		return err
 	}
 	if !a.Changed {
-		fmt.Fprintf(s.stdout, "stage %s of RayService %s is approved already (%s=%s)\n", a.Stage, v.Key(), labels.ApprovedStage, a.Value)
+		fmt.Fprintf(s.Out, "stage %s of RayService %s is approved already (%s=%s)\n", a.Stage, v.Key(), labels.ApprovedStage, a.Value)
 		return nil
 	}
-	fmt.Fprintf(s.stdout, "approved stage %s of RayService %s (%s=%s): the hub starts it when the rollout reaches it\n",
+	fmt.Fprintf(s.Out, "approved stage %s of RayService %s (%s=%s): the hub starts it when the rollout reaches it\n",
 		a.Stage, v.Key(), labels.ApprovedStage, a.Value)
 	return nil
 }
@@ -112,10 +132,10 @@ func rolloutUndo(ctx context.Context, c client.Client, key types.NamespacedName,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.stdout, "RayService %s rolled back to revision %d (%s): the hub rolls it out as a spec change\n", key, r.Revision, r.Name)
+	fmt.Fprintf(s.Out, "RayService %s rolled back to revision %d (%s): the hub rolls it out as a spec change\n", key, r.Revision, r.Name)
 	if note := r.TrafficNote(); note != "" {
-		fmt.Fprintln(s.stdout, note)
+		fmt.Fprintln(s.Out, note)
 	}
-	fmt.Fprintln(s.stdout, "if a GitOps tool syncs this RayService, commit the same spec to its source, or it rolls the change forward again")
+	fmt.Fprintln(s.Out, "if a GitOps tool syncs this RayService, commit the same spec to its source, or it rolls the change forward again")
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,7 +177,7 @@ func (h *rolloutHub) testBlueGreenWatch(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		args := []string{"rollout", "status", "serve/bg", "--watch", "--hub-kubeconfig", h.file}
-		done <- runWith(ctx, args, streams{stdout: &stdout, stderr: &stderr, clock: clocktesting.NewFakePassiveClock(now)})
+		done <- runWith(ctx, args, streams{IOStreams: genericiooptions.IOStreams{Out: &stdout, ErrOut: &stderr}, clock: clocktesting.NewFakePassiveClock(now)})
 	}()
 	g.Eventually(stdout.String).WithTimeout(waitTimeout).Should(gomega.ContainSubstring("Green   ap        3"))
 	h.setTrafficShifting(t, "bg", metav1.ConditionTrue, fleetv1alpha1.ReasonShiftPaused, "green taking all of the traffic waits for approval")

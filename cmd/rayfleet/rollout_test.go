@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +53,8 @@ func TestRollout(t *testing.T) {
 
 	t.Run("not under RayFleet", h.testNotPlaced)
 	t.Run("status and history", h.testStatusAndHistory)
+	t.Run("-o", h.testRolloutOutput)
+	t.Run("completion", h.testCompletion)
 	t.Run("pause and resume", h.testPause)
 	t.Run("approve", h.testApprove)
 	t.Run("undo", h.testUndo)
@@ -510,7 +513,7 @@ func (h *rolloutHub) testWatch(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		args := []string{"rollout", "status", "serve/tts", "--watch", "--hub-kubeconfig", h.file}
-		done <- runWith(ctx, args, streams{stdout: &stdout, stderr: &stderr, clock: clocktesting.NewFakePassiveClock(now)})
+		done <- runWith(ctx, args, streams{IOStreams: genericiooptions.IOStreams{Out: &stdout, ErrOut: &stderr}, clock: clocktesting.NewFakePassiveClock(now)})
 	}()
 	g.Eventually(stdout.String).WithTimeout(waitTimeout).Should(gomega.ContainSubstring(
 		"Note:      the target is not the RayService's current spec"))

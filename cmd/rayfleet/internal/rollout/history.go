@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 )
@@ -70,9 +71,9 @@ func (v *View) runningOn(name string) string {
 // WriteRevision prints revision n's content (the spec and the policy's overrides) as YAML,
 // after a comment naming it.
 func WriteRevision(w io.Writer, v *View, n int64) error {
-	r := v.Revisions.ByNumber(n)
-	if r == nil {
-		return fmt.Errorf("RayService %s has no revision %d (%s)", v.Key(), n, v.numbers())
+	r, err := v.Revision(n)
+	if err != nil {
+		return err
 	}
 	out, err := yaml.JSONToYAML(r.Data.Raw)
 	if err != nil {
@@ -86,6 +87,15 @@ func WriteRevision(w io.Writer, v *View, n int64) error {
 		return fmt.Errorf("writing revision %d of RayService %s: %w", n, v.Key(), err)
 	}
 	return nil
+}
+
+// Revision is revision n; an error lists the revisions there are.
+func (v *View) Revision(n int64) (*appsv1.ControllerRevision, error) {
+	r := v.Revisions.ByNumber(n)
+	if r == nil {
+		return nil, fmt.Errorf("RayService %s has no revision %d (%s)", v.Key(), n, v.numbers())
+	}
+	return r, nil
 }
 
 // numbers lists the revision numbers there are, for an error naming one that is not.

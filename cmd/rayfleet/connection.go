@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
+	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
+)
+
+// hubFlags select the hub: kubectl's connection flags, and --hub-kubeconfig and --hub-context,
+// which name the same as --kubeconfig and --context.
+type hubFlags struct {
+	config *genericclioptions.ConfigFlags
+	alias  clusterFlags
+}
+
+// register adds the hub's flags to fs; withNamespace adds -n/--namespace.
+func (h *hubFlags) register(fs *pflag.FlagSet, withNamespace bool) {
+	h.config = genericclioptions.NewConfigFlags(true)
+	// No discovery is done, so there is nothing to cache.
+	h.config.CacheDir = nil
+	if !withNamespace {
+		h.config.Namespace = nil
+	}
+	connection := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	h.config.AddFlags(connection)
+	connection.VisitAll(func(f *pflag.Flag) {
+		f.Annotations = map[string][]string{connectionFlag: nil}
+		fs.AddFlag(f)
+	})
+	fs.StringVar(&h.alias.kubeconfig, "hub-kubeconfig", "", "kubeconfig file of the hub: the same as --kubeconfig")
+	fs.StringVar(&h.alias.context, "hub-context", "", "kubeconfig context of the hub: the same as --context")
+}
+
+// completeNamespaces has the shell complete -n with the hub's namespaces, as kubectl does.
+func (h *hubFlags) completeNamespaces(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		fail := cobra.ShellCompDirectiveError | cobra.ShellCompDirectiveNoFileComp
+		hub, err := h.connect(h.merged())
+		if err != nil {
+			return nil, fail
+		}
+		var namespaces corev1.NamespaceList
+		if err := hub.Client.List(cmd.Context(), &namespaces); err != nil {
+			return nil, fail
+		}
+		var out []cobra.Completion
+		for _, ns := range namespaces.Items {
+			if strings.HasPrefix(ns.Name, toComplete) {
+				out = append(out, ns.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// complete merges the aliases into what selects the hub; naming two different kubeconfigs or
+// contexts is a usage error.
+func (h *hubFlags) complete(cmd *cobra.Command) (clusterFlags, error) {
+	switch {
+	case h.alias.kubeconfig != "" && *h.config.KubeConfig != "" && h.alias.kubeconfig != *h.config.KubeConfig:
+		return clusterFlags{}, usageError(cmd, "--hub-kubeconfig and --kubeconfig name the same thing: give one")
+	case h.alias.context != "" && *h.config.Context != "" && h.alias.context != *h.config.Context:
+		return clusterFlags{}, usageError(cmd, "--hub-context and --context name the same thing: give one")
+	}
+	return h.merged(), nil
+}
+
+// merged is what selects the hub: each alias, else the connection flag it stands for.
+func (h *hubFlags) merged() clusterFlags {
+	c := h.alias
+	if c.kubeconfig == "" {
+		c.kubeconfig = *h.config.KubeConfig
+	}
+	if c.context == "" {
+		c.context = *h.config.Context
+	}
+	return c
+}
+
+// namespace is -n's value, "" when not given or not taken.
+func (h *hubFlags) namespace() string {
+	if h.config.Namespace == nil {
+		return ""
+	}
+	return *h.config.Namespace
+}
+
+// connect builds a client for the hub c (complete's answer) selects, with the rest of the
+// connection flags.
+func (h *hubFlags) connect(c clusterFlags) (*connected, error) {
+	h.config.KubeConfig, h.config.Context = &c.kubeconfig, &c.context
+	return connectConfig(h.config, "hub")
+}
+
+// connected is one cluster selected by clusterFlags.
+type connected struct {
+	membership.Cluster
+	// namespace is the context's namespace, "default" when it sets none.
+	namespace string
+}
+
+// connect builds a client for the cluster c selects, with kubectl's loading rules.
+func connect(c clusterFlags, role string) (*connected, error) {
+	config := genericclioptions.NewConfigFlags(false)
+	config.KubeConfig, config.Context = &c.kubeconfig, &c.context
+	return connectConfig(config, role)
+}
+
+// connectConfig builds a client for the cluster kubectl's connection flags select; role names
+// the cluster in errors.
+func connectConfig(config *genericclioptions.ConfigFlags, role string) (*connected, error) {
+	cfg, err := config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the %s's kubeconfig: %w", role, err)
+	}
+	namespace, _, err := config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s context's namespace: %w", role, err)
+	}
+	scheme, err := rfscheme.New()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the %s at %s: %w", role, cfg.Host, err)
+	}
+	return &connected{Cluster: membership.Cluster{Client: cl, Config: cfg}, namespace: namespace}, nil
+}

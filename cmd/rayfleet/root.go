@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/clock"
+)
+
+// pluginPrefix is how kubectl finds plugins on PATH: `kubectl rayfleet` runs kubectl-rayfleet.
+const pluginPrefix = "kubectl-"
+
+// streams is where a command writes, and the clock heartbeat ages are measured with.
+type streams struct {
+	genericiooptions.IOStreams
+	clock clock.PassiveClock
+}
+
+// displayName is the command line as the user typed it: "kubectl rayfleet" when the binary runs
+// as a kubectl plugin, "rayfleet" otherwise.
+func displayName(argv0 string) string {
+	base := strings.TrimSuffix(filepath.Base(argv0), ".exe")
+	if name, ok := strings.CutPrefix(base, pluginPrefix); ok && name != "" {
+		return "kubectl " + strings.ReplaceAll(name, "_", "-")
+	}
+	return "rayfleet"
+}
+
+// newRootCommand builds the command tree. name is displayName's answer.
+func newRootCommand(name string, s streams) *cobra.Command {
+	// The usage lists commands in the order they are added: the order they are used in.
+	cobra.EnableCommandSorting = false
+	root := &cobra.Command{
+		Use:   "rayfleet <command>",
+		Short: "RayFleet manages a fleet of Kubernetes clusters running Ray Serve.",
+		Long: `rayfleet manages a fleet of Kubernetes clusters running Ray Serve.
+
+Shell completion: 'source <(rayfleet completion bash)'; zsh, fish and powershell likewise.`,
+		Version: version,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    groupRun,
+		// Errors and usage are printed by runWith and usageError, once.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: name},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetHelpFunc(help)
+	root.SetUsageFunc(func(cmd *cobra.Command) error { return writeUsage(cmd.ErrOrStderr(), cmd) })
+	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(
+		newJoinCommand(s),
+		newUnjoinCommand(s),
+		newStatusCommand(s),
+		newRolloutCommand(s),
+		newDevCommand(s),
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print the version.",
+			Args:  cobra.ArbitraryArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := noArgs(cmd, args); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), version)
+				return err
+			},
+		},
+	)
+	// cobra adds `completion` when the root runs; added now, it answers an unknown shell as the
+	// other groups answer an unknown command. The description says it instead of the command
+	// list, whose column it would widen.
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.InitDefaultCompletionCmd()
+	if completion, _, err := root.Find([]string{"completion"}); err == nil && completion != root {
+		completion.Args, completion.RunE = cobra.ArbitraryArgs, groupRun
+	}
+	return root
+}
+
+// groupRun runs a command that only groups others (rayfleet, rollout, dev): without a command
+// it prints the usage, with an unknown one it says so; both are usage errors.
+func groupRun(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: unknown command %q\n\n", cmd.CommandPath(), args[0])
+	}
+	_ = writeUsage(cmd.ErrOrStderr(), cmd)
+	if len(args) > 0 {
+		return usageErr{fmt.Errorf("unknown command %q", args[0])}
+	}
+	return usageErr{errors.New("no command")}
+}
+
+// help prints a command's help: a group's to stdout, and a leaf command's to stderr, where the
+// rest of what its flags produce goes.
+func help(cmd *cobra.Command, _ []string) {
+	w := cmd.OutOrStdout()
+	if !cmd.HasAvailableSubCommands() {
+		w = cmd.ErrOrStderr()
+	}
+	_ = writeUsage(w, cmd)
+}
+
+// connectionFlag marks the flags of kubectl's ConfigFlags, listed apart in the usage.
+const connectionFlag = "rayfleet.io/connection"
+
+// writeUsage prints the usage line, the description, the commands and the flags: the command's
+// own, then the connection flags it shares with kubectl.
+func writeUsage(w io.Writer, cmd *cobra.Command) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s\n", cmd.UseLine())
+	if cmd.Long != "" {
+		fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(cmd.Long, "\n"))
+	}
+	if cmd.HasAvailableSubCommands() {
+		b.WriteString("\nCommands:\n")
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				fmt.Fprintf(&b, "  %-9s %s\n", sub.Name(), sub.Short)
+			}
+		}
+	}
+	own, connection := pflag.NewFlagSet("own", pflag.ContinueOnError), pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if _, ok := f.Annotations[connectionFlag]; ok {
+			connection.AddFlag(f)
+		} else {
+			own.AddFlag(f)
+		}
+	})
+	if own.HasAvailableFlags() {
+		fmt.Fprintf(&b, "\nFlags:\n%s", own.FlagUsages())
+	}
+	if connection.HasAvailableFlags() {
+		fmt.Fprintf(&b, "\nConnection flags (kubectl's; they select the hub):\n%s", connection.FlagUsages())
+	}
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(&b, "\nRun '%s <command> --help' for a command's flags.\n", cmd.CommandPath())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// flagError reports a flag the command does not take, or a bad value, as a usage error. An
+// unknown flag is named as the standard library's flag package names it, as rayfleet always
+// has.
+func flagError(cmd *cobra.Command, err error) error {
+	var notExist *pflag.NotExistError
+	if errors.As(err, &notExist) {
+		name := notExist.GetSpecifiedName()
+		if name == "" {
+			name = notExist.GetSpecifiedShortnames()
+		}
+		err = fmt.Errorf("flag provided but not defined: -%s", name)
+	}
+	return usageError(cmd, err.Error())
+}
+
+// usageError prints msg and where to find the usage to the command's stderr, and returns it as
+// a usage error (exit code 2).
+func usageError(cmd *cobra.Command, msg string) error {
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\nRun '%s --help' for usage.\n", cmd.CommandPath(), msg, cmd.CommandPath())
+	return usageErr{errors.New(msg)}
+}
+
+// usageErr marks errors of the command line itself.
+type usageErr struct{ error }
+
+func (e usageErr) Unwrap() error { return e.error }
+
+// exitCode is a command's result that is no error to print: the exit code alone says it.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
+
+// codeOf maps a command's outcome to the process exit code: 0 on success or help, 2 on a usage
+// error (printed already), the code of an exitCode, 1 otherwise (printed here, after the
+// command's path).
+func codeOf(cmd *cobra.Command, err error, stderr io.Writer) int {
+	var uerr usageErr
+	var code exitCode
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &uerr):
+		return 2
+	case errors.As(err, &code):
+		return int(code)
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
+		return 1
+	}
+}
