@@ -9,6 +9,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
 	"github.com/rayfleet/rayfleet/hub/rollout"
@@ -144,6 +145,11 @@ func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.
 	c.Endpoints = min(c.Endpoints, validation.MaxServeEndpoints(&desired.Spec.RayClusterSpec))
 	state := doneFor(m.copy, desired, c.Revision)
 	c.Done, c.NotDone, c.Blocked = state.done, state.why, state.blocked
+	if b := r.backendOf(g, name); c.Done && b.probe == dataplane.Failing {
+		// The data plane's word: a blue/green shift pauses (and reverts at its deadline)
+		// while green's serve endpoint fails, though its member reports it serving.
+		c.Done, c.NotDone = false, "serve endpoint failing: "+b.probeErr
+	}
 	return c
 }
 
