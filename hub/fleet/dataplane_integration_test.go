@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -22,7 +23,8 @@ import (
 )
 
 // A member whose serve endpoint stops answering the hub's probe loses its weight while its API
-// server answers and its copy reports it serving, and gets it back when the endpoint answers.
+// server answers and its copy reports it serving, and gets it back when the endpoint answers;
+// one the control plane sees NotReady keeps its weight while its endpoint answers.
 func TestFleetServeProbeMovesTraffic(t *testing.T) {
 	healthy := map[string]*atomic.Bool{"a": {}, "b": {}}
 	// The members' serve addresses (10.0.0.<n>:8000, as serveAt reports them) reach these
@@ -78,4 +80,30 @@ func TestFleetServeProbeMovesTraffic(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(h.weights(g)).To(Equal(map[string]int32{"a": 5000, "b": 5000}))
 	}, timeout, interval).Should(Succeed())
+
+	t.Log("b's MemberCluster turns NotReady while b answers: b keeps its share, and the condition says why")
+	setReady := func(status metav1.ConditionStatus, reason string) {
+		g.Eventually(func(g Gomega) {
+			var mc fleetv1alpha1.MemberCluster
+			g.Expect(h.hub.Get(context.Background(), types.NamespacedName{Name: "b"}, &mc)).To(Succeed())
+			meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: status, Reason: reason})
+			g.Expect(h.hub.Status().Update(context.Background(), &mc)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+	}
+	setReady(metav1.ConditionFalse, fleetv1alpha1.ReasonMemberNotReady)
+	g.Eventually(func(g Gomega) {
+		g.Expect(shifting(g)).To(ContainSubstring("b keeps its traffic: not Ready to the hub, its serve endpoint answers"))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(h.weights(g)).To(Equal(map[string]int32{"a": 5000, "b": 5000}))
+	}, 2*time.Second, interval).Should(Succeed())
+
+	t.Log("and fails too: now b is off")
+	healthy["b"].Store(false)
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.weights(g)).To(Equal(map[string]int32{"a": 10000}))
+		g.Expect(shifting(g)).To(ContainSubstring("b takes no traffic: not Ready"))
+	}, timeout, interval).Should(Succeed())
+	healthy["b"].Store(true)
+	setReady(metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReady)
 }
