@@ -161,3 +161,23 @@ func unreachable(m *memberRecord) {
 	m.readErr = errors.New("get RayService on cluster eu: connection timed out")
 	m.copy = nil
 }
+
+// A green cluster failing the probe is not done: the blue/green planner pauses the shift, and
+// reverts it at progressDeadlineSeconds.
+func TestWithProbe(t *testing.T) {
+	done := rollout.Cluster{Name: "eu", Ready: true, Done: true}
+	if got := withProbe(done, backendFacts{probe: dataplane.Serving}); !got.Done {
+		t.Errorf("serving: %+v, want done", got)
+	}
+	if got := withProbe(done, backendFacts{}); !got.Done {
+		t.Errorf("no verdict: %+v, want done", got)
+	}
+	got := withProbe(done, backendFacts{probe: dataplane.Failing, probeErr: "GET /-/healthz: 503"})
+	if got.Done || got.NotDone != "serve endpoint failing: GET /-/healthz: 503" {
+		t.Errorf("failing: %+v, want not done, saying why", got)
+	}
+	notDone := rollout.Cluster{Name: "eu", Ready: true, NotDone: "applying"}
+	if got := withProbe(notDone, backendFacts{probe: dataplane.Failing}); got.NotDone != "applying" {
+		t.Errorf("not done already: %+v, want its own reason kept", got)
+	}
+}

@@ -145,9 +145,14 @@ func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.
 	c.Endpoints = min(c.Endpoints, validation.MaxServeEndpoints(&desired.Spec.RayClusterSpec))
 	state := doneFor(m.copy, desired, c.Revision)
 	c.Done, c.NotDone, c.Blocked = state.done, state.why, state.blocked
-	if b := r.backendOf(g, name); c.Done && b.probe == dataplane.Failing {
-		// The data plane's word: a blue/green shift pauses (and reverts at its deadline)
-		// while green's serve endpoint fails, though its member reports it serving.
+	return withProbe(c, r.backendOf(g, name))
+}
+
+// withProbe is c as the data plane sees it: a cluster whose serve endpoint fails the hub's
+// probe is not done, though its member reports it serving, so a blue/green shift pauses (and
+// reverts at its deadline) while green's endpoint fails.
+func withProbe(c rollout.Cluster, b backendFacts) rollout.Cluster {
+	if c.Done && b.probe == dataplane.Failing {
 		c.Done, c.NotDone = false, "serve endpoint failing: "+b.probeErr
 	}
 	return c
