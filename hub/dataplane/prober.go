@@ -39,6 +39,9 @@ type Prober struct {
 	probes *prometheus.CounterVec
 	// changes carries the RayServices to reconcile; buffered, and a full buffer blocks a round.
 	changes chan event.TypedGenericEvent[types.NamespacedName]
+	// kick asks for a round now: an address is new, and until its first verdict the control
+	// plane's view alone decides its traffic.
+	kick chan struct{}
 
 	mu sync.Mutex
 	// wants are, per RayService, its addresses and the member each belongs to.
@@ -66,6 +69,7 @@ func New(cfg Config) (*Prober, error) {
 	p := &Prober{
 		cfg:     cfg,
 		changes: make(chan event.TypedGenericEvent[types.NamespacedName], 1024),
+		kick:    make(chan struct{}, 1),
 		wants:   map[types.NamespacedName]map[string]string{},
 		health:  map[string]Health{},
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -100,10 +104,24 @@ func (p *Prober) Changes() <-chan event.TypedGenericEvent[types.NamespacedName] 
 func (p *Prober) Want(key types.NamespacedName, addrs map[string]string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if maps.Equal(p.wants[key], addrs) {
+		// The steady state, every reconcile: nothing to recompute.
+		return
+	}
+	before := p.wantedLocked()
 	if len(addrs) == 0 {
 		delete(p.wants, key)
-	} else if !maps.Equal(p.wants[key], addrs) {
+	} else {
 		p.wants[key] = maps.Clone(addrs)
+	}
+	for addr := range addrs {
+		if _, known := before[addr]; !known {
+			select {
+			case p.kick <- struct{}{}:
+			default:
+			}
+			break
+		}
 	}
 	wanted := p.wantedLocked()
 	for addr := range p.health {
@@ -142,6 +160,8 @@ func (p *Prober) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+			p.Round(ctx)
+		case <-p.kick:
 			p.Round(ctx)
 		}
 	}

@@ -124,3 +124,27 @@ func TestProberTimeout(t *testing.T) {
 		t.Errorf("a proxy that does not answer: %+v, want failing on the timeout", h)
 	}
 }
+
+func TestProberKicksOnNewAddress(t *testing.T) {
+	p, err := New(Config{Clock: clocktesting.NewFakeClock(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "a", Name: "b"}
+	kicked := func() bool {
+		select {
+		case <-p.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	p.Want(key, map[string]string{"10.0.0.1:8000": "eu"})
+	if !kicked() {
+		t.Error("a new address asked for no round: its first verdict would wait a whole interval")
+	}
+	p.Want(key, map[string]string{"10.0.0.1:8000": "eu"})
+	if kicked() {
+		t.Error("the same addresses asked for a round")
+	}
+}
