@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	sharedmetrics "github.com/rayfleet/rayfleet/shared/metrics"
 )
 
 // Config configures a Prober; zero fields take the defaults.
@@ -78,12 +80,9 @@ func New(cfg Config) (*Prober, error) {
 		}, []string{"member", "result"}),
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(p.probes); err != nil {
-			are, ok := err.(prometheus.AlreadyRegisteredError) //nolint:errorlint // Register returns it unwrapped.
-			if !ok {
-				return nil, fmt.Errorf("register rayfleet_serve_probe_total: %w", err)
-			}
-			p.probes = are.ExistingCollector.(*prometheus.CounterVec)
+		var err error
+		if p.probes, err = sharedmetrics.RegisterOrReuse(cfg.Registerer, p.probes, "rayfleet_serve_probe_total"); err != nil {
+			return nil, err
 		}
 	}
 	return p, nil
