@@ -8,7 +8,8 @@
 // weights), propagation (the member copy, drift, what happens to a copy the RayService left)
 // and aggregate (member status into the RayServiceBinding and the hub RayService), and writes
 // the route of traffic (an HTTPRoute and its backends in the traffic cluster, built purely,
-// its acceptance read back).
+// its acceptance read back), judging each backend by both views: the control plane's and
+// dataplane's probes of the members' serve addresses from the hub.
 // They import one another and shared/, never spoke/, cmd/, shared/localfleet or (outside tests)
 // shared/testing; placement, rollout, propagation and aggregate make no API calls.
 package hub

@@ -124,7 +124,7 @@ func (r *Reconciler) blueGreenInput(g *group, d *decision) rollout.BlueGreenInpu
 	if g.binding != nil && g.binding.Status.Rollout != nil && g.binding.Status.Rollout.BlueGreen != nil {
 		previous = g.binding.Status.Rollout.BlueGreen.GreenPercent
 	}
-	in.Accepted = g.route.acceptedWeights(r.weights(g, d, d.colorsOf(), previous))
+	in.Accepted = g.route.acceptedWeights(r.weights(g, d, d.colorsOf(), previous, unservedWhys(r.backendsOf(g, d.placed))))
 	return in
 }
 

@@ -85,6 +85,8 @@ func (r *Reconciler) deleteRoute(ctx context.Context, g *group) {
 // with on-delete: orphan, released), then its binding and revisions, then the finalizer goes.
 // Every step treats "already gone" as done, so a hub restarted half way resumes where it was.
 func (r *Reconciler) reconcileDelete(ctx context.Context, hub *rayv1.RayService) (ctrl.Result, error) {
+	// A RayService being deleted routes nowhere new: its backends need no more probes.
+	r.wantProbes(client.ObjectKeyFromObject(hub), nil)
 	if !controllerutil.ContainsFinalizer(hub, labels.MemberCleanupFinalizer) {
 		return ctrl.Result{}, nil
 	}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -106,6 +107,8 @@ type fleetOptions struct {
 	// hubUsers are, by member, who the reconciler acts as there, so that it holds only what
 	// RBAC gives that user; a member not listed sees the envtest admin.
 	hubUsers map[string]rest.ImpersonationConfig
+	// probes, when set, probe the serve addresses; it runs in the manager.
+	probes *dataplane.Prober
 }
 
 // startFleetWith starts a hub and o's members with the hub reconciler running.
@@ -160,9 +163,14 @@ func startFleetWith(t *testing.T, o fleetOptions) *fleetHarness {
 	// fire: every RayService resyncs every second instead, as one waiting on something unwatched
 	// does (TestRequeueAfterSettled covers the choice).
 	r := NewReconciler(mgr.GetLocalManager(), members, Options{Resync: time.Second, SettledResync: time.Second, Clock: clk,
-		MetricsRegisterer: prometheus.NewRegistry(), Specs: specs})
+		MetricsRegisterer: prometheus.NewRegistry(), Specs: specs, Probes: o.probes})
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
+	}
+	if o.probes != nil {
+		if err := mgr.GetLocalManager().Add(o.probes); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/grants"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
@@ -51,6 +52,10 @@ type group struct {
 	route routeRead
 	// grants are what the hub's admin granted the RayService's namespace.
 	grants grants.Set
+	// probes are the hub's probes of the members' serve addresses, by address (readProbes);
+	// nil when probing is off. probeFresh is how long a verdict counts.
+	probes     map[string]dataplane.Health
+	probeFresh time.Duration
 }
 
 // memberRecord is one member as the reconcile read it.
@@ -158,6 +163,7 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 			probe = &rayv1.RayService{}
 		}
 	}
+	r.readProbes(g)
 	return g, nil
 }
 

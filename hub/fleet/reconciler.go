@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
@@ -105,6 +106,9 @@ type Options struct {
 	// TrafficCluster is the traffic cluster's own ranges and domain: no member's serve address
 	// in them is routed to.
 	TrafficCluster serveaddress.Cluster
+	// Probes probes the serve addresses the routes send traffic to, from the hub; nil leaves
+	// each backend's health to the control plane's view (MemberCluster Ready, the copy read).
+	Probes *dataplane.Prober
 }
 
 // Reconciler reconciles hub RayServices. Build it with NewReconciler.
@@ -208,6 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 			r.reserved.Forget(req.NamespacedName)
 			r.validSpecs.Forget(req.NamespacedName)
 			r.bindingStatuses.Forget(req.NamespacedName)
+			r.wantProbes(req.NamespacedName, nil)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get RayService %s: %w", req.NamespacedName, err)
@@ -256,6 +261,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 	r.readSpecs(ctx, g)
 	d := r.decide(g)
 	r.announce(g, d)
+	if d.traffic != nil {
+		r.wantProbes(g.key, d.traffic.probeTargets)
+	} else {
+		r.wantProbes(g.key, nil)
+	}
 	o := &outcome{g: g, d: d}
 	defer func() {
 		if statusErr := r.writeStatus(ctx, o); statusErr != nil {

@@ -9,6 +9,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
 	"github.com/rayfleet/rayfleet/hub/rollout"
@@ -144,6 +145,16 @@ func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.
 	c.Endpoints = min(c.Endpoints, validation.MaxServeEndpoints(&desired.Spec.RayClusterSpec))
 	state := doneFor(m.copy, desired, c.Revision)
 	c.Done, c.NotDone, c.Blocked = state.done, state.why, state.blocked
+	return withProbe(c, r.backendOf(g, name))
+}
+
+// withProbe is c as the data plane sees it: a cluster whose serve endpoint fails the hub's
+// probe is not done, though its member reports it serving, so a blue/green shift pauses (and
+// reverts at its deadline) while green's endpoint fails.
+func withProbe(c rollout.Cluster, b backendFacts) rollout.Cluster {
+	if c.Done && b.probe == dataplane.Failing {
+		c.Done, c.NotDone = false, "serve endpoint failing: "+b.probeErr
+	}
 	return c
 }
 

@@ -63,7 +63,13 @@ type trafficDecision struct {
 	weights map[string]int32
 	// unserved says, for each placed cluster that cannot take traffic, why.
 	unserved map[string]string
-	objs     *traffic.Objects
+	// kept says, for each placed cluster that takes traffic only because its serve endpoint
+	// answers the hub's probe, what the control plane sees of it.
+	kept map[string]string
+	// probeTargets are the serve addresses the hub's probes watch for this RayService
+	// (address → cluster).
+	probeTargets map[string]string
+	objs         *traffic.Objects
 	// err is why the route could not be built (too many backends, an address that does not
 	// parse); nothing is written then.
 	err error
@@ -132,17 +138,22 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 	if bg := d.rollout.plan.Status.BlueGreen; bg != nil {
 		percent = bg.GreenPercent
 	}
-	td := &trafficDecision{spec: *spec, unserved: map[string]string{}}
+	td := &trafficDecision{spec: *spec, unserved: map[string]string{}, kept: map[string]string{},
+		probeTargets: r.probeTargets(g, d)}
 	if td.err, td.keptWithoutGrant = trafficGrant(g, spec); td.err != nil {
 		// Nothing is written: the weights in force are the route's, if there is one.
 		td.weights = g.route.state.Weights
 		return td
 	}
-	td.weights = r.weights(g, d, d.colorsOf(), percent)
+	facts := r.backendsOf(g, d.placed)
+	whys := unservedWhys(facts)
+	td.weights = r.weights(g, d, d.colorsOf(), percent, whys)
 	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec, Imports: g.route.imports}
 	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
-		if why := r.unservedWhy(g, name); why != "" {
+		if why := whys[name]; why != "" {
 			td.unserved[name] = why
+		} else if view := facts[name].view; view != "" {
+			td.kept[name] = view
 		}
 		b := traffic.Backend{Cluster: name, Weight: td.weights[name]}
 		if b.Weight == 0 {
@@ -151,7 +162,7 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 		if spec.BackendKind != fleetv1alpha1.BackendServiceImport {
 			// ServiceImport backends are found by name; only Service backends need the address.
 			var err error
-			if b.Host, b.Port, err = traffic.ParseAddress(serveAddress(g.members[name])); err != nil {
+			if b.Host, b.Port, err = traffic.ParseAddress(backendAddress(g, name)); err != nil {
 				td.err = fmt.Errorf("cluster %s: serve address: %w", name, err)
 				return td
 			}
@@ -164,8 +175,10 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 }
 
 // weights splits the traffic over the placed clusters: by colour with green getting
-// greenPercent, each colour by serve endpoints, none to a cluster that cannot take traffic.
-func (r *Reconciler) weights(g *group, d *decision, colors map[string]fleetv1alpha1.Color, greenPercent int32) map[string]int32 {
+// greenPercent, each colour by serve endpoints, none to a cluster that cannot take traffic
+// (unserved[name] != "").
+func (r *Reconciler) weights(g *group, d *decision, colors map[string]fleetv1alpha1.Color, greenPercent int32,
+	unserved map[string]string) map[string]int32 {
 	// The endpoint counts as the rollout bounded them (rolloutCluster).
 	endpoints := make(map[string]int32, len(d.rollout.clusters))
 	for _, c := range d.rollout.clusters {
@@ -173,51 +186,29 @@ func (r *Reconciler) weights(g *group, d *decision, colors map[string]fleetv1alp
 	}
 	backends := make([]rollout.Backend, 0, len(d.placed))
 	for _, name := range d.placed {
-		backends = append(backends, rollout.Backend{Name: name, Color: colors[name], Serving: r.unservedWhy(g, name) == "",
-			Endpoints: endpoints[name]})
+		n := endpoints[name]
+		if m := g.members[name]; m != nil && m.readErr != nil {
+			// Kept by the probe while unreadable: it weighs what it last reported.
+			if last := lastStatus(g, name); last != nil {
+				n = last.NumServeEndpoints
+			}
+		}
+		backends = append(backends, rollout.Backend{Name: name, Color: colors[name], Serving: unserved[name] == "",
+			Endpoints: n})
 	}
 	return rollout.Weights(backends, greenPercent)
 }
 
-// unservedWhy is why a placed cluster cannot take traffic now; "" when it can: its member is
-// Ready and reachable, its copy is ours and reports a serve address its MemberCluster allows,
-// and serve endpoints.
-func (r *Reconciler) unservedWhy(g *group, name string) string {
-	m := g.members[name]
-	switch {
-	case m == nil || m.mc == nil:
-		return "not a member"
-	case m.readErr != nil:
-		return "not reachable"
-	case !memberOf(m.mc).Ready:
-		return "not Ready"
-	case m.copy == nil:
-		return "no copy yet"
-	case m.copy.Annotations[labels.ServeAddress] == "" && !exportsServe(g):
-		if why := m.copy.Annotations[labels.NoServeAddress]; why != "" {
-			return "no serve address: " + why
-		}
-		return "no serve address reported yet"
-	case m.copy.Status.NumServeEndpoints == 0:
-		return "no serve endpoints"
-	case !exportsServe(g):
-		if err := r.checkServeAddress(m); err != nil {
-			return "serve address refused: " + err.Error()
-		}
-	}
-	return ""
-}
-
-// checkServeAddress checks the member's reported serve address against what its MemberCluster
+// checkServeAddress checks a member's serve address addr against what its MemberCluster
 // grants and the traffic cluster's own addresses: a member is trusted with no more than that.
-func (r *Reconciler) checkServeAddress(m *memberRecord) error {
-	host, _, err := traffic.ParseAddress(serveAddress(m))
+func (r *Reconciler) checkServeAddress(mc *fleetv1alpha1.MemberCluster, addr string) error {
+	host, _, err := traffic.ParseAddress(addr)
 	if err != nil {
 		return err
 	}
-	policy, err := serveaddress.PolicyOf(m.mc.Spec.ServeAddresses, r.opts.TrafficCluster)
+	policy, err := serveaddress.PolicyOf(mc.Spec.ServeAddresses, r.opts.TrafficCluster)
 	if err != nil {
-		return fmt.Errorf("MemberCluster %s: %w", m.mc.Name, err)
+		return fmt.Errorf("MemberCluster %s: %w", mc.Name, err)
 	}
 	return policy.Check(host)
 }
@@ -363,11 +354,11 @@ func trafficCondition(o *outcome) *metav1.Condition {
 	case o.g.route.state.Refused:
 		return notAdmittedCondition(o.g.key, &td.spec, o.g.route.state, legacy)
 	case c != nil:
-		c.Message = withLegacy(withUnserved(c.Message, td.unserved), legacy)
+		c.Message = withLegacy(keptText(withUnserved(c.Message, td.unserved), td.kept), legacy)
 		return c
 	}
 	return &metav1.Condition{Type: fleetv1alpha1.ConditionTrafficShifting, Status: metav1.ConditionFalse,
-		Reason: fleetv1alpha1.ReasonTrafficSteady, Message: withLegacy(withUnserved(splitText(td.weights), td.unserved), legacy)}
+		Reason: fleetv1alpha1.ReasonTrafficSteady, Message: withLegacy(keptText(withUnserved(splitText(td.weights), td.unserved), td.kept), legacy)}
 }
 
 // notAdmittedCondition is TrafficShifting when the gateway refused the route of key (st.Refused):

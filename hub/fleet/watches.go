@@ -60,7 +60,12 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		return fmt.Errorf("index ControllerRevisions by RayService: %w", err)
 	}
 	local := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
-	err = mcbuilder.ControllerManagedBy(mgr).
+	b := mcbuilder.ControllerManagedBy(mgr)
+	if r.opts.Probes != nil {
+		// A backend's probe verdict changing moves its traffic at once, not at the next resync.
+		b = b.WatchesRawSource(probeSource(r.opts.Probes))
+	}
+	err = b.
 		Named("hub-rayservice").
 		// Our own status and finalizer writes need no reconcile.
 		For(&rayv1.RayService{}, local[0], local[1], mcbuilder.WithPredicates(predicate.Or(

@@ -181,6 +181,20 @@ func TestBlueGreenShift(t *testing.T) {
 			},
 		},
 		{
+			// What the hub's probe does (hub/fleet withProbe): green Ready, its endpoint failing.
+			name: "a green serve endpoint failing mid-shift pauses the shift; past the deadline it reverts", traffic: true,
+			steps: []bgStep{
+				{at: 0, clusters: []*clusterWrapper{us1(), ap("r2").done()}, green: []string{"ap"},
+					want: "Progressing Shifting 25% acc=false | apply ap=r2 us=r1 | leave - | shift True/Shifting | ev GreenStarted,TrafficShifted"},
+				{at: 1, clusters: []*clusterWrapper{us1(), ap("r2").done()}, accepted: true,
+					want: "Progressing Shifting 25% acc=true | apply ap=r2 us=r1 | leave - | shift True/Shifting | ev -"},
+				{at: 11, clusters: []*clusterWrapper{us1(), ap("r2").why("serve endpoint failing: GET /-/healthz: 503")}, accepted: true,
+					want: "Progressing Shifting 25% acc=true | apply ap=r2 us=r1 | leave - | shift True/ShiftPaused | ev -"},
+				{at: 101, clusters: []*clusterWrapper{us1(), ap("r2").why("serve endpoint failing: GET /-/healthz: 503")}, accepted: true,
+					want: "Complete | apply us=r1 | leave ap=RolledBack | shift False/ShiftReverted | ev TrafficReverted"},
+			},
+		},
+		{
 			name: "a blue member not Ready pauses the shift", traffic: true,
 			steps: []bgStep{
 				{at: 0, clusters: []*clusterWrapper{us1(), ap("r2").done()}, green: []string{"ap"},

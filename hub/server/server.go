@@ -34,6 +34,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/fleet"
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/policy"
@@ -106,6 +107,8 @@ type flags struct {
 	resync           time.Duration
 	trafficCIDRs     string
 	trafficDomain    string
+	probeInterval    time.Duration
+	probeTimeout     time.Duration
 }
 
 func bindFlags(fs *flag.FlagSet, f *flags) {
@@ -131,6 +134,26 @@ func bindFlags(fs *flag.FlagSet, f *flags) {
 		"Comma-separated Pod and Service CIDRs of the traffic cluster (where the hub writes routes): no member's serve address in them is routed to.")
 	fs.StringVar(&f.trafficDomain, "traffic-cluster-domain", serveaddress.DefaultClusterDomain,
 		"DNS domain of the traffic cluster: no member's serve address under it (or under svc) is routed to.")
+	fs.DurationVar(&f.probeInterval, "serve-probe-interval", dataplane.DefaultInterval,
+		"How often the hub probes each routed member's serve address (GET /-/healthz from the hub's network, which must reach the addresses as the gateway does); a backend failing "+
+			"2 probes in a row loses its traffic, one answering keeps it while its member is unreachable. 0 turns probing off: the control plane's view alone decides.")
+	fs.DurationVar(&f.probeTimeout, "serve-probe-timeout", dataplane.DefaultTimeout,
+		"How long one probe of a serve address may take.")
+}
+
+// prober is the serve-address prober the flags ask for, added to mgr; nil when probing is off.
+func (f flags) prober(mgr ctrl.Manager) (*dataplane.Prober, error) {
+	if f.probeInterval <= 0 {
+		return nil, nil
+	}
+	p, err := dataplane.New(dataplane.Config{Interval: f.probeInterval, Timeout: f.probeTimeout, Registerer: metrics.Registry})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(p); err != nil {
+		return nil, fmt.Errorf("add the serve-address prober: %w", err)
+	}
+	return p, nil
 }
 
 // trafficCluster is the traffic cluster's own addresses as the flags give them.
@@ -275,12 +298,17 @@ func setupControllers(mgr mcmanager.Manager, f flags, specs *fleet.HubSpecs, min
 	if err != nil {
 		return err
 	}
+	probes, err := f.prober(local)
+	if err != nil {
+		return err
+	}
 	rayServices := fleet.NewReconciler(local, membership.NewClients(mgr), fleet.Options{
 		Resync:                  f.resync,
 		MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles,
 		HubName:                 f.hubName,
 		Specs:                   specs,
 		TrafficCluster:          tc,
+		Probes:                  probes,
 	})
 	if err = rayServices.SetupWithManager(mgr); err != nil {
 		return err

@@ -238,6 +238,8 @@ func TestFlagNamesAndDefaults(t *testing.T) {
 		"metrics-bind-address":      ":8080",
 		"pprof-bind-address":        "0",
 		"resync":                    "10s",
+		"serve-probe-interval":      "2s",
+		"serve-probe-timeout":       "1s",
 		"traffic-cluster-cidrs":     "",
 		"traffic-cluster-domain":    "cluster.local",
 		"watch-namespace":           "",
