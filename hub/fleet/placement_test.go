@@ -292,6 +292,9 @@ func TestMemberChange(t *testing.T) {
 		{name: "taints", modify: func(mc *fleetv1alpha1.MemberCluster) {
 			mc.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
 		}, want: changePlacement},
+		{name: "serve address grant", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Spec.ServeAddresses = &fleetv1alpha1.ServeAddressRanges{CIDRs: []string{"10.0.0.0/8"}}
+		}, want: changePlacement},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

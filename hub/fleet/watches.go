@@ -219,10 +219,10 @@ func (r *Reconciler) underPlaced(ctx context.Context) []reconcile.Request {
 }
 
 // memberClusterHandler requeues RayServices on MemberCluster changes. A member joining,
-// leaving, or changing readiness, labels, taints or Pod Security level can change any
-// placement (and its namespaces left unlabelled any hub RayService's status); a change of its
-// free capacity alone (every heartbeat) only matters to RayServices not fully placed, and the
-// heartbeat itself to none.
+// leaving, or changing readiness, labels, taints, Pod Security level or serve address grant can
+// change any placement or route (and its namespaces left unlabelled any hub RayService's
+// status); a change of its free capacity alone (every heartbeat) only matters to RayServices
+// not fully placed, and the heartbeat itself to none.
 func (r *Reconciler) memberClusterHandler() handler.EventHandler {
 	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range r.rayServices(ctx) {
@@ -274,7 +274,9 @@ func memberChange(oldMC, newMC *fleetv1alpha1.MemberCluster) change {
 	if a.Ready != b.Ready || a.PodSecurityLevel != b.PodSecurityLevel || !equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
 		!equality.Semantic.DeepEqual(a.Taints, b.Taints) ||
 		// The hub RayServices placed there show the namespaces it cannot label.
-		!equality.Semantic.DeepEqual(oldMC.Status.UnenforcedNamespaces, newMC.Status.UnenforcedNamespaces) {
+		!equality.Semantic.DeepEqual(oldMC.Status.UnenforcedNamespaces, newMC.Status.UnenforcedNamespaces) ||
+		// The grant decides whether their routes take its serve address: a narrowed one applies now.
+		!equality.Semantic.DeepEqual(oldMC.Spec.ServeAddresses, newMC.Spec.ServeAddresses) {
 		return changePlacement
 	}
 	if !equality.Semantic.DeepEqual(a.Free, b.Free) {
