@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,11 +28,18 @@ func join(ctx context.Context, o *joinOptions) error {
 		Name: a.name, HubNamespace: a.hubNamespace, MemberNamespace: a.memberNamespace,
 		MemberServer: a.memberServer, BootstrapTokenTTL: a.bootstrapTokenTTL, TrafficNamespaces: a.trafficNamespaces,
 		TrafficAllNamespaces: a.trafficAllNamespaces, AllowNodePorts: a.allowNodePorts, HubName: a.hubName,
+		GuardTimeout: a.guardTimeout,
 	})
 	if err != nil {
 		return err
 	}
 	printGuard(s.Out, res, a.allowNodePorts)
+	if len(res.Guard.Enforced) > 0 {
+		fmt.Fprintf(s.Out, "the guard is in force: %s refused the hub's dry runs\n", strings.Join(res.Guard.Enforced, ", "))
+	}
+	for _, note := range res.Guard.Notes {
+		fmt.Fprintf(s.Out, "guard: %s\n", note)
+	}
 	for _, ns := range res.Adopted {
 		fmt.Fprintf(s.Out, "labelled namespace %s %s=%s: it holds RayServices of hub %s\n", ns, labels.HubNamespace, labels.HubNamespaceAllowed, a.hubName)
 	}

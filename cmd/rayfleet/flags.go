@@ -48,6 +48,8 @@ type joinArgs struct {
 	allowNodePorts bool
 	// hubName is the hub's --hub-name, on its copies.
 	hubName string
+	// guardTimeout bounds the wait for the member to enforce the guard.
+	guardTimeout time.Duration
 }
 
 // unjoinArgs are the flags of `rayfleet unjoin`.
@@ -100,6 +102,10 @@ The guard lets the hub write only into namespaces labelled fleet.rayfleet.io/hub
 Before anything else join labels allowed each namespace holding a RayService of the hub named
 --hub-name that has no such label (the hub before this guard created them), and prints it; so
 re-run join after upgrading the spoke chart.
+
+An API server loads a new guard asynchronously: before requesting the token, join waits up to
+--guard-timeout until dry runs made as the hub (impersonating its ServiceAccount) are refused by
+the guard, and fails otherwise, naming the policy, with nothing written on the hub.
 `
 
 const unjoinLong = `Removes a member from the hub: deletes the MemberCluster NAME and the kubeconfig Secret NAME in
@@ -158,6 +164,8 @@ func (o *joinOptions) command() *cobra.Command {
 		"routing traffic to this member goes through its serve Service's load balancer or node port")
 	fs.StringVar(&a.hubName, "hub-name", labels.DefaultHubName, "the hub's --hub-name: namespaces holding its RayServices that lack "+
 		labels.HubNamespace+" are labelled "+labels.HubNamespaceAllowed+" so that the guard keeps taking its writes there")
+	fs.DurationVar(&a.guardTimeout, "guard-timeout", membership.DefaultGuardTimeout, "how long to wait, before writing anything on the hub, "+
+		"until the member's API server enforces the guard (a dry run as the hub is refused); join fails after it")
 	return cmd
 }
 
@@ -194,6 +202,9 @@ func (o *joinOptions) complete(cmd *cobra.Command, args []string) error {
 	}
 	if a.bootstrapTokenTTL < membership.MinBootstrapTokenTTL {
 		return usageError(cmd, fmt.Sprintf("--bootstrap-token-ttl must be at least %s, the shortest token Kubernetes grants", membership.MinBootstrapTokenTTL))
+	}
+	if a.guardTimeout <= 0 {
+		return usageError(cmd, "--guard-timeout must be positive: the hub is registered only once the guard is in force")
 	}
 	if err := checkMemberNamespace(cmd, a.memberNamespace); err != nil {
 		return err

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,12 +11,14 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
@@ -193,4 +196,73 @@ func impersonate(t *testing.T, env *envtest.Env, namespace string) client.Client
 func appsNamespace() *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": hubpolicy.LevelBaseline, labels.HubNamespace: labels.HubNamespaceAllowed}}}
+}
+
+// Join returns only once the member's API server enforces the guard on the hub: its dry runs
+// are refused as soon as join returns, without waiting. A chart's guard that does not take
+// effect (here: no binding) fails join, naming the policy, before anything is written on the
+// hub; with its binding, join waits for it too.
+func TestJoinWaitsForTheGuard(t *testing.T) {
+	envs := envtest.StartN(t, 3, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
+	hub, member := Cluster{Client: envs[0].Client, Config: envs[0].Config}, Cluster{Client: envs[1].Client, Config: envs[1].Config}
+	ctx := t.Context()
+	res := mustJoin(ctx, t, hub, member, JoinOptions{Name: "m1", HubNamespace: "rayfleet-system"})
+	want := []string{hubpolicy.DefaultName + hubpolicy.NamespacesSuffix, hubpolicy.DefaultName + hubpolicy.RayServicesSuffix}
+	if !slices.Equal(res.Guard.Enforced, want) && !slices.Equal(res.Guard.Enforced, []string{want[1], want[0]}) {
+		t.Errorf("join's guard check %+v, want %v enforced", res.Guard, want)
+	}
+	if err := member.Client.Create(ctx, appsNamespace()); err != nil {
+		t.Fatal(err)
+	}
+	hubOnMember := impersonate(t, envs[1], DefaultMemberNamespace)
+	rs := raybuilder.MakeRayService("demo", "apps").Obj()
+	rs.UID = ""
+	rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	if rule, _, _ := hubpolicy.ParseDenial(hubOnMember.Create(ctx, rs, client.DryRunAll)); rule != hubpolicy.RulePrivileged {
+		t.Errorf("the hub's privileged RayService right after join: rule %q, want %q", rule, hubpolicy.RulePrivileged)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hub-made", Labels: map[string]string{"pod-security.kubernetes.io/enforce": hubpolicy.LevelPrivileged}}}
+	if rule, _, _ := hubpolicy.ParseDenial(hubOnMember.Create(ctx, ns, client.DryRunAll)); rule != hubpolicy.RulePodSecurityLabels {
+		t.Errorf("the hub's privileged Namespace right after join: rule %q, want %q", rule, hubpolicy.RulePodSecurityLabels)
+	}
+
+	// A member whose chart installed the identity and a guard without its binding.
+	chartMember := Cluster{Client: envs[2].Client, Config: envs[2].Config}
+	const namespace = "fleet-agent"
+	helm := map[string]string{ManagedByLabel: "Helm"}
+	cfg := hubpolicy.Default()
+	cfg.HubUsernames = []string{hubpolicy.HubUsername(namespace, "hub")}
+	guard, err := hubpolicy.Build("spoke-hub-guard", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "hub", Labels: helm}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName, Labels: helm}, Rules: hubaccess.HubRules()},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName, Labels: helm},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRoleName},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: "hub"}}},
+		guard.Policies[0], guard.Policies[1], guard.Bindings[1],
+	}
+	for _, obj := range objs {
+		if err = chartMember.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := JoinOptions{Name: "m2", HubNamespace: "rayfleet-system", MemberNamespace: namespace, GuardTimeout: 3 * time.Second}
+	_, err = Join(ctx, hub, chartMember, opts)
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy spoke-hub-guard-rayservices (a dry-run rayservices as the hub: admitted)") {
+		t.Fatalf("join with an unbound guard: %v, want it to name spoke-hub-guard-rayservices", err)
+	}
+	if err = hub.Client.Get(ctx, client.ObjectKey{Namespace: "rayfleet-system", Name: "m2"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hub's kubeconfig Secret after the failed join: %v, want NotFound", err)
+	}
+	if err = chartMember.Client.Create(ctx, guard.Bindings[0]); err != nil {
+		t.Fatal(err)
+	}
+	res, err = Join(ctx, hub, chartMember, opts)
+	if err != nil || res.Existing == nil || len(res.Guard.Enforced) != 2 {
+		t.Fatalf("join with the chart's bound guard: %+v, %v; want both policies enforced", res, err)
+	}
 }

@@ -14,10 +14,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
@@ -75,6 +77,12 @@ type JoinOptions struct {
 	// labels.DefaultHubName. The namespaces holding its copies without labels.HubNamespace are
 	// labelled allowed, before the guard that requires the label is applied.
 	HubName string
+	// GuardTimeout bounds the wait, before anything is written on the hub, until the member's
+	// API server enforces the guard on the hub's identity (it loads policies asynchronously);
+	// 0 means DefaultGuardTimeout.
+	GuardTimeout time.Duration
+	// Clock paces that wait; nil means the real clock.
+	Clock clock.Clock
 }
 
 // JoinResult is what join set up, without the token.
@@ -95,6 +103,8 @@ type JoinResult struct {
 	// Adopted are the namespaces holding the hub's copies that join labelled
 	// labels.HubNamespace=allowed, because they lacked the label.
 	Adopted []string
+	// Guard is what join found out about the guard being in force.
+	Guard GuardCheck
 }
 
 // Join gives the hub an identity on the member and registers the member on the hub. A hub
@@ -102,7 +112,9 @@ type JoinResult struct {
 // with whatever guard the chart installed; otherwise join applies its own, guarded by
 // shared/hubpolicy's defaults. The hub's kubeconfig holds a bound token of the identity's
 // ServiceAccount (TokenRequest, BootstrapTokenTTL), so running join again rotates it; the hub
-// takes the new token without re-engaging the member. Every write is a server-side apply, so
+// takes the new token without re-engaging the member. It requests the token and writes on the
+// hub only once the member's API server enforces the guard (waitForGuard), which it loads
+// asynchronously. Every write is a server-side apply, so
 // running it again updates a member (a new server URL, say) rather than failing.
 func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult, error) {
 	if o.Name == "" || o.HubNamespace == "" {
@@ -164,6 +176,11 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 			trafficRoles = append(trafficRoles, refOf(member.Client, obj))
 		}
 	}
+	// No token of the hub exists, and nothing is written on the hub, before the guard is in force.
+	guard, err := o.waitForGuard(ctx, member, namespace, sa)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", o.Name, err)
+	}
 	token, expires, err := requestToken(ctx, member.Client, client.ObjectKey{Namespace: namespace, Name: sa}, o.bootstrapTokenTTL())
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
@@ -182,7 +199,7 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		return nil, fmt.Errorf("member %s: removing the legacy token: %w", o.Name, err)
 	}
 	return &JoinResult{Server: server, Secret: client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name},
-		Existing: existing, TokenExpires: expires, TrafficRoles: trafficRoles, Adopted: adopted}, nil
+		Existing: existing, TokenExpires: expires, TrafficRoles: trafficRoles, Adopted: adopted, Guard: guard}, nil
 }
 
 // planTraffic returns the traffic Roles and RoleBindings (or the ClusterRole and binding) to
@@ -207,6 +224,23 @@ func (o JoinOptions) planTraffic(ctx context.Context, c client.Client, namespace
 		found = append(found, nsFound...)
 	}
 	return objs, found, nil
+}
+
+// waitForGuard waits until the member enforces the guard on the hub's ServiceAccount sa in
+// namespace, checking with dry runs made as the hub.
+func (o JoinOptions) waitForGuard(ctx context.Context, member Cluster, namespace, sa string) (GuardCheck, error) {
+	w := guardWait{namespace: namespace, username: hubpolicy.HubUsername(namespace, sa), timeout: o.GuardTimeout, clock: o.Clock}
+	if w.timeout <= 0 {
+		w.timeout = DefaultGuardTimeout
+	}
+	if w.clock == nil {
+		w.clock = clock.RealClock{}
+	}
+	asHub, err := impersonating(member, w.username)
+	if err != nil {
+		return GuardCheck{}, err
+	}
+	return waitForGuard(ctx, member.Client, asHub, w)
 }
 
 func (o JoinOptions) memberNamespace() string {
