@@ -60,6 +60,9 @@ type Options struct {
 	// (shared by several clusters, so the name is prefixed); default the state directory, as
 	// <StateDir>/<component>.log.
 	LogDir string
+	// RealNode, when set, adds one real Node (kubelet, containerd, runc, CNI bridge,
+	// kube-proxy) running in a network namespace, with the API server advertised there.
+	RealNode *RealNode
 	// OnStart, when set, is called with every process right after it started (the control
 	// plane's and those of StartProcess and StartManager), e.g. to record its pid.
 	OnStart func(*Process)
@@ -88,6 +91,7 @@ type Cluster struct {
 	apiArgs  []string   // the API server's arguments, for StartAPIServer
 	system   []*Process // scheduler, KCM, kwok: stopped before the apiserver
 	user     []*Process // started with StartProcess: stopped first
+	node     *realNode  // the real Node, torn down before everything else
 	stopOnce sync.Once
 }
 
@@ -140,7 +144,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	if c.pki, err = newPKI(); err != nil {
+	if c.pki, err = newPKI(c.opts.RealNode.apiServerIPs()...); err != nil {
 		return c, err
 	}
 	if c.files, err = c.pki.write(filepath.Join(c.Dir, "pki")); err != nil {
@@ -156,6 +160,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	if err = c.createNodes(ctx); err != nil {
+		return c, err
+	}
+	if err = c.startRealNode(ctx); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -235,6 +242,7 @@ func (c *Cluster) StartProcess(name, bin string, args, env []string) (*Process, 
 // the state directory unless KeepState is set.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
+		c.stopRealNode()
 		c.mu.Lock()
 		procs := slices.Concat(c.user, c.system)
 		api := c.api
@@ -268,6 +276,9 @@ func (c *Cluster) DumpLogs(w io.Writer, lines int) {
 func (c *Cluster) logTails(lines int) string {
 	c.mu.Lock()
 	procs := slices.Concat([]*Process{c.etcd, c.api}, c.system, c.user)
+	if c.node != nil {
+		procs = append(procs, c.node.procs...)
+	}
 	c.mu.Unlock()
 	out := ""
 	for _, p := range procs {
