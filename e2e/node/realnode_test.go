@@ -71,7 +71,7 @@ func TestRealNodeRunsPods(t *testing.T) {
 	cluster, err := localcluster.Start(ctx, localcluster.Options{
 		Name: "realnode", Scheduler: true, ControllerManager: true,
 		CRDDirs:   []string{filepath.Join(root, "charts", "rayfleet-hub", "crds")},
-		KeepState: os.Getenv("RAYFLEET_KEEP_STATE") != "",
+		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
 		RealNode: &localcluster.RealNode{
 			NetNS:        ns,
 			Images:       []string{filepath.Join(imagesDir, "pause.tar"), filepath.Join(imagesDir, "rayfleet.tar")},
@@ -82,7 +82,11 @@ func TestRealNodeRunsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cluster.Stop)
+	t.Cleanup(func() {
+		stop := time.Now()
+		cluster.Stop()
+		t.Logf("cluster and real Node stopped in %s", time.Since(stop).Round(time.Millisecond))
+	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			cluster.DumpLogs(os.Stderr, 60)

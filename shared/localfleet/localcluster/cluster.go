@@ -1,7 +1,8 @@
 // Package localcluster starts and stops a real Kubernetes control plane on loopback for e2e tests
 // and benchmarks: etcd, kube-apiserver, optionally kube-scheduler and kube-controller-manager, and
 // kwok to play the kubelet on fake Nodes. Everything runs as child processes of the caller, keeps
-// its state in one directory and listens on 127.0.0.1 only.
+// its state in one directory and listens on 127.0.0.1 only; the opt-in RealNode adds a kubelet,
+// containerd and kube-proxy that listen only inside the network namespace they run in.
 // It is the local fleet's, for cmd/rayfleet and e2e/; hub/ and spoke/ production code never
 // imports it, and it imports no hub/, spoke/ or cmd/ package, nor shared/testing.
 package localcluster

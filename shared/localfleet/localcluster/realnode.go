@@ -2,6 +2,8 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -90,10 +92,10 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 	if spec == nil {
 		return nil
 	}
-	if spec.NetNS == nil {
-		return fmt.Errorf("cluster %s: RealNode needs a NetNS", c.Name)
-	}
 	n := &realNode{spec: withNodeDefaults(*spec, c.Name), dir: filepath.Join(c.Dir, "node")}
+	if err := n.spec.validate(); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
 	c.mu.Lock()
 	c.node = n
 	c.mu.Unlock()
@@ -142,6 +144,23 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		return err
 	}
 	return c.waitNodeReady(ctx, n)
+}
+
+// validate rejects a RealNode the Node could not start from, before anything is started.
+func (n RealNode) validate() error {
+	switch {
+	case n.NetNS == nil:
+		return errors.New("RealNode needs a NetNS (CreateNetNS)")
+	case n.SandboxImage == "":
+		return errors.New("RealNode needs a SandboxImage: the Node pulls from no registry")
+	case n.Runc == "":
+		return errors.New("RealNode found no runc on PATH (Debian's runc package)")
+	}
+	// kube-proxy runs in iptables mode, which drives the iptables command.
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return fmt.Errorf("kube-proxy needs iptables (Debian's iptables package): %w", err)
+	}
+	return nil
 }
 
 func withNodeDefaults(n RealNode, cluster string) RealNode {
@@ -307,25 +326,59 @@ func (c *Cluster) stopRealNode() {
 	}
 }
 
-// removeContainers kills and deletes every task and container in the CRI's namespace, so that
-// no shim or container outlives the test.
+// removeContainers kills and deletes every task and container in the CRI's namespace, and the
+// network namespaces of the Pod sandboxes, so that no shim, container or Pod network outlives
+// the cluster.
 func (n *realNode) removeContainers() {
-	out, err := n.ctrOutput("tasks", "ls", "--quiet")
-	if err == nil {
-		for _, id := range strings.Fields(out) {
-			_ = n.ctr("tasks", "kill", "--signal=SIGKILL", id)
+	ids := func(args ...string) []string {
+		out, err := n.ctrOutput(args...)
+		if err != nil {
+			return nil
 		}
-		for _, id := range strings.Fields(out) {
-			_ = wait.PollUntilContextTimeout(context.Background(), pollInterval, stopGrace, true, func(context.Context) (bool, error) {
-				return n.ctr("tasks", "delete", id) == nil, nil
-			})
+		return strings.Fields(out)
+	}
+	tasks := ids("tasks", "ls", "--quiet")
+	for _, id := range tasks {
+		_ = n.ctr("tasks", "kill", "--signal=SIGKILL", id)
+	}
+	for _, id := range tasks {
+		_ = wait.PollUntilContextTimeout(context.Background(), pollInterval, stopGrace, true, func(context.Context) (bool, error) {
+			return n.ctr("tasks", "delete", id) == nil, nil
+		})
+	}
+	var netns []string
+	for _, id := range ids("containers", "ls", "--quiet") {
+		if info, err := n.ctrOutput("containers", "info", id); err == nil {
+			netns = append(netns, sandboxNetNS(info)...)
+		}
+		_ = n.ctr("containers", "delete", id)
+	}
+	for _, path := range netns {
+		_ = exec.Command("ip", "netns", "delete", filepath.Base(path)).Run()
+	}
+}
+
+// sandboxNetNS returns the named network namespaces (under /run/netns) a container's spec
+// joins: the CRI creates one per Pod sandbox and, once the kubelet is gone, nobody removes it.
+func sandboxNetNS(containerInfo string) []string {
+	var info struct {
+		Spec struct {
+			Linux struct {
+				Namespaces []struct{ Type, Path string }
+			}
 		}
 	}
-	if out, err = n.ctrOutput("containers", "ls", "--quiet"); err == nil {
-		for _, id := range strings.Fields(out) {
-			_ = n.ctr("containers", "delete", id)
+	if err := json.Unmarshal([]byte(containerInfo), &info); err != nil {
+		return nil
+	}
+	var out []string
+	for _, ns := range info.Spec.Linux.Namespaces {
+		dir := filepath.Dir(ns.Path)
+		if ns.Type == "network" && (dir == "/run/netns" || dir == "/var/run/netns") {
+			out = append(out, ns.Path)
 		}
 	}
+	return out
 }
 
 // unmountUnder lazily unmounts every mount point under dir, deepest first, so that removing

@@ -33,11 +33,11 @@ func (n *realNode) paths() nodePaths {
 	}
 }
 
-// containerdConfig renders containerd 2.x's configuration (version 3): private root, state and
-// sockets, no NRI (its socket is host-wide), runc from the distribution through the v2 shim
-// with cgroupfs and OOM scores clamped to containerd's own (without CAP_SYS_RESOURCE, as in a
-// container, runc cannot lower a sandbox's to -998), the CNI plugins built by make node-tools, and the sandbox image imported from
-// a tarball rather than pulled.
+// containerdConfig renders containerd 2.x's configuration (version 3): private root, state,
+// sockets and runc state; no NRI (its socket is host-wide); runc from the distribution through
+// the v2 shim with cgroupfs; OOM scores clamped to containerd's own (without CAP_SYS_RESOURCE,
+// as in a container, runc cannot lower a sandbox's to -998); the CNI plugins make node-tools
+// builds; and the sandbox image imported from a tarball rather than pulled.
 func containerdConfig(p nodePaths, cniBin, sandboxImage, runc string) string {
 	return fmt.Sprintf(`version = 3
 root = %[1]q
@@ -68,12 +68,14 @@ state = %[2]q
       runtime_type = "io.containerd.runc.v2"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = %[7]q
+        Root = %[10]q
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = [%[8]q]
     conf_dir = %[9]q
 `, p.containerdRoot, p.containerdState, p.containerdSocket, p.containerdSocket+".ttrpc",
-		filepath.Join(p.containerdRoot, "opt"), sandboxImage, runc, cniBin, p.cniConf)
+		filepath.Join(p.containerdRoot, "opt"), sandboxImage, runc, cniBin, p.cniConf,
+		filepath.Join(p.containerdState, "runc"))
 }
 
 // cniConfig is a bridge network for the Pods: the bridge is their gateway and masquerades
