@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -122,7 +121,6 @@ func DialInNetNS(ctx context.Context, path, address string) (net.Conn, error) {
 type forwarder struct {
 	ln     net.Listener
 	target string
-	wg     sync.WaitGroup
 }
 
 // startForwarder listens on listen (host:port) inside the namespace at nsPath and forwards to
@@ -137,7 +135,7 @@ func startForwarder(nsPath, listen, target string) (*forwarder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s in %s: %w", listen, nsPath, err)
 	}
-	f.wg.Go(f.serve)
+	go f.serve()
 	return f, nil
 }
 
@@ -147,7 +145,7 @@ func (f *forwarder) serve() {
 		if err != nil {
 			return
 		}
-		f.wg.Go(func() {
+		go func() {
 			defer in.Close()
 			out, err := net.Dial("tcp", f.target)
 			if err != nil {
@@ -163,7 +161,7 @@ func (f *forwarder) serve() {
 			_, _ = io.Copy(in, out)
 			_ = in.(*net.TCPConn).CloseWrite()
 			<-done
-		})
+		}()
 	}
 }
 

@@ -337,14 +337,9 @@ func (n *realNode) removeContainers() {
 		}
 		return strings.Fields(out)
 	}
-	tasks := ids("tasks", "ls", "--quiet")
-	for _, id := range tasks {
-		_ = n.ctr("tasks", "kill", "--signal=SIGKILL", id)
-	}
-	for _, id := range tasks {
-		_ = wait.PollUntilContextTimeout(context.Background(), pollInterval, stopGrace, true, func(context.Context) (bool, error) {
-			return n.ctr("tasks", "delete", id) == nil, nil
-		})
+	for _, id := range ids("tasks", "ls", "--quiet") {
+		// --force kills a running task first and waits for it.
+		_ = n.ctr("tasks", "delete", "--force", id)
 	}
 	var netns []string
 	for _, id := range ids("containers", "ls", "--quiet") {
