@@ -116,7 +116,7 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 	files := map[string]string{
 		filepath.Join(paths.cniConf, "10-rayfleet.conflist"): cniConfig(n.spec.PodCIDR, paths.cniIPAM),
 		paths.containerdConfig:                               containerdConfig(paths, c.bin("cni-plugins"), n.spec.SandboxImage, n.spec.Runc),
-		paths.kubeletConfig:                                  kubeletConfig(paths, c.files.CACert, n.spec.NetNS.Addr),
+		paths.kubeletConfig:                                  kubeletConfig(paths, c.files.CACert, n.spec.NetNS.Addr, n.cgroupRoot()),
 		paths.kubeProxyConfig:                                kubeProxyConfig(paths.kubeProxyKubeconfig, n.spec.Name),
 	}
 	for path, data := range files {
@@ -129,6 +129,9 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		return err
 	}
 	if err = c.writeKubeconfigFor(paths.kubeProxyKubeconfig, server, "system:kube-proxy"); err != nil {
+		return err
+	}
+	if err = createCgroupRoot(n.cgroupRoot()); err != nil {
 		return err
 	}
 	if err = c.startContainerd(ctx, n); err != nil {
@@ -162,6 +165,9 @@ func (n RealNode) validate() error {
 	}
 	return nil
 }
+
+// cgroupRoot is the Node's own cgroup (see createCgroupRoot).
+func (n *realNode) cgroupRoot() string { return "rayfleet-" + n.spec.Name }
 
 func withNodeDefaults(n RealNode, cluster string) RealNode {
 	if n.Name == "" {
@@ -321,6 +327,7 @@ func (c *Cluster) stopRealNode() {
 		n.containerd.Stop()
 	}
 	unmountUnder(n.dir)
+	removeCgroupRoot(n.cgroupRoot())
 	if n.fwd != nil {
 		n.fwd.stop()
 	}

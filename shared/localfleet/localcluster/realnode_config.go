@@ -105,13 +105,14 @@ func cniConfig(podCIDR netip.Prefix, ipamDir string) string {
 }
 
 // kubeletConfig is the kubelet's configuration for this machine: cgroup v1 allowed, cgroupfs
-// (no systemd here), no swap accounting, client certificates checked against the cluster CA,
+// (no systemd here) under the Node's own cgroup root, no swap accounting, client certificates checked against the cluster CA,
 // and eviction thresholds low enough that a shared, busy disk does not evict the test's Pods.
-func kubeletConfig(p nodePaths, caFile string, addr netip.Addr) string {
+func kubeletConfig(p nodePaths, caFile string, addr netip.Addr, cgroupRoot string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
+cgroupRoot: /%[5]s
 containerRuntimeEndpoint: unix://%[1]s
 address: %[2]s
 readOnlyPort: 0
@@ -140,7 +141,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 maxPods: 32
-`, p.containerdSocket, addr, caFile, p.podLogs)
+`, p.containerdSocket, addr, caFile, p.podLogs, cgroupRoot)
 }
 
 // kubeProxyConfig runs kube-proxy in iptables mode without touching host-wide conntrack

@@ -59,8 +59,8 @@ func TestRealNodeValidate(t *testing.T) {
 // survive any edit of the template.
 func TestKubeletConfigAllowsCgroupV1(t *testing.T) {
 	n := &realNode{dir: "/state/node"}
-	cfg := kubeletConfig(n.paths(), "/state/pki/ca.crt", netip.MustParseAddr("10.200.0.1"))
-	for _, want := range []string{"failCgroupV1: false", "cgroupDriver: cgroupfs", "unix:///state/node/containerd/containerd.sock", "address: 10.200.0.1"} {
+	cfg := kubeletConfig(n.paths(), "/state/pki/ca.crt", netip.MustParseAddr("10.200.0.1"), "rayfleet-n")
+	for _, want := range []string{"failCgroupV1: false", "cgroupDriver: cgroupfs", "cgroupRoot: /rayfleet-n", "unix:///state/node/containerd/containerd.sock", "address: 10.200.0.1"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("kubelet config lacks %q:\n%s", want, cfg)
 		}
