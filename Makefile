@@ -74,6 +74,14 @@ DEMO_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
 demo-tools:
 	@bash e2e/tools/build.sh $(TOOLS_BIN) $(DEMO_TOOLS)
 
+# A real Node's tools (kubelet, kube-proxy, containerd and its runc shim, ctr, CNI plugins), for
+# the opt-in real-Node local cluster; runc itself comes from the distribution. Not in `tools`.
+NODE_TOOLS := kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-plugins
+
+.PHONY: node-tools
+node-tools: ## Build the real Node's kubelet, kube-proxy, containerd, shim, ctr and CNI plugins into bin/k8s (cached).
+	bash e2e/tools/build.sh $(TOOLS_BIN) $(NODE_TOOLS)
+
 # One tool at a time, for the targets that need only that one; warm, these take a fraction of
 # a second, and running them every time picks up a version bump in build.sh.
 .PHONY: controller-gen golangci-lint

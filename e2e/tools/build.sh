@@ -3,11 +3,14 @@
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (scratch modules,
 # because k8s.io/kubernetes and etcd's server module use replace directives that `go install`
 # refuses), kwok, helm, controller-gen and golangci-lint (plain `go install`), and traefik (a copy
-# of its module, because its own replace directives rule out `go install` too).
+# of its module, because its own replace directives rule out `go install` too). The real Node's
+# tools (`make node-tools`: kubelet, kube-proxy, containerd, its runc shim, ctr and the CNI
+# plugins) are built the same ways but only on request.
 #
 # Every binary is built once per version into $TOOLS_CACHE (shared by all clones) and then
 # linked into $BIN_DIR, so a warm run takes a second. Usage: build.sh <bin-dir> [tool...]
 set -euo pipefail
+shopt -s inherit_errexit # a failed build inside $(build ...) stops the script
 
 BIN_DIR=$(mkdir -p "${1:?usage: build.sh <bin-dir> [tool...]}" && cd "$1" && pwd)
 shift
@@ -24,6 +27,8 @@ GOLANGCI_LINT_VERSION=${GOLANGCI_LINT_VERSION:-v2.15.0}
 # The local fleet's Gateway API data plane (`rayfleet dev up --traffic`). v3.6.12 is the only
 # 3.6 release the proxy lists; 3.7's module cannot be built from the proxy.
 TRAEFIK_VERSION=${TRAEFIK_VERSION:-v3.6.12}
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
+CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
 TOOLS_CACHE=${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rayfleet/tools}
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
 
@@ -31,9 +36,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
 STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
   cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
-  cri-client csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms
+  cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms
   kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
-  mount-utils pod-security-admission sample-apiserver)
+  mount-utils pod-security-admission sample-apiserver streaming)
 
 log() { printf '### %s %s\n' "$(date +%T)" "$*" >&2; }
 
@@ -51,14 +56,16 @@ scratch_module() {
 
 k8s_module() {
   local dir=$TOOLS_CACHE/src/kubernetes-$K8S_VERSION req m
-  [ -f "$dir/go.sum" ] && { echo "$dir"; return; }
+  # A module resolved before a staging module joined the list lacks its replace directive.
+  [ -f "$dir/go.sum" ] && grep -q "k8s.io/${STAGING[-1]} =>" "$dir/go.mod" && { echo "$dir"; return; }
   req="require k8s.io/kubernetes $K8S_VERSION"$'\n\nreplace (\n'
   for m in "${STAGING[@]}"; do req+=$'\t'"k8s.io/$m => k8s.io/$m $STAGING_VERSION"$'\n'; done
   req+=")"
   log "resolving k8s.io/kubernetes $K8S_VERSION" 
   scratch_module "$dir" rayfleet.local/k8sbuild "$req" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
   echo "$dir"
 }
 
@@ -93,7 +100,10 @@ build() {
   local tool=$1 out dir ldf
   case $tool in
     etcd) out=$TOOLS_CACHE/etcd-$ETCD_VERSION ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) out=$TOOLS_CACHE/$tool-$K8S_VERSION ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy) out=$TOOLS_CACHE/$tool-$K8S_VERSION ;;
+    containerd|containerd-shim-runc-v2|ctr) out=$TOOLS_CACHE/$tool-$CONTAINERD_VERSION ;;
+    # One directory of plugins, which is what a CNI bin dir is.
+    cni-plugins) out=$TOOLS_CACHE/cni-plugins-$CNI_PLUGINS_VERSION ;;
     kwok) out=$TOOLS_CACHE/kwok-$KWOK_VERSION ;;
     helm) out=$TOOLS_CACHE/helm-$HELM_VERSION-k8s1.$MINOR ;;
     controller-gen) out=$TOOLS_CACHE/controller-gen-$CONTROLLER_TOOLS_VERSION ;;
@@ -101,20 +111,27 @@ build() {
     traefik) out=$TOOLS_CACHE/traefik-$TRAEFIK_VERSION ;;
     *) echo "build.sh: unknown tool $tool" >&2; return 2 ;;
   esac
-  if [ ! -x "$out" ]; then
+  if [ ! -x "$out" ] || { [ -d "$out" ] && [ ! -x "$out/portmap" ]; }; then
     log "building $tool (cold: minutes; cached afterwards in $TOOLS_CACHE)"
     local tmp=$out.tmp.$$
     case $tool in
       etcd)
         dir=$(etcd_module)
         (cd "$dir" && go build -trimpath -ldflags '-s -w' -o "$tmp" go.etcd.io/etcd/server/v3) ;;
-      kube-*|kubectl)
+      kube-*|kubectl|kubelet)
         dir=$(k8s_module)
         # Without the -X flags the binaries call themselves v0.0.0-master.
         ldf="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
         ldf+=" -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean"
         ldf+=" -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
         (cd "$dir" && go build -trimpath -ldflags "$ldf" -o "$tmp" "k8s.io/kubernetes/cmd/$tool") ;;
+      containerd|containerd-shim-runc-v2|ctr)
+        ldf="-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
+        go_install "$tmp" "github.com/containerd/containerd/v2/cmd/$tool@$CONTAINERD_VERSION" "$ldf" ;;
+      cni-plugins)
+        local m=github.com/containernetworking/plugins/plugins
+        go_install "$tmp" "$m/main/bridge@$CNI_PLUGINS_VERSION" "$m/ipam/host-local@$CNI_PLUGINS_VERSION" \
+          "$m/main/loopback@$CNI_PLUGINS_VERSION" "$m/meta/portmap@$CNI_PLUGINS_VERSION" ;;
       kwok) go_install "$tmp" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "-s -w" ;;
       helm)
         ldf="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
@@ -129,24 +146,32 @@ build() {
         ldf+=" -X github.com/traefik/traefik/v3/pkg/version.BuildDate=1970-01-01T00:00:00Z"
         (cd "$dir" && go build -trimpath -ldflags "$ldf" -o "$tmp" ./cmd/traefik) ;;
     esac
+    if [ -d "$tmp" ]; then rm -rf "$out"; fi
     mv -f "$tmp" "$out"
   fi
   echo "$out"
 }
 
-# go_install <out> <pkg@version> <ldflags>: `go install` into a private GOBIN, then move.
+# go_install <out> <pkg@version> <ldflags>: `go install` into a private GOBIN, then move. With
+# several packages (go_install <out-dir> <pkg@version>...) the binaries land in <out-dir>.
 go_install() {
-  local out=$1 pkg=$2 ldf=$3 gobin
+  local out=$1 gobin
   gobin=$(mktemp -d)
-  GOBIN=$gobin GOFLAGS= go install -trimpath -ldflags "$ldf" "$pkg"
-  mv -f "$gobin"/* "$out"
-  rmdir "$gobin"
+  if [ $# -eq 3 ] && [[ $3 == -* ]]; then
+    GOBIN=$gobin GOFLAGS= go install -trimpath -ldflags "$3" "$2"
+    mv -f "$gobin"/* "$out"
+    rmdir "$gobin"
+  else
+    shift
+    GOBIN=$gobin GOFLAGS= go install -trimpath -ldflags "-s -w" "$@"
+    rm -rf "$out" && chmod 755 "$gobin" && mv "$gobin" "$out"
+  fi
 }
 
 mkdir -p "$TOOLS_CACHE"
 for t in "${TOOLS[@]}"; do
   src=$(build "$t")
-  ln -sf "$src" "$BIN_DIR/$t"
+  ln -sfn "$src" "$BIN_DIR/$t"
 done
 
 # kwok refuses to start without stage definitions; render its "fast" stages once.

@@ -1,7 +1,8 @@
 // Package localcluster starts and stops a real Kubernetes control plane on loopback for e2e tests
 // and benchmarks: etcd, kube-apiserver, optionally kube-scheduler and kube-controller-manager, and
 // kwok to play the kubelet on fake Nodes. Everything runs as child processes of the caller, keeps
-// its state in one directory and listens on 127.0.0.1 only.
+// its state in one directory and listens on 127.0.0.1 only; the opt-in RealNode adds a kubelet,
+// containerd and kube-proxy that listen only inside the network namespace they run in.
 // It is the local fleet's, for cmd/rayfleet and e2e/; hub/ and spoke/ production code never
 // imports it, and it imports no hub/, spoke/ or cmd/ package, nor shared/testing.
 package localcluster
@@ -60,6 +61,9 @@ type Options struct {
 	// (shared by several clusters, so the name is prefixed); default the state directory, as
 	// <StateDir>/<component>.log.
 	LogDir string
+	// RealNode, when set, adds one real Node (kubelet, containerd, runc, CNI bridge,
+	// kube-proxy) running in a network namespace, with the API server advertised there.
+	RealNode *RealNode
 	// OnStart, when set, is called with every process right after it started (the control
 	// plane's and those of StartProcess and StartManager), e.g. to record its pid.
 	OnStart func(*Process)
@@ -88,6 +92,7 @@ type Cluster struct {
 	apiArgs  []string   // the API server's arguments, for StartAPIServer
 	system   []*Process // scheduler, KCM, kwok: stopped before the apiserver
 	user     []*Process // started with StartProcess: stopped first
+	node     *realNode  // the real Node, torn down before everything else
 	stopOnce sync.Once
 }
 
@@ -140,7 +145,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	if c.pki, err = newPKI(); err != nil {
+	if c.pki, err = newPKI(c.opts.RealNode.apiServerIPs()...); err != nil {
 		return c, err
 	}
 	if c.files, err = c.pki.write(filepath.Join(c.Dir, "pki")); err != nil {
@@ -156,6 +161,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	if err = c.createNodes(ctx); err != nil {
+		return c, err
+	}
+	if err = c.startRealNode(ctx); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -235,6 +243,7 @@ func (c *Cluster) StartProcess(name, bin string, args, env []string) (*Process, 
 // the state directory unless KeepState is set.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
+		c.stopRealNode()
 		c.mu.Lock()
 		procs := slices.Concat(c.user, c.system)
 		api := c.api
@@ -268,6 +277,9 @@ func (c *Cluster) DumpLogs(w io.Writer, lines int) {
 func (c *Cluster) logTails(lines int) string {
 	c.mu.Lock()
 	procs := slices.Concat([]*Process{c.etcd, c.api}, c.system, c.user)
+	if c.node != nil {
+		procs = append(procs, c.node.procs...)
+	}
 	c.mu.Unlock()
 	out := ""
 	for _, p := range procs {

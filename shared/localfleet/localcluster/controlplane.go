@@ -74,7 +74,7 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 func (c *Cluster) startAPIServer(etcdURL string, port int) error {
 	args := []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1", "--advertise-address=" + c.opts.RealNode.advertiseAddress(), "--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
 		"--tls-cert-file=" + c.files.ServingCert, "--tls-private-key-file=" + c.files.ServingKey,
 		"--client-ca-file=" + c.files.CACert,
@@ -82,7 +82,8 @@ func (c *Cluster) startAPIServer(etcdURL string, port int) error {
 		"--service-account-key-file=" + c.files.SAPub,
 		"--service-account-signing-key-file=" + c.files.SAKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
-		"--authorization-mode=RBAC",
+		// The Node authorizer is what lets a real kubelet read its Pods' Secrets and ConfigMaps.
+		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		// Benchmarks create hundreds of objects at once; the default in-flight limits would
 		// make the apiserver, not the controller under test, the bottleneck.
@@ -242,6 +243,24 @@ func (c *Cluster) writeKubeconfig(file, user string, groups ...string) (string, 
 		Burst: c.opts.ClientBurst,
 	}
 	return path, cfg, nil
+}
+
+// writeKubeconfigFor writes a kubeconfig at path for user in groups that reaches the API
+// server at server (a real Node reaches it at its namespace's address, not loopback).
+func (c *Cluster) writeKubeconfigFor(path, server, user string, groups ...string) error {
+	cert, err := c.pki.clientCert(user, groups...)
+	if err != nil {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[c.Name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: c.pki.CA.CertPEM}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert.CertPEM, ClientKeyData: cert.KeyPEM}
+	kc.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: user}
+	kc.CurrentContext = c.Name
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return nil
 }
 
 // UserKubeconfig writes a kubeconfig for a separate identity, so that audit logs and metrics

@@ -37,9 +37,10 @@ type pki struct {
 	SAPubPEM []byte
 }
 
-// newPKI creates a fresh CA, a serving certificate for the loopback API server and a
+// newPKI creates a fresh CA, a serving certificate for the loopback API server (and the
+// extra addresses it is reached at, such as a real Node's namespace address) and a
 // ServiceAccount signing key. ECDSA P-256 keeps generation in the milliseconds.
-func newPKI() (*pki, error) {
+func newPKI(extraIPs ...net.IP) (*pki, error) {
 	ca, err := newCA("rayfleet-e2e-ca")
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func newPKI() (*pki, error) {
 	serving, err := ca.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+		IPAddresses: append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}, extraIPs...),
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 	})

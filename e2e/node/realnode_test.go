@@ -1,0 +1,201 @@
+//go:build e2e
+
+// Package node runs a local cluster with one real Node (kubelet, containerd, runc, CNI bridge,
+// kube-proxy in a network namespace) and real Pods from the images `make image` writes.
+package node
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+)
+
+// podTimeout bounds a Pod's way to Running or Succeeded: image unpacking and sandbox set-up
+// take seconds, several times that on a busy 2-core machine.
+const podTimeout = 2 * time.Minute
+
+// TestRealNodeRunsPods starts a cluster whose one Node is real and checks that Pods run from
+// the imported images, that a Pod reaches its API server through the kubernetes Service, and
+// that the Service's ClusterIP answers from the Node's namespace.
+func TestRealNodeRunsPods(t *testing.T) {
+	g := gomega.NewWithT(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a real Node needs root (network namespaces, cgroups, mounts)")
+	}
+	binDir := localcluster.DefaultBinDir()
+	if missing := localcluster.MissingNodeTools(binDir); len(missing) > 0 {
+		t.Skipf("node tools %v missing from %s (make node-tools)", missing, binDir)
+	}
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		t.Fatalf("runc not on PATH (Debian's runc package): %v", err)
+	}
+	imagesDir := filepath.Join(localfleet.DefaultRayFleetBin(), "images")
+	rayfleetImage := imageName(t, filepath.Join(imagesDir, "rayfleet.tar"))
+	pauseImage := imageName(t, filepath.Join(imagesDir, "pause.tar"))
+
+	ns, err := localcluster.CreateNetNS(fmt.Sprintf("rf-node-%d", os.Getpid()), netip.MustParsePrefix("10.200.0.1/24"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	start := time.Now()
+	cluster, err := localcluster.Start(ctx, localcluster.Options{
+		Name: "realnode", Scheduler: true, ControllerManager: true,
+		CRDDirs:   []string{filepath.Join(root, "charts", "rayfleet-hub", "crds")},
+		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
+		RealNode: &localcluster.RealNode{
+			NetNS:        ns,
+			Images:       []string{filepath.Join(imagesDir, "pause.tar"), filepath.Join(imagesDir, "rayfleet.tar")},
+			SandboxImage: pauseImage,
+			Runc:         runc,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop := time.Now()
+		cluster.Stop()
+		t.Logf("cluster and real Node stopped in %s", time.Since(stop).Round(time.Millisecond))
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			cluster.DumpLogs(os.Stderr, 60)
+		}
+	})
+	t.Logf("cluster with a Ready real Node in %s", time.Since(start).Round(time.Millisecond))
+	c := cluster.Client
+
+	// `rayfleet status` lists hub objects with the in-cluster config: it succeeds only if the
+	// Pod reached the API server at the kubernetes Service's ClusterIP.
+	g.Expect(c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-sa-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "default"}},
+	})).To(gomega.Succeed())
+	podStart := time.Now()
+	for _, pod := range []*corev1.Pod{
+		pod("version", rayfleetImage, corev1.RestartPolicyNever, "/rayfleet", "version"),
+		pod("status", rayfleetImage, corev1.RestartPolicyNever, "/rayfleet", "status", "--all-namespaces"),
+		pod("sandbox-only", pauseImage, corev1.RestartPolicyAlways),
+	} {
+		g.Eventually(func() error { return c.Create(ctx, pod) }, podTimeout, time.Second).Should(gomega.Succeed())
+	}
+	for name, want := range map[string]corev1.PodPhase{"version": corev1.PodSucceeded, "status": corev1.PodSucceeded} {
+		g.Eventually(func() (corev1.PodPhase, error) {
+			var p corev1.Pod
+			err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &p)
+			return p.Status.Phase, err
+		}, podTimeout, 500*time.Millisecond).Should(gomega.Equal(want), "Pod %s", name)
+		t.Logf("Pod %s %s %s after creation", name, want, time.Since(podStart).Round(time.Millisecond))
+	}
+	var running corev1.Pod
+	g.Eventually(func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sandbox-only"}, &running)
+		return podReady(&running), err
+	}, podTimeout, 500*time.Millisecond).Should(gomega.BeTrue(), "Pod sandbox-only Ready")
+	t.Logf("Pod sandbox-only Ready %s after creation", time.Since(podStart).Round(time.Millisecond))
+
+	// kube-proxy's rules in the Node's namespace lead the ClusterIP to the API server.
+	var svc corev1.Service
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, &svc)).To(gomega.Succeed())
+	g.Eventually(func() error {
+		dialCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		conn, err := localcluster.DialInNetNS(dialCtx, ns.Path, svc.Spec.ClusterIP+":443")
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}, podTimeout, time.Second).Should(gomega.Succeed())
+
+	for _, p := range cluster.RealNodeProcesses() {
+		u, err := p.Usage()
+		if err != nil {
+			t.Logf("%s: %v", p.Name, err)
+			continue
+		}
+		t.Logf("%s: peak RSS %d MiB, CPU %s", p.Name, u.PeakRSSBytes>>20, u.CPU.Round(time.Millisecond))
+	}
+}
+
+func pod(name, image string, restart corev1.RestartPolicy, command ...string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.PodSpec{
+			RestartPolicy: restart,
+			Containers: []corev1.Container{{
+				Name: "main", Image: image, Command: command, ImagePullPolicy: corev1.PullNever,
+			}},
+		},
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// imageName is the first tag in a Docker archive's manifest.json (make image writes one).
+func imageName(t *testing.T, archive string) string {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatalf("%v (make image)", err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			t.Fatalf("%s has no manifest.json", archive)
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", archive, err)
+		}
+		if h.Name != "manifest.json" {
+			continue
+		}
+		var manifest []struct{ RepoTags []string }
+		if err := json.NewDecoder(tr).Decode(&manifest); err != nil {
+			t.Fatalf("decoding %s's manifest.json: %v", archive, err)
+		}
+		if len(manifest) == 0 || len(manifest[0].RepoTags) == 0 {
+			t.Fatalf("%s names no image", archive)
+		}
+		return strings.TrimSpace(manifest[0].RepoTags[0])
+	}
+}
