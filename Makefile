@@ -169,7 +169,7 @@ docker-build: ## Build the image IMG (default ghcr.io/rayfleet/rayfleet:VERSION)
 
 .PHONY: test
 test: tools ## Run the unit and integration tests (integration tests use the envtest binaries).
-	KUBEBUILDER_ASSETS=$(TOOLS_BIN) go test $(TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(TOOLS_BIN) go test $(TEST_FLAGS) -timeout 30m ./...
 
 # Go fuzzes one target per package run, so each target is its own `go test -fuzz`. The seeds are
 # the hostile inputs of the unit tests; a crasher is written to the package's testdata/fuzz and
