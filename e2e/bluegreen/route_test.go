@@ -138,6 +138,17 @@ func (r *routeRecorder) changedAt(prior map[string]int32, since time.Time) (at t
 	return time.Time{}, false
 }
 
+// changedTo is when the recorder first saw the route's spec give exactly weights want, at or
+// after since, accepted or not; ok is false when it has not (yet).
+func (r *routeRecorder) changedTo(want map[string]int32, since time.Time) (at time.Time, ok bool) {
+	for _, s := range r.snapshot() {
+		if !s.at.Before(since) && s.exists && maps.Equal(s.weights, want) {
+			return s.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // history is the states recorded, one per line, for failure messages.
 func (r *routeRecorder) history() string {
 	var b strings.Builder

@@ -155,3 +155,28 @@ func (f *Fleet) SkewSpokeClock(ctx context.Context, name string, offset time.Dur
 	f.mu.Unlock()
 	return nil
 }
+
+// FailServeEndpoint makes the member's serve endpoint fail while its API server and spoke keep
+// running: its load balancer stand-in answers 503 to every request (the hub's probe and the
+// gateway's traffic alike), as a dead Ray Serve proxy behind a live load balancer does, until
+// HealServeEndpoint. It needs Options.Traffic.
+func (f *Fleet) FailServeEndpoint(name string) error {
+	return f.setServeEndpointFailing(name, true)
+}
+
+// HealServeEndpoint ends the fault FailServeEndpoint began: the member's stand-in serves again.
+func (f *Fleet) HealServeEndpoint(name string) error {
+	return f.setServeEndpointFailing(name, false)
+}
+
+// setServeEndpointFailing turns the member's serve endpoint fault on or off.
+func (f *Fleet) setServeEndpointFailing(name string, failing bool) error {
+	f.mu.Lock()
+	lb := f.LoadBalancers[name]
+	f.mu.Unlock()
+	if lb == nil {
+		return fmt.Errorf("member %q has no load balancer stand-in (no such member, or the fleet runs without traffic)", name)
+	}
+	lb.SetFailing(failing)
+	return nil
+}

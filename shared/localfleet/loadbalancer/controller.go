@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +96,9 @@ type Controller struct {
 	refused map[string]bool
 	// unbindableLogged is set once the address was found unbindable and said so.
 	unbindableLogged bool
+
+	// failing is the injected fault SetFailing turns on: every request answered 503.
+	failing atomic.Bool
 }
 
 // claim is a port one Service holds; server is nil when the address cannot be bound.

@@ -243,6 +243,23 @@ func TestStopClosesTheListeners(t *testing.T) {
 	e.c.Stop() // a second Stop is harmless
 }
 
+func TestSetFailingAnswers503UntilHealed(t *testing.T) {
+	g := newG(t)
+	e := startFake(t, "127.0.0.1")
+	port := freePort(t)
+	_, err := e.kube.CoreV1().Services("ns").Create(context.Background(), serveService("plain", "", port), metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Eventually(func() (Response, error) { return ask("127.0.0.1", port) }).Should(gomega.Equal(Response{Cluster: "us"}))
+
+	e.c.SetFailing(true)
+	_, err = ask("127.0.0.1", port)
+	g.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("503")))
+	g.Expect(e.ingress("plain")()).To(gomega.Equal([]string{"127.0.0.1"}), "the ingress stays while the endpoint fails")
+
+	e.c.SetFailing(false)
+	g.Expect(ask("127.0.0.1", port)).To(gomega.Equal(Response{Cluster: "us"}))
+}
+
 func TestStartRejectsANonAddress(t *testing.T) {
 	_, err := start(context.Background(), Options{Cluster: "us", IP: "localhost"}, kubefake.NewClientset(), nil)
 	if err == nil || !strings.Contains(err.Error(), "not an IP address") {

@@ -131,9 +131,23 @@ func (cl *claim) close() {
 	}
 }
 
+// SetFailing makes every listener answer 503 to every request, the hub's probe path included,
+// while failing is true: a Serve proxy that died behind a load balancer still taking
+// connections, as the gateway and the hub's probe see it. The member's API server and the
+// Services' ingress are left alone. False serves again.
+func (c *Controller) SetFailing(failing bool) {
+	if c.failing.Swap(failing) != failing {
+		c.log.Printf("serve endpoint failing: %v (injected)", failing)
+	}
+}
+
 // handler answers every request on port with a Response naming who holds the port now.
 func (c *Controller) handler(port int32) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if c.failing.Load() {
+			http.Error(w, "serve endpoint of "+c.opts.Cluster+" failing (injected fault)", http.StatusServiceUnavailable)
+			return
+		}
 		body := Response{Cluster: c.opts.Cluster}
 		c.mu.Lock()
 		cl := c.ports[port]
