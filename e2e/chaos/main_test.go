@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -92,6 +93,10 @@ func writeTable(path string) error {
 	}
 	// Before the file is opened: truncating the committed table makes the tree dirty.
 	h := Header{Commit: commit(), Date: time.Now(), CPUs: runtime.NumCPU(), Command: command}
+	previous, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("reading the table: %w", err)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing the table: %w", err)
@@ -99,6 +104,12 @@ func writeTable(path string) error {
 	if err = Render(f, h, rows); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("writing the table to %s: %w", path, err)
+	}
+	if kept := Kept(string(previous)); kept != "" {
+		if _, err = io.WriteString(f, "\n"+kept); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("writing the table to %s: %w", path, err)
+		}
 	}
 	return f.Close()
 }

@@ -101,3 +101,19 @@ func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// keptHeading starts the sections of RESULTS.md that other packages' tests measure (rows that
+// need a fleet this package does not run); Kept carries them over when the table is rendered again.
+const keptHeading = "## Rows run in "
+
+// Kept is the part of a previous RESULTS.md from its first kept section on, "" when it has none.
+func Kept(previous string) string {
+	if strings.HasPrefix(previous, keptHeading) {
+		return previous
+	}
+	if i := strings.Index(previous, "\n"+keptHeading); i >= 0 {
+		return previous[i+1:]
+	}
+	return ""
+}
+

@@ -33,3 +33,23 @@ func TestRender(t *testing.T) {
 		t.Errorf("rows not ordered by Order:\n%s", got)
 	}
 }
+
+func TestKept(t *testing.T) {
+	section := "## Rows run in e2e/bluegreen\n\n| 10 | x |\n"
+	for _, tc := range []struct {
+		name, previous, want string
+	}{
+		{name: "no file", previous: "", want: ""},
+		{name: "only the generated table", previous: "# Chaos results\n\n| 1 | a |\n", want: ""},
+		{name: "a kept section after the table", previous: "# Chaos results\n\n| 1 | a |\n\n" + section, want: section},
+		{name: "a heading that only mentions it", previous: "# Chaos results\n\nsee ## Rows run in x\n", want: ""},
+		{name: "the file is the section", previous: section, want: section},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Kept(tc.previous); got != tc.want {
+				t.Errorf("Kept = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
