@@ -194,11 +194,13 @@ func (x *trafficRun) greenDown(green string) (int32, time.Time) {
 		g.Expect(s.weights).To(gomega.Equal(weightsFor(x.blue, green, percent)), "route while green's API server is down")
 	}).WithTimeout(time.Duration(trafficTuning.intervalSeconds)*time.Second + 5*time.Second).WithPolling(poll).Should(gomega.Succeed())
 
+	// Before the start: StartMemberAPIServer returns once the server is ready, and the hub may
+	// reach it, and take the next step, before that.
+	back := time.Now()
 	if err := fleet.StartMemberAPIServer(t.Context(), green); err != nil {
 		t.Fatalf("starting the API server of %s again: %v", green, err)
 	}
 	down = false
-	back := time.Now()
 	var resumed int32
 	eventuallyFor(t, memberTransitionTimeout, func(g gomega.Gomega) {
 		bg := blueGreenOf(binding(g, x.ns, x.name))
@@ -206,7 +208,7 @@ func (x *trafficRun) greenDown(green string) (int32, time.Time) {
 		g.Expect(bg.GreenPercent).To(gomega.BeNumerically(">", percent), "greenPercent after green is back; route:%s", x.routes.history())
 		resumed = bg.GreenPercent
 	})
-	t.Logf("green %s back: the shift went on to %d%% %v after its API server started", green, resumed, time.Since(back).Round(time.Millisecond))
+	t.Logf("green %s back: the shift went on to %d%% %v after its API server was started", green, resumed, time.Since(back).Round(time.Millisecond))
 	if resumed >= 100 {
 		t.Fatalf("green took everything at once after it was back; nothing left to undo mid-shift")
 	}
