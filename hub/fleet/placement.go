@@ -112,7 +112,7 @@ func (v *memberViews) forget(name string) {
 
 // memberOf is what the planner needs of a MemberCluster: its Ready condition (kept up by the
 // membership code from Joined, Reachable and AgentReady) and since when it is not True, labels,
-// taints, and free capacity with the time of the report that measured it. A member being
+// taints, and free capacity (bounded by spec.capacityLimits) with the time of the report that measured it. A member being
 // deleted is not ready and not tolerated (no NotReadySince): it is leaving the fleet.
 func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 	m := placement.Member{
@@ -122,7 +122,8 @@ func memberOf(mc *fleetv1alpha1.MemberCluster) placement.Member {
 		PodSecurityLevel: podSecurityLevel(mc),
 	}
 	if mc.Status.Capacity != nil {
-		m.Free = mc.Status.Capacity.Free.DeepCopy()
+		// The member reports its own capacity; the admin's limits bound what placement believes.
+		m.Free = placement.BoundCapacity(mc.Status.Capacity.Free, mc.Spec.CapacityLimits)
 	}
 	// The hub's clock, as the reservations it is compared with: a member's clock may be off.
 	if mc.Status.LastHeartbeatObservedTime != nil {

@@ -46,6 +46,19 @@ func TestMemberOf(t *testing.T) {
 		},
 		want: placement.Member{Name: "m1", Labels: map[string]string{"region": "eu"}, Taints: []corev1.Taint{taint}, Ready: true, Free: free},
 	}, {
+		name: "free capacity bounded by the limits the member exceeds",
+		mc: fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "bounded"},
+			Spec: fleetv1alpha1.MemberClusterSpec{CapacityLimits: corev1.ResourceList{
+				"nvidia.com/gpu": resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			Status: fleetv1alpha1.MemberClusterStatus{
+				Conditions: readyCond(metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReady, ""),
+				Capacity:   &fleetv1alpha1.ClusterCapacity{Free: free},
+			},
+		},
+		want: placement.Member{Name: "bounded", Ready: true,
+			Free: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "nvidia.com/gpu": resource.MustParse("1")}},
+	}, {
 		name: "no Ready condition yet, no capacity",
 		mc:   fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m2"}},
 		want: placement.Member{Name: "m2", NotReadyReason: "no Ready condition yet"},

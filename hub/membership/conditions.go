@@ -2,7 +2,13 @@ package membership
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,6 +84,8 @@ type Observation struct {
 	ReportMissing bool
 	// ServeAddresses is the MemberCluster's spec.serveAddresses.
 	ServeAddresses *fleetv1alpha1.ServeAddressRanges
+	// CapacityLimits is the MemberCluster's spec.capacityLimits.
+	CapacityLimits corev1.ResourceList
 	// Namespaces is what became of the namespaces holding the hub's copies; nil when they
 	// were not looked at (the member not reporting), which keeps what the status said.
 	Namespaces *NamespaceEnforcement
@@ -135,6 +143,7 @@ func Status(prev fleetv1alpha1.MemberClusterStatus, obs Observation) fleetv1alph
 	set(agentReadyCondition(meta.FindStatusCondition(prev.Conditions, fleetv1alpha1.ConditionAgentReady), st.LastHeartbeatObservedTime, obs))
 	set(readyCondition(st.Conditions))
 	set(serveAddressesCondition(obs.ServeAddresses))
+	set(capacityCondition(st.Capacity, obs.CapacityLimits))
 	failure := obs.MintFailure
 	if !obs.Join.Joined {
 		failure = nil
@@ -162,6 +171,47 @@ func serveAddressesCondition(grant *fleetv1alpha1.ServeAddressRanges) metav1.Con
 		c.Message = "the hub routes to none of the member's serve addresses: " + err.Error()
 	}
 	return c
+}
+
+// capacityCondition says whether the capacity the member reports (its last mirror) is within
+// the admin's limits. Placement bounds it either way; the condition tells the admin that the
+// member claims more than it is believed, which an honest member does only after growing past
+// its limits. Without limits it is True: most fleets trust their members' reports, and a
+// warning on every member would drown the ones that matter.
+func capacityCondition(capacity *fleetv1alpha1.ClusterCapacity, limits corev1.ResourceList) metav1.Condition {
+	c := metav1.Condition{Type: fleetv1alpha1.ConditionCapacityBounded, Status: metav1.ConditionTrue}
+	if len(limits) == 0 {
+		c.Reason = fleetv1alpha1.ReasonNoCapacityLimits
+		c.Message = "spec.capacityLimits is not set: placement takes the capacity the member reports as it is"
+		return c
+	}
+	var over []string
+	if capacity != nil {
+		for _, name := range slices.Sorted(maps.Keys(limits)) {
+			limit := limits[name]
+			alloc, free := capacity.Allocatable[name], capacity.Free[name]
+			if reported := maxQuantity(alloc, free); reported.Cmp(limit) > 0 {
+				over = append(over, fmt.Sprintf("%s %s > %s", name, reported.String(), limit.String()))
+			}
+		}
+	}
+	if len(over) == 0 {
+		c.Reason = fleetv1alpha1.ReasonCapacityLimited
+		c.Message = "the capacity the member reports is within spec.capacityLimits"
+		return c
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonCapacityOverLimit
+	c.Message = "the member reports more than spec.capacityLimits (" + strings.Join(over, ", ") +
+		"); placement takes the limits"
+	return c
+}
+
+// maxQuantity is the larger of a and b.
+func maxQuantity(a, b resource.Quantity) resource.Quantity {
+	if a.Cmp(b) >= 0 {
+		return a
+	}
+	return b
 }
 
 // setFirstReadyTime records when the member was first Ready, once. The Ready condition's own

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -530,6 +531,58 @@ func TestServeAddressesCondition(t *testing.T) {
 			if ready := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionReady); ready != nil &&
 				strings.Contains(ready.Message, fleetv1alpha1.ConditionServeAddressesBounded) {
 				t.Errorf("Ready counts ServeAddressesBounded: %s", ready.Message)
+			}
+		})
+	}
+}
+
+func TestCapacityCondition(t *testing.T) {
+	gpus := func(alloc, free string) *fleetv1alpha1.ClusterCapacity {
+		return &fleetv1alpha1.ClusterCapacity{
+			Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(alloc), corev1.ResourceCPU: resource.MustParse("64")},
+			Free:        corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(free), corev1.ResourceCPU: resource.MustParse("32")},
+		}
+	}
+	limit := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}
+	tests := []struct {
+		name     string
+		capacity *fleetv1alpha1.ClusterCapacity
+		limits   corev1.ResourceList
+		want     metav1.ConditionStatus
+		reason   string
+		message  string
+	}{
+		{name: "no limits: trusted as reported, not a warning", capacity: gpus("10000", "10000"),
+			want: metav1.ConditionTrue, reason: fleetv1alpha1.ReasonNoCapacityLimits, message: "not set"},
+		{name: "within the limits", capacity: gpus("8", "2"), limits: limit,
+			want: metav1.ConditionTrue, reason: fleetv1alpha1.ReasonCapacityLimited},
+		{name: "nothing reported yet", limits: limit,
+			want: metav1.ConditionTrue, reason: fleetv1alpha1.ReasonCapacityLimited},
+		{name: "allocatable over the limit names the resource", capacity: gpus("16", "2"), limits: limit,
+			want: metav1.ConditionFalse, reason: fleetv1alpha1.ReasonCapacityOverLimit, message: "nvidia.com/gpu 16 > 8"},
+		{name: "free over the limit names the resource", capacity: gpus("8", "10k"), limits: limit,
+			want: metav1.ConditionFalse, reason: fleetv1alpha1.ReasonCapacityOverLimit, message: "nvidia.com/gpu 10k > 8"},
+		{name: "every resource over its limit, by name", capacity: gpus("16", "16"),
+			limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("16")},
+			want:   metav1.ConditionFalse, reason: fleetv1alpha1.ReasonCapacityOverLimit, message: "(cpu 64 > 16, nvidia.com/gpu 16 > 8)"},
+		{name: "a resource not reported is within any limit", capacity: gpus("8", "8"),
+			limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("0")},
+			want:   metav1.ConditionTrue, reason: fleetv1alpha1.ReasonCapacityLimited},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prev := fleetv1alpha1.MemberClusterStatus{Capacity: tt.capacity}
+			st := Status(prev, Observation{Now: t0, CapacityLimits: tt.limits})
+			c := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionCapacityBounded)
+			if c == nil || c.Status != tt.want || c.Reason != tt.reason || !strings.Contains(c.Message, tt.message) {
+				t.Fatalf("CapacityBounded = %+v, want %s/%s with %q in the message", c, tt.want, tt.reason, tt.message)
+			}
+			if !equality.Semantic.DeepEqual(st.Capacity, tt.capacity) {
+				t.Errorf("status capacity = %+v, want what the member reported %+v", st.Capacity, tt.capacity)
+			}
+			if ready := meta.FindStatusCondition(st.Conditions, fleetv1alpha1.ConditionReady); ready != nil &&
+				strings.Contains(ready.Message, fleetv1alpha1.ConditionCapacityBounded) {
+				t.Errorf("Ready counts CapacityBounded: %s", ready.Message)
 			}
 		})
 	}

@@ -296,7 +296,8 @@ func (r *Reconciler) observe(ctx context.Context, mc *fleetv1alpha1.MemberCluste
 		return Observation{}, err
 	}
 	obs := Observation{Generation: mc.Generation, HeartbeatTimeout: r.opts.HeartbeatTimeout, Join: js,
-		ServeAddresses: mc.Spec.ServeAddresses, CredentialExpiryWarning: r.opts.CredentialExpiryWarning}
+		ServeAddresses: mc.Spec.ServeAddresses, CapacityLimits: mc.Spec.CapacityLimits,
+		CredentialExpiryWarning: r.opts.CredentialExpiryWarning}
 	if js.Joined && r.opts.MintFailures != nil {
 		obs.MintFailure = r.opts.MintFailures.MintFailure(mc.Name)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -150,6 +151,42 @@ func TestMembership(t *testing.T) {
 		g.Expect(cl.Get(ctx, client.ObjectKey{Name: fleetv1alpha1.ClusterReportName}, &report)).To(Succeed())
 		_, err = NewClients(mgr).Client(ctx, "nope")
 		g.Expect(err).To(HaveOccurred())
+	})
+
+	t.Run("a member reporting more than its capacity limits is warned of", func(t *testing.T) {
+		g := NewWithT(t)
+		c := members["m1"].Client
+		var report fleetv1alpha1.ClusterReport
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: fleetv1alpha1.ClusterReportName}, &report)).To(Succeed())
+		gpus := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("10k")}
+		report.Status.Capacity = fleetv1alpha1.ClusterCapacity{Allocatable: gpus, Free: gpus}
+		g.Expect(c.Status().Update(ctx, &report)).To(Succeed())
+		setLimits := func(limits corev1.ResourceList) {
+			var mc fleetv1alpha1.MemberCluster
+			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "m1"}, &mc)).To(Succeed())
+			mc.Spec.CapacityLimits = limits
+			g.Expect(hub.Client.Update(ctx, &mc)).To(Succeed())
+		}
+		setLimits(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")})
+		g.Eventually(func(g Gomega) {
+			cond := condition(g, "m1", fleetv1alpha1.ConditionCapacityBounded)
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal(fleetv1alpha1.ReasonCapacityOverLimit))
+			g.Expect(cond.Message).To(ContainSubstring("nvidia.com/gpu 10k > 8"))
+			// The status keeps what the member reported; placement applies the limit.
+			free := memberStatus(g, "m1").Capacity.Free["nvidia.com/gpu"]
+			g.Expect(free.Value()).To(Equal(int64(10000)))
+		}, timeout, interval).Should(Succeed())
+		g.Expect(condition(g, "m1", fleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		warned := false
+		for _, e := range recorder.Events() {
+			warned = warned || (e.Key.Reason == fleetv1alpha1.ReasonCapacityOverLimit && e.Key.EventType == corev1.EventTypeWarning)
+		}
+		g.Expect(warned).To(BeTrue(), "no Warning event for CapacityOverLimit")
+		setLimits(nil)
+		g.Eventually(func(g Gomega) {
+			g.Expect(condition(g, "m1", fleetv1alpha1.ConditionCapacityBounded).Reason).To(Equal(fleetv1alpha1.ReasonNoCapacityLimits))
+		}, timeout, interval).Should(Succeed())
 	})
 
 	t.Run("a member whose heartbeat stops turns AgentReady=False", func(t *testing.T) {

@@ -51,6 +51,11 @@ const (
 	// is absent (any address but the never-allowed ones is routed to) or does not parse
 	// (nothing is). It does not count towards Ready.
 	ConditionServeAddressesBounded = "ServeAddressesBounded"
+	// ConditionCapacityBounded (MemberCluster) is False, a warning to the hub's admin, when the
+	// member reports more allocatable or free capacity than spec.capacityLimits allows for a
+	// resource (placement reads it as the limit); True otherwise, including when no limits are
+	// set, as most fleets trust their members' reports. It does not count towards Ready.
+	ConditionCapacityBounded = "CapacityBounded"
 	// ConditionCredentialsValid (MemberCluster) is False, a warning to the hub's admin, when
 	// the bootstrap token of the member's kubeconfig Secret expires within the hub's
 	// --credential-expiry-warning or has expired, or when the member refuses the hub a token
@@ -92,6 +97,18 @@ const (
 	ReasonNoServeAddressRanges = "NoServeAddressRanges"
 	// ReasonInvalidServeAddressRanges (False): an entry does not parse; no address is routed to.
 	ReasonInvalidServeAddressRanges = "InvalidServeAddressRanges"
+)
+
+// Reasons of CapacityBounded.
+const (
+	// ReasonCapacityLimited (True): the member's reported capacity is within spec.capacityLimits.
+	ReasonCapacityLimited = "CapacityLimited"
+	// ReasonNoCapacityLimits (True): spec.capacityLimits is not set; placement takes the
+	// member's reported capacity as it is.
+	ReasonNoCapacityLimits = "NoCapacityLimits"
+	// ReasonCapacityOverLimit (False): the member reports more than spec.capacityLimits allows;
+	// the message names the resources.
+	ReasonCapacityOverLimit = "CapacityOverLimit"
 )
 
 // Reasons of CredentialsValid.

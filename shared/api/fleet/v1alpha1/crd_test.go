@@ -86,6 +86,8 @@ func TestCRDsAcceptValidObjectsAndApplyDefaults(t *testing.T) {
 
 	mc := memberCluster("m1")
 	mc.Spec.Taints = []corev1.Taint{{Key: "gpu", Value: "a100", Effect: corev1.TaintEffectNoSchedule}}
+	mc.Spec.CapacityLimits = corev1.ResourceList{"cpu": resource.MustParse("128"), "memory": resource.MustParse("512Gi"),
+		"nvidia.com/gpu": resource.MustParse("8"), "google.com/tpu": resource.MustParse("0")}
 	mustCreate(t, c, mc)
 	if got := mc.Spec.KubeconfigSecretRef.Key; got != fleetv1alpha1.DefaultKubeconfigKey {
 		t.Errorf("kubeconfigSecretRef.key defaulted to %q, want %q", got, fleetv1alpha1.DefaultKubeconfigKey)
@@ -278,6 +280,15 @@ func TestCRDsRejectInvalidObjects(t *testing.T) {
 				return mc
 			}(),
 			want: "taint effect must be NoSchedule, PreferNoSchedule or NoExecute",
+		},
+		{
+			name: "member cluster with a negative capacity limit",
+			obj: func() client.Object {
+				mc := memberCluster("m-negative-limit")
+				mc.Spec.CapacityLimits = corev1.ResourceList{"cpu": resource.MustParse("64"), "nvidia.com/gpu": resource.MustParse("-1")}
+				return mc
+			}(),
+			want: "capacity limits must not be negative",
 		},
 		{
 			name: "cluster report not named local",

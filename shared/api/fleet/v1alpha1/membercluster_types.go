@@ -39,6 +39,18 @@ type MemberClusterSpec struct {
 	// and the MemberCluster carries a warning condition.
 	// +optional
 	ServeAddresses *ServeAddressRanges `json:"serveAddresses,omitempty"`
+
+	// CapacityLimits is the most the hub believes of the member's capacity, per resource name
+	// (cpu, memory, nvidia.com/gpu, ...). The member's spoke reports its own capacity, so a
+	// compromised member could claim thousands of free GPUs and draw new RayServices away from
+	// the others; placement reads its reported free capacity as at most these. A resource not
+	// named is taken as reported; at most 16 are named, none negative. The status keeps what the
+	// member reported, and the CapacityBounded condition says when that exceeds these limits.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="capacity limits must not be negative"
+	CapacityLimits corev1.ResourceList `json:"capacityLimits,omitempty"`
 }
 
 // ServeAddressRanges bounds a member's serve addresses; an address must fall in one entry.
@@ -86,7 +98,7 @@ type MemberClusterStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Joined, Reachable, AgentReady and Ready; PodSecurityEnforced,
-	// ServeAddressesBounded and CredentialsValid, which do not count towards Ready.
+	// ServeAddressesBounded, CapacityBounded and CredentialsValid, which do not count towards Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
