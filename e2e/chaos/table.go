@@ -116,4 +116,3 @@ func Kept(previous string) string {
 	}
 	return ""
 }
-

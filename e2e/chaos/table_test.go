@@ -52,4 +52,3 @@ func TestKept(t *testing.T) {
 		})
 	}
 }
-
