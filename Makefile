@@ -182,11 +182,11 @@ FUZZMINIMIZETIME ?= 100x
 
 .PHONY: fuzz
 fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the CLI's kubeconfig input, FUZZTIME (10s) each.
-	go test -run '^$$' -fuzz '^FuzzRayServiceSpec$$' -fuzztime $(FUZZTIME) ./shared/validation -fuzzminimizetime $(FUZZMINIMIZETIME)
-	go test -run '^$$' -fuzz '^FuzzConfigJSON$$' -fuzztime $(FUZZTIME) ./spoke/rayservice/serve -fuzzminimizetime $(FUZZMINIMIZETIME)
-	go test -run '^$$' -fuzz '^FuzzSpecHash$$' -fuzztime $(FUZZTIME) ./hub/propagation -fuzzminimizetime $(FUZZMINIMIZETIME)
-	go test -run '^$$' -fuzz '^FuzzMemberRayService$$' -fuzztime $(FUZZTIME) ./hub/propagation -fuzzminimizetime $(FUZZMINIMIZETIME)
-	go test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(FUZZTIME) ./cmd/rayfleet -fuzzminimizetime $(FUZZMINIMIZETIME)
+	bash e2e/tools/fuzz.sh shared/validation FuzzRayServiceSpec $(FUZZTIME) $(FUZZMINIMIZETIME)
+	bash e2e/tools/fuzz.sh spoke/rayservice/serve FuzzConfigJSON $(FUZZTIME) $(FUZZMINIMIZETIME)
+	bash e2e/tools/fuzz.sh hub/propagation FuzzSpecHash $(FUZZTIME) $(FUZZMINIMIZETIME)
+	bash e2e/tools/fuzz.sh hub/propagation FuzzMemberRayService $(FUZZTIME) $(FUZZMINIMIZETIME)
+	bash e2e/tools/fuzz.sh cmd/rayfleet FuzzConnect $(FUZZTIME) $(FUZZMINIMIZETIME)
 
 .PHONY: e2e
 # -p 1: each e2e package starts its own control planes (one member; a hub and two members), and
