@@ -237,7 +237,9 @@ func (p *Prober) record(wanted map[string]string, results map[string]error) []ty
 	return keys
 }
 
-// probe GETs the address's health path: nil for a 200 within the timeout.
+// probe GETs the address's health path: nil for any answer below 500 within the timeout. A
+// server error, a refused connection or a timeout fails; a 404 still shows a server taking
+// requests there, which is what a gateway's outlier detection judges too.
 func (p *Prober) probe(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
@@ -251,7 +253,7 @@ func (p *Prober) probe(ctx context.Context, addr string) error {
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode >= http.StatusInternalServerError {
 		return fmt.Errorf("GET %s: %s", HealthPath, resp.Status)
 	}
 	return nil

@@ -148,3 +148,30 @@ func TestProberKicksOnNewAddress(t *testing.T) {
 		t.Error("the same addresses asked for a round")
 	}
 }
+
+func TestProbeStatuses(t *testing.T) {
+	p, err := New(Config{Clock: clocktesting.NewFakeClock(time.Now()), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		status int
+		fails  bool
+	}{
+		{status: http.StatusOK},
+		{status: http.StatusNotFound},
+		{status: http.StatusInternalServerError, fails: true},
+		{status: http.StatusServiceUnavailable, fails: true},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tc.status)
+			}))
+			defer srv.Close()
+			err := p.probe(context.Background(), strings.TrimPrefix(srv.URL, "http://"))
+			if (err != nil) != tc.fails {
+				t.Errorf("probe of a server answering %d: %v, want failing %v", tc.status, err, tc.fails)
+			}
+		})
+	}
+}
