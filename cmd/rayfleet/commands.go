@@ -126,7 +126,7 @@ func status(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.output != "" {
+	if a.output != "" && a.output != outputWide {
 		objs := make([]client.Object, 0, len(fleet.Bindings)+len(fleet.Members))
 		for i := range fleet.Bindings {
 			objs = append(objs, &fleet.Bindings[i])
@@ -136,5 +136,5 @@ func status(ctx context.Context, o *statusOptions) error {
 		}
 		return printList(s.Out, o.print, hub.Client.Scheme(), objs...)
 	}
-	return fleetstatus.Write(s.Out, fleet, s.clock.Now())
+	return fleetstatus.Write(s.Out, fleet, s.clock.Now(), a.output == outputWide)
 }

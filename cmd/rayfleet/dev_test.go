@@ -22,8 +22,8 @@ func TestDev(t *testing.T) {
 	}{
 		{name: "help", args: []string{"dev", "--help"}, wantCode: 0, wantStdout: "Commands:"},
 		{name: "unknown command", args: []string{"dev", "frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
-		{name: "up help", args: []string{"dev", "up", "-h"}, wantCode: 0, wantStderr: "-base-port"},
-		{name: "up help on traffic", args: []string{"dev", "up", "-h"}, wantCode: 0, wantStderr: "-traffic"},
+		{name: "up help", args: []string{"dev", "up", "-h"}, wantCode: 0, wantStdout: "-base-port"},
+		{name: "up help on traffic", args: []string{"dev", "up", "-h"}, wantCode: 0, wantStdout: "-traffic"},
 		{name: "up positional argument", args: []string{"dev", "up", "now"}, wantCode: 2, wantStderr: "unexpected arguments: now"},
 		{
 			name:       "up without tools",
@@ -45,7 +45,7 @@ func TestDev(t *testing.T) {
 		},
 		{name: "down with nothing running", args: []string{"dev", "down", "--state-dir", empty}, wantCode: 0, wantStdout: "No dev fleet is running"},
 		{name: "status with nothing running", args: []string{"dev", "status", "--state-dir", empty}, wantCode: 1, wantStdout: "No dev fleet is running"},
-		{name: "status help", args: []string{"dev", "status", "-h"}, wantCode: 0, wantStderr: "Exit code 0 when"},
+		{name: "status help", args: []string{"dev", "status", "-h"}, wantCode: 0, wantStdout: "Exit code 0 when"},
 		{name: "supervise usage error", args: []string{"dev", "supervise", "extra"}, wantCode: 2, wantStderr: "unexpected arguments: extra"},
 	}
 	for _, tt := range tests {

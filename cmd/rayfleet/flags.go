@@ -285,7 +285,7 @@ func (o *statusOptions) command() *cobra.Command {
 	o.hub.register(cmd.Flags(), true)
 	o.hub.completeNamespaces(cmd)
 	cmd.Flags().BoolVarP(&o.args.allNamespaces, "all-namespaces", "A", false, "RayServices of every namespace")
-	o.print = addPrintFlags(cmd)
+	o.print = addPrintFlags(cmd, true)
 	return cmd
 }
 
@@ -301,7 +301,7 @@ func (o *statusOptions) complete(cmd *cobra.Command, args []string) error {
 	if o.args.allNamespaces && o.args.namespace != "" {
 		return usageError(cmd, "-n and -A are mutually exclusive")
 	}
-	o.args.output, err = checkOutput(cmd, o.print)
+	o.args.output, err = checkOutput(cmd, o.print, true)
 	return err
 }
 

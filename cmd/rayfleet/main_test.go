@@ -20,7 +20,7 @@ func TestRun(t *testing.T) {
 		{name: "version", args: []string{"version"}, wantCode: 0, wantStdout: version + "\n"},
 		{name: "help", args: []string{"--help"}, wantCode: 0, wantStdout: "Commands:"},
 		{name: "dev without a command", args: []string{"dev"}, wantCode: 2, wantStderr: "Usage: rayfleet dev <command>"},
-		{name: "join help", args: []string{"join", "-h"}, wantCode: 0, wantStderr: fleetv1alpha1.KubeconfigSecretLabel + "=true"},
+		{name: "join help", args: []string{"join", "-h"}, wantCode: 0, wantStdout: fleetv1alpha1.KubeconfigSecretLabel + "=true"},
 		{name: "join usage error", args: []string{"join", "m1"}, wantCode: 2, wantStderr: "unexpected arguments: m1"},
 		{name: "status usage error", args: []string{"status", "-n", "a", "-A"}, wantCode: 2, wantStderr: "mutually exclusive"},
 		{name: "status unreachable", args: []string{"status", "--hub-kubeconfig", "/nonexistent/kubeconfig"}, wantCode: 1, wantStderr: "rayfleet status: loading the hub's kubeconfig"},

@@ -13,21 +13,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
+// outputWide is -o wide: the tables with more columns, as `kubectl get -o wide`.
+const outputWide = "wide"
+
 // addPrintFlags adds kubectl's -o (json, yaml, name, jsonpath, go-template, ...) and the flags
-// that go with it; without -o the command prints its tables.
-func addPrintFlags(cmd *cobra.Command) *genericclioptions.PrintFlags {
+// that go with it; without -o the command prints its tables. wide says the command's tables
+// have a wide form.
+func addPrintFlags(cmd *cobra.Command, wide bool) *genericclioptions.PrintFlags {
 	p := genericclioptions.NewPrintFlags("")
 	p.AddFlags(cmd)
-	if f := cmd.Flags().Lookup("output"); f != nil {
-		f.Usage = "output format: " + strings.Join(p.AllowedFormats(), "|") + " (default the tables)"
+	formats := p.AllowedFormats()
+	if wide {
+		formats = append(formats, outputWide)
 	}
+	if f := cmd.Flags().Lookup("output"); f != nil {
+		f.Usage = "output format: " + strings.Join(formats, "|") + " (default the tables)"
+	}
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return formats, cobra.ShellCompDirectiveNoFileComp
+	})
 	return p
 }
 
 // checkOutput returns -o's format, refusing one no printer takes before anything is read.
-func checkOutput(cmd *cobra.Command, p *genericclioptions.PrintFlags) (string, error) {
+// wide is accepted when the command's tables have a wide form.
+func checkOutput(cmd *cobra.Command, p *genericclioptions.PrintFlags, wide bool) (string, error) {
 	if *p.OutputFormat == "" {
 		return "", nil
+	}
+	if wide && *p.OutputFormat == outputWide {
+		return outputWide, nil
 	}
 	if _, err := p.ToPrinter(); err != nil {
 		return "", usageError(cmd, err.Error())

@@ -30,7 +30,11 @@ func testStatusOutput(t *testing.T, hubFile string) {
 			name: "jsonpath", args: []string{"--kubeconfig", hubFile, "-n", "serve", "-o", "jsonpath={.items[*].metadata.name}"},
 			wantStdout: "asr llm m1 m2",
 		},
-		{name: "a format no printer takes", args: []string{"--kubeconfig", hubFile, "-o", "wide"}, wantCode: 2, wantStderr: `unable to match a printer suitable for the output format "wide"`},
+		{
+			name: "wide", args: []string{"--kubeconfig", hubFile, "-n", "other", "-o", "wide"},
+			wantContains: []string{"REVISION   REASON          POLICY", "other/big    <none>    NoClusterFits", "NoClusterFits   ", "HEARTBEAT   REASON", "NODES   KUBERNETES   AGENT"},
+		},
+		{name: "a format no printer takes", args: []string{"--kubeconfig", hubFile, "-o", "tabular"}, wantCode: 2, wantStderr: `unable to match a printer suitable for the output format "tabular"`},
 		{
 			name: "two kubeconfigs", args: []string{"--kubeconfig", hubFile, "--hub-kubeconfig", "/elsewhere"}, wantCode: 2,
 			wantStderr: "--hub-kubeconfig and --kubeconfig name the same thing: give one",
@@ -74,6 +78,7 @@ func (h *rolloutHub) testRolloutOutput(t *testing.T) {
 		{name: "a missing revision", args: []string{"history", "serve/llm", "--revision", "4", "-o", "yaml"}, wantCode: 1, wantStderr: "has no revision 4"},
 		{name: "watch takes no -o", args: []string{"status", "serve/llm", "-w", "-o", "yaml"}, wantCode: 2, wantStderr: "--watch prints the rollout as a table"},
 		{name: "-n against the target's namespace", args: []string{"status", "serve/llm", "-n", "other"}, wantCode: 2, wantStderr: "-n other and the namespace serve"},
+		{name: "status has no wide table", args: []string{"status", "serve/llm", "-o", "wide"}, wantCode: 2, wantStderr: `output format "wide"`},
 		{name: "pause takes no -o", args: []string{"pause", "serve/llm", "-o", "yaml"}, wantCode: 2, wantStderr: "flag provided but not defined: -o"},
 	}
 	for _, tt := range tests {

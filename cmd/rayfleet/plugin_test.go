@@ -60,7 +60,7 @@ func TestKubectlPlugin(t *testing.T) {
 		{name: "version", args: []string{"version"}, wantStdout: version + "\n"},
 		{name: "help", args: []string{"--help"}, wantStdout: "Usage: kubectl rayfleet <command> [flags]\n"},
 		{name: "help lists the commands", args: []string{"--help"}, wantStdout: "\n  rollout   Show and steer a RayService's rollout"},
-		{name: "a command's usage", args: []string{"rollout", "status", "-h"}, wantStderr: "Usage: kubectl rayfleet rollout status <namespace>/<name> [flags]"},
+		{name: "a command's usage", args: []string{"rollout", "status", "-h"}, wantStdout: "Usage: kubectl rayfleet rollout status <namespace>/<name> [flags]"},
 		{name: "usage error", args: []string{"rollout", "undo"}, wantCode: 2, wantStderr: "kubectl rayfleet rollout undo: the RayService is required"},
 		{name: "completion", args: []string{"completion", "bash"}, wantStdout: "# bash completion V2 for rayfleet"},
 	}

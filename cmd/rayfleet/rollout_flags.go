@@ -141,10 +141,10 @@ func (o *rolloutOptions) command(v rolloutVerb) *cobra.Command {
 	switch v.name {
 	case "status":
 		fs.BoolVarP(&a.watch, "watch", "w", false, "print the rollout again on every change until it is Complete (exit 0) or Stalled (exit 1)")
-		o.print = addPrintFlags(cmd)
+		o.print = addPrintFlags(cmd, false)
 	case "history":
 		fs.Int64Var(&a.revision, "revision", 0, "print this revision's content as YAML")
-		o.print = addPrintFlags(cmd)
+		o.print = addPrintFlags(cmd, false)
 	case "approve":
 		fs.StringVar(&a.stage, "stage", "", "the stage to approve (default the stage the rollout awaits approval for)")
 	case "undo":
@@ -169,7 +169,7 @@ func (o *rolloutOptions) complete(cmd *cobra.Command, target []string) error {
 		}
 	}
 	if o.print != nil {
-		if a.output, err = checkOutput(cmd, o.print); err != nil {
+		if a.output, err = checkOutput(cmd, o.print, false); err != nil {
 			return err
 		}
 		if a.output != "" && a.watch {

@@ -100,14 +100,10 @@ func groupRun(cmd *cobra.Command, args []string) error {
 	return usageErr{errors.New("no command")}
 }
 
-// help prints a command's help: a group's to stdout, and a leaf command's to stderr, where the
-// rest of what its flags produce goes.
+// help prints the help asked for (-h, --help, `help`) to stdout, as kubectl does, so that it
+// pipes into a pager; usage printed because of an error goes to stderr (SetUsageFunc).
 func help(cmd *cobra.Command, _ []string) {
-	w := cmd.OutOrStdout()
-	if !cmd.HasAvailableSubCommands() {
-		w = cmd.ErrOrStderr()
-	}
-	_ = writeUsage(w, cmd)
+	_ = writeUsage(cmd.OutOrStdout(), cmd)
 }
 
 // connectionFlag marks the flags of kubectl's ConfigFlags, listed apart in the usage.

@@ -70,7 +70,7 @@ func printFleetStatus(ctx context.Context, out io.Writer, kubeconfig string) err
 	if err != nil {
 		return fmt.Errorf("reading the hub: %w", err)
 	}
-	return fleetstatus.Write(out, fleet, time.Now())
+	return fleetstatus.Write(out, fleet, time.Now(), false)
 }
 
 // hubClient is a client for the hub from its admin kubeconfig.

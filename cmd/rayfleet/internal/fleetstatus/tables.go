@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -32,12 +33,17 @@ const (
 const shortHashLength = 8
 
 // Write prints the RayService table and the member table, separated by a blank line; now is
-// the time heartbeat ages are measured against.
-func Write(w io.Writer, f *Fleet, now time.Time) error {
+// the time heartbeat ages are measured against. wide adds the columns of -o wide: why a copy
+// or a member is (not) Ready, the policy, and the member's versions and Nodes.
+func Write(w io.Writer, f *Fleet, now time.Time, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "RAYSERVICE\tCLUSTER\tSTATUS\tREADY\tENDPOINTS\tREVISION")
+	header := "RAYSERVICE\tCLUSTER\tSTATUS\tREADY\tENDPOINTS\tREVISION"
+	if wide {
+		header += "\tREASON\tPOLICY"
+	}
+	fmt.Fprintln(tw, header)
 	for _, b := range sortedBindings(f.Bindings) {
-		for _, row := range bindingRows(&b) {
+		for _, row := range bindingRows(&b, wide) {
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
 	}
@@ -46,9 +52,17 @@ func Write(w io.Writer, f *Fleet, now time.Time) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tREADY\tFREE GPUS\tFREE CPU\tHEARTBEAT")
+	header = "MEMBER\tREADY\tFREE GPUS\tFREE CPU\tHEARTBEAT"
+	if wide {
+		header += "\tREASON\tNODES\tKUBERNETES\tAGENT"
+	}
+	fmt.Fprintln(tw, header)
 	for _, m := range sortedMembers(f.Members) {
-		fmt.Fprintln(tw, strings.Join(memberRow(&m, now), "\t"))
+		row := memberRow(&m, now)
+		if wide {
+			row = append(row, memberWide(&m)...)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the member table: %w", err)
@@ -58,7 +72,30 @@ func Write(w io.Writer, f *Fleet, now time.Time) error {
 
 // bindingRows are one row per cluster the RayService is placed on or still runs on, by cluster
 // name; a RayService placed nowhere gets one row saying why.
-func bindingRows(b *fleetv1alpha1.RayServiceBinding) [][]string {
+func bindingRows(b *fleetv1alpha1.RayServiceBinding, wide bool) [][]string {
+	rows := narrowBindingRows(b)
+	if !wide {
+		return rows
+	}
+	seen := make(map[string]*fleetv1alpha1.ClusterStatus, len(b.Status.Clusters))
+	for i := range b.Status.Clusters {
+		seen[b.Status.Clusters[i].Name] = &b.Status.Clusters[i]
+	}
+	policy := orNone(b.Spec.PolicyName)
+	for i, row := range rows {
+		reason := none
+		if cs := seen[row[1]]; cs != nil {
+			reason = conditionReason(cs.Conditions, fleetv1alpha1.ConditionReady)
+		} else if row[1] == clusterNone {
+			reason = conditionReason(b.Status.Conditions, fleetv1alpha1.ConditionPlaced)
+		}
+		rows[i] = append(row, reason, policy)
+	}
+	return rows
+}
+
+// narrowBindingRows are bindingRows' default columns.
+func narrowBindingRows(b *fleetv1alpha1.RayServiceBinding) [][]string {
 	key := b.Namespace + "/" + b.Name
 	seen := make(map[string]*fleetv1alpha1.ClusterStatus, len(b.Status.Clusters))
 	names := slices.Clone(b.Spec.Clusters)
@@ -131,6 +168,33 @@ func memberRow(m *fleetv1alpha1.MemberCluster, now time.Time) []string {
 		heartbeat = duration.HumanDuration(now.Sub(t.Time)) + " ago"
 	}
 	return []string{m.Name, ready, gpus, cpu, heartbeat}
+}
+
+// memberWide is a member's -o wide columns: why it is (not) Ready, its Nodes Ready of all, and
+// the Kubernetes and spoke versions it reports.
+func memberWide(m *fleetv1alpha1.MemberCluster) []string {
+	nodes := none
+	if n := m.Status.Nodes; n != nil {
+		nodes = fmt.Sprintf("%d/%d", n.Ready, n.Total)
+	}
+	return []string{conditionReason(m.Status.Conditions, fleetv1alpha1.ConditionReady), nodes,
+		orNone(m.Status.KubernetesVersion), orNone(m.Status.AgentVersion)}
+}
+
+// conditionReason is the reason of the condition of type t, none when it is not set.
+func conditionReason(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil && c.Reason != "" {
+		return c.Reason
+	}
+	return none
+}
+
+// orNone is s, or none when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return none
+	}
+	return s
 }
 
 // accelerators lists the extended resources (GPUs, TPUs, ...) of free as name=quantity, sorted
