@@ -231,7 +231,7 @@ const forbidden = "is forbidden: User "
 func (e *env) noForbidden(t *testing.T) {
 	for _, c := range []*localcluster.Cluster{e.hub, e.member} {
 		dir := filepath.Join(c.Dir, "node", "pod-logs")
-		files := 0
+		files, lines := 0, 0
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
 				return err
@@ -242,6 +242,7 @@ func (e *env) noForbidden(t *testing.T) {
 				return err
 			}
 			for line := range strings.Lines(string(data)) {
+				lines++
 				switch {
 				case strings.Contains(line, forbidden):
 					t.Errorf("%s: %s", strings.TrimPrefix(path, dir+"/"), strings.TrimSpace(line))
@@ -255,8 +256,8 @@ func (e *env) noForbidden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if files == 0 {
-			t.Errorf("no Pod logs under %s", dir)
+		if files == 0 || lines == 0 {
+			t.Errorf("%d Pod log files with %d lines under %s, want some", files, lines, dir)
 		}
 	}
 }
