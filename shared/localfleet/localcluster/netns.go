@@ -70,6 +70,9 @@ func (ns *NetNS) Delete() error {
 	return nil
 }
 
+// Close deletes the namespace, for owners that hold io.Closers.
+func (ns *NetNS) Close() error { return ns.Delete() }
+
 // AddAddress adds addr as a /32 on the namespace's loopback, e.g. another namespace's address
 // for a Forward that stands in for the route between two clusters' networks.
 func (ns *NetNS) AddAddress(addr netip.Addr) error {
