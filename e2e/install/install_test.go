@@ -34,7 +34,6 @@ import (
 const (
 	teamNS      = "team-a"
 	rayService  = "fruit"
-	policyName  = "prod"
 	hubReplicas = 2
 )
 
