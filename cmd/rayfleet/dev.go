@@ -33,6 +33,12 @@ demo/blue-green: one cluster, BlueGreen rollout, traffic through gateway/fleet) 
 The stand-ins can only listen where 10.99.0.1 and 10.99.0.2 are assigned (a network namespace
 with them on its loopback interface); elsewhere requests routed to them fail, and the rest of
 the fleet works the same.
+
+With --real-nodes (root; after 'make node-tools image') the hub and each member also get one
+real Node: a kubelet, containerd and runc, a CNI bridge and kube-proxy in a network namespace
+of its own (10.200.10.1 for the hub, then .11, .12), with <bin>/images imported, the API server
+advertising that address, and the taint localfleet.rayfleet.io/real-node:NoSchedule so that the
+Ray Pods stay on kwok's Nodes. bin/hub and bin/spoke still run on the host.
 `
 
 const devDownLong = `Stops the dev fleet: its supervisor stops every process in order; any it left running is killed
@@ -69,6 +75,8 @@ func (a *devArgs) registerUp(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.config.Keep, "keep", false, "keep the state directory when the foreground fleet stops")
 	fs.BoolVar(&a.config.Traffic, "traffic", false,
 		"add a traffic path: Traefik serving a Gateway on the hub, a load balancer per member, and the sample demo/berry (BlueGreen)")
+	fs.BoolVar(&a.config.RealNodes, "real-nodes", false,
+		"give the hub and each member one real Node (kubelet, containerd, runc) running <bin>/images; root, `make node-tools image`")
 }
 
 // devSupervise is the hidden command `dev up --detach` runs in the background.
@@ -134,6 +142,9 @@ func supervisorArgs(c devfleet.Config) []string {
 		"--k8s-bin", c.K8sBin, "--bin", c.Bin, "--root", c.Root}
 	if c.Traffic {
 		args = append(args, "--traffic")
+	}
+	if c.RealNodes {
+		args = append(args, "--real-nodes")
 	}
 	return args
 }

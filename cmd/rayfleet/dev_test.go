@@ -68,6 +68,8 @@ func TestSupervisorArgs(t *testing.T) {
 	base := devfleet.Config{StateDir: "/state", BasePort: 16443, K8sBin: "/k8s", Bin: "/bin", Root: "/clone"}
 	withTraffic := base
 	withTraffic.Traffic = true
+	withRealNodes := base
+	withRealNodes.RealNodes = true
 	tests := []struct {
 		name string
 		c    devfleet.Config
@@ -75,6 +77,7 @@ func TestSupervisorArgs(t *testing.T) {
 	}{
 		{name: "plain", c: base, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone"},
 		{name: "traffic passed on", c: withTraffic, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone --traffic"},
+		{name: "real nodes passed on", c: withRealNodes, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone --real-nodes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -109,6 +109,8 @@ type Options struct {
 	// Traefik serving it on the hub (HubCRDDirs, when given, must hold the Gateway API CRDs),
 	// and a load balancer stand-in per member.
 	Traffic *TrafficOptions
+	// RealNodes, when set, gives every cluster one real Node (see RealNodes); root only.
+	RealNodes *RealNodes
 	// NoGrant starts the fleet without its NamespaceGrant (Grant), as a fleet upgraded from a
 	// release before grants has none: the hub then places nothing new until Fleet.Grant makes it.
 	NoGrant bool

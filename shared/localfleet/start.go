@@ -100,6 +100,16 @@ func (f *Fleet) startControlPlanes(ctx context.Context) error {
 			OnStart:           f.onStart(m.Name),
 		})
 	}
+	for i := range all {
+		node, err := f.realNode(i, all[i].Name)
+		if err != nil {
+			return err
+		}
+		if node != nil {
+			// The Node's Pods need scheduling and their ServiceAccounts, the hub's too.
+			all[i].RealNode, all[i].Scheduler, all[i].ControllerManager = node, true, true
+		}
+	}
 	clusters := make([]*localcluster.Cluster, len(all))
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup

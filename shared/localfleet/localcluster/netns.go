@@ -70,6 +70,29 @@ func (ns *NetNS) Delete() error {
 	return nil
 }
 
+// Close deletes the namespace, for owners that hold io.Closers.
+func (ns *NetNS) Close() error { return ns.Delete() }
+
+// AddAddress adds addr as a /32 on the namespace's loopback, e.g. another namespace's address
+// for a Forward that stands in for the route between two clusters' networks.
+func (ns *NetNS) AddAddress(addr netip.Addr) error {
+	args := []string{"-n", ns.Name, "addr", "add", netip.PrefixFrom(addr, addr.BitLen()).String(), "dev", "lo"}
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// Forward listens on listen (host:port) inside the namespace and splices each connection to
+// target on the host, until the returned Closer is closed.
+func (ns *NetNS) Forward(listen, target string) (io.Closer, error) {
+	f, err := startForwarder(ns.Path, listen, target)
+	if err != nil {
+		return nil, err
+	}
+	return f.ln, nil
+}
+
 // inNetNS runs fn on an OS thread moved into the namespace at path. A socket keeps the
 // namespace it was created in, so listeners and connections made by fn stay there.
 func inNetNS(path string, fn func() error) error {

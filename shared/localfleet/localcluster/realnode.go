@@ -1,10 +1,12 @@
 package localcluster
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -40,7 +42,13 @@ type RealNode struct {
 	PodCIDR netip.Prefix
 	// StartTimeout bounds the wait for the Node to be Ready; default startTimeout.
 	StartTimeout time.Duration
+	// Taints are registered with the Node, e.g. to keep Pods meant for kwok's Nodes off it.
+	Taints []corev1.Taint
 }
+
+// RealNodeTaintKey is the taint a local fleet puts on its real Nodes (NoSchedule), so that
+// Pods without a toleration, such as the Ray Pods kwok plays, stay on the fake Nodes.
+const RealNodeTaintKey = "localfleet.rayfleet.io/real-node"
 
 // Node tool names, as e2e/tools/build.sh links them into the bin directory; CNI plugins are
 // the directory cni-plugins.
@@ -55,6 +63,37 @@ func MissingNodeTools(binDir string) []string {
 		}
 	}
 	return missing
+}
+
+// ArchiveImageName is the first tag in an image archive's manifest.json (Docker's layout,
+// which make image writes), e.g. to name a RealNode's SandboxImage.
+func ArchiveImageName(archive string) (string, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("%s has no manifest.json", archive)
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", archive, err)
+		}
+		if h.Name != "manifest.json" {
+			continue
+		}
+		var manifest []struct{ RepoTags []string }
+		if err := json.NewDecoder(tr).Decode(&manifest); err != nil {
+			return "", fmt.Errorf("decoding %s's manifest.json: %w", archive, err)
+		}
+		if len(manifest) == 0 || len(manifest[0].RepoTags) == 0 {
+			return "", fmt.Errorf("%s names no image", archive)
+		}
+		return strings.TrimSpace(manifest[0].RepoTags[0]), nil
+	}
 }
 
 // apiServerIPs are the addresses the serving certificate needs besides loopback.
@@ -116,7 +155,7 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 	files := map[string]string{
 		filepath.Join(paths.cniConf, "10-rayfleet.conflist"): cniConfig(n.spec.PodCIDR, paths.cniIPAM),
 		paths.containerdConfig:                               containerdConfig(paths, c.bin("cni-plugins"), n.spec.SandboxImage, n.spec.Runc),
-		paths.kubeletConfig:                                  kubeletConfig(paths, c.files.CACert, n.spec.NetNS.Addr, n.cgroupRoot()),
+		paths.kubeletConfig:                                  kubeletConfig(paths, c.files.CACert, n.spec.NetNS.Addr, n.cgroupRoot(), n.spec.Taints),
 		paths.kubeProxyConfig:                                kubeProxyConfig(paths.kubeProxyKubeconfig, n.spec.Name),
 	}
 	for path, data := range files {

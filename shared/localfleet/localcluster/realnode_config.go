@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // nodePaths are where a real Node keeps its configuration and state, all under the cluster's
@@ -107,7 +110,7 @@ func cniConfig(podCIDR netip.Prefix, ipamDir string) string {
 // kubeletConfig is the kubelet's configuration for this machine: cgroup v1 allowed, cgroupfs
 // (no systemd here) under the Node's own cgroup root, no swap accounting, client certificates checked against the cluster CA,
 // and eviction thresholds low enough that a shared, busy disk does not evict the test's Pods.
-func kubeletConfig(p nodePaths, caFile string, addr netip.Addr, cgroupRoot string) string {
+func kubeletConfig(p nodePaths, caFile string, addr netip.Addr, cgroupRoot string, taints []corev1.Taint) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -141,7 +144,20 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 maxPods: 32
-`, p.containerdSocket, addr, caFile, p.podLogs, cgroupRoot)
+`, p.containerdSocket, addr, caFile, p.podLogs, cgroupRoot) + registerWithTaints(taints)
+}
+
+// registerWithTaints is the kubelet configuration's taints field; JSON strings are YAML.
+func registerWithTaints(taints []corev1.Taint) string {
+	if len(taints) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("registerWithTaints:\n")
+	for _, t := range taints {
+		fmt.Fprintf(&b, "  - key: %q\n    value: %q\n    effect: %q\n", t.Key, t.Value, t.Effect)
+	}
+	return b.String()
 }
 
 // kubeProxyConfig runs kube-proxy in iptables mode without touching host-wide conntrack

@@ -4,9 +4,13 @@ package localcluster
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestSandboxNetNS(t *testing.T) {
@@ -59,10 +63,27 @@ func TestRealNodeValidate(t *testing.T) {
 // survive any edit of the template.
 func TestKubeletConfigAllowsCgroupV1(t *testing.T) {
 	n := &realNode{dir: "/state/node"}
-	cfg := kubeletConfig(n.paths(), "/state/pki/ca.crt", netip.MustParseAddr("10.200.0.1"), "rayfleet-n")
+	cfg := kubeletConfig(n.paths(), "/state/pki/ca.crt", netip.MustParseAddr("10.200.0.1"), "rayfleet-n", nil)
 	for _, want := range []string{"failCgroupV1: false", "cgroupDriver: cgroupfs", "cgroupRoot: /rayfleet-n", "unix:///state/node/containerd/containerd.sock", "address: 10.200.0.1"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("kubelet config lacks %q:\n%s", want, cfg)
 		}
+	}
+}
+
+// The Node registers with the taints asked for, in the form the kubelet's configuration reads.
+func TestKubeletConfigRegistersTaints(t *testing.T) {
+	n := &realNode{dir: "/state/node"}
+	want := []corev1.Taint{{Key: RealNodeTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	cfg := kubeletConfig(n.paths(), "/state/pki/ca.crt", netip.MustParseAddr("10.200.0.1"), "rayfleet-n", want)
+	var got struct {
+		RegisterWithTaints []corev1.Taint `json:"registerWithTaints"`
+		MaxPods            int            `json:"maxPods"`
+	}
+	if err := yaml.Unmarshal([]byte(cfg), &got); err != nil {
+		t.Fatalf("kubelet config does not parse: %v\n%s", err, cfg)
+	}
+	if !reflect.DeepEqual(got.RegisterWithTaints, want) || got.MaxPods != 32 {
+		t.Errorf("registerWithTaints = %+v, maxPods %d; want %+v, 32:\n%s", got.RegisterWithTaints, got.MaxPods, want, cfg)
 	}
 }

@@ -86,6 +86,9 @@ type Config struct {
 	// on GatewayPort, a load balancer stand-in per member on its serve IP) and applies the
 	// traffic sample too.
 	Traffic bool
+	// RealNodes gives the hub and each member one real Node (kubelet, containerd, runc) in a
+	// network namespace of its own, with the images in <Bin>/images imported; root only.
+	RealNodes bool
 }
 
 // DefaultStateDir is ${XDG_STATE_HOME:-$HOME/.local/state}/rayfleet/dev.
@@ -230,8 +233,17 @@ func (c Config) fleetOptions(l Layout, onStart func(string, *localcluster.Proces
 		opts.HubCRDDirs = append(opts.HubCRDDirs, filepath.Join(c.Root, gatewayCRDDir))
 		opts.Traffic = &localfleet.TrafficOptions{ServeIPs: serveIPs(), GatewayPort: c.GatewayPort()}
 	}
+	if c.RealNodes {
+		// Preflight checked the archive; a name it cannot read fails the Node's start instead.
+		sandbox, _ := localcluster.ArchiveImageName(c.pauseImage())
+		opts.RealNodes = &localfleet.RealNodes{Images: []string{c.pauseImage(), c.rayfleetImage()}, SandboxImage: sandbox}
+	}
 	return opts
 }
+
+// pauseImage and rayfleetImage are the archives `make image` writes, which real Nodes import.
+func (c Config) pauseImage() string    { return filepath.Join(c.Bin, "images", "pause.tar") }
+func (c Config) rayfleetImage() string { return filepath.Join(c.Bin, "images", "rayfleet.tar") }
 
 func isFile(path string) bool {
 	fi, err := os.Stat(path)

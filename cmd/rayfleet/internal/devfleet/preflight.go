@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // tools are what the control planes run from Config.K8sBin (kwok-stages.yaml is kwok's stage
@@ -40,6 +43,7 @@ func Preflight(c Config) error {
 	errs = append(errs, checkAgents(c)...)
 	errs = append(errs, checkCRDs(c)...)
 	errs = append(errs, checkPorts(c)...)
+	errs = append(errs, checkRealNodes(c)...)
 	if len(errs) > 1 {
 		return problems(errs)
 	}
@@ -149,4 +153,30 @@ func apiServerOf(cluster string) string {
 		return "kube-apiserver of the hub"
 	}
 	return "kube-apiserver of member " + cluster
+}
+
+// checkRealNodes checks what --real-nodes needs: root, the node tools, runc and iptables, and
+// the images the Nodes import.
+func checkRealNodes(c Config) []error {
+	if !c.RealNodes {
+		return nil
+	}
+	var errs []error
+	if os.Geteuid() != 0 {
+		errs = append(errs, errors.New("--real-nodes needs root (network namespaces, mounts, cgroups)"))
+	}
+	if missing := localcluster.MissingNodeTools(c.K8sBin); len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("node tools %v not found in %s: run `make node-tools`", missing, c.K8sBin))
+	}
+	for _, bin := range []string{"runc", "iptables"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			errs = append(errs, fmt.Errorf("--real-nodes needs %s on PATH (Debian's %s package)", bin, bin))
+		}
+	}
+	for _, img := range []string{c.pauseImage(), c.rayfleetImage()} {
+		if _, err := localcluster.ArchiveImageName(img); err != nil {
+			errs = append(errs, fmt.Errorf("%w: run `make image`", err))
+		}
+	}
+	return errs
 }

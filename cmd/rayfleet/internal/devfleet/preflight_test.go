@@ -150,6 +150,13 @@ func TestPreflight(t *testing.T) {
 			want: []string{"127.0.0.1:%PORT3% (the hub's Gateway) is in use; stop what listens there or pass --base-port"},
 		},
 		{
+			name:  "real nodes without node tools or images",
+			setup: func(_ *testing.T, c *Config) { c.RealNodes = true },
+			want: []string{"node tools [kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-plugins] not found in %K8S%: run `make node-tools`",
+				"%BIN%/images/pause.tar: no such file or directory: run `make image`",
+				"%BIN%/images/rayfleet.tar: no such file or directory: run `make image`"},
+		},
+		{
 			name: "a fleet already running",
 			setup: func(t *testing.T, c *Config) {
 				l := Layout{Dir: c.StateDir}
