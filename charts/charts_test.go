@@ -2,7 +2,7 @@
 // `helm lint --strict`, and assertions on `helm template` output (RBAC against the generated and
 // shared/hubaccess rules, Deployments, values the schema rejects, every value in the READMEs),
 // and the hub chart's dashboards and alerts with promtool (monitoring_test.go).
-// It imports only shared/hubaccess, shared/monitoring and spoke/features (the gates the schema
+// It imports only shared/hubaccess, shared/testing/monitoring and spoke/features (the gates the schema
 // admits).
 package charts_test
 

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/rayfleet/rayfleet/shared/monitoring"
+	"github.com/rayfleet/rayfleet/shared/testing/monitoring"
 )
 
 // rulesTests are the `promtool test rules` cases of the hub's alerts; their rule_files entry

@@ -36,7 +36,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
-	"github.com/rayfleet/rayfleet/shared/monitoring"
+	"github.com/rayfleet/rayfleet/shared/testing/monitoring"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 

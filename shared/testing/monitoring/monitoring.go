@@ -1,4 +1,4 @@
-// Package monitoring reads the PromQL of the hub chart's Grafana dashboards
+// Package monitoring reads, for tests, the PromQL of the hub chart's Grafana dashboards
 // (charts/rayfleet-hub/dashboards) and alert rules (charts/rayfleet-hub/alerts), so that the
 // chart tests can parse it with promtool and the e2e tests can run it against a Prometheus
 // scraping a running fleet. It does not parse PromQL itself: that is Prometheus' job.
