@@ -63,7 +63,7 @@ demo: build demo-tools ## Start a local fleet (hub + two members), place a sampl
 	RAYFLEET_K8S_BIN=$(TOOLS_BIN) $(BIN)/rayfleet dev up $(DEMO_ARGS)
 
 .PHONY: tools
-tools: ## Build etcd, kube-apiserver, kubectl, kwok, helm, controller-gen, traefik into bin/k8s (cached).
+tools: ## Build etcd, kube-apiserver, kubectl, kwok, helm, controller-gen, traefik, promtool, prometheus, promql-names into bin/k8s (cached).
 	bash e2e/tools/build.sh $(TOOLS_BIN)
 
 # The demo needs the control planes, kwok and traefik (for DEMO_ARGS=--traffic), not helm or

@@ -1,7 +1,9 @@
 // Package charts_test checks the Helm charts rayfleet-hub and rayfleet-spoke without a cluster:
 // `helm lint --strict`, and assertions on `helm template` output (RBAC against the generated and
-// shared/hubaccess rules, Deployments, values the schema rejects, every value in the READMEs).
-// It imports only shared/hubaccess and spoke/features (the gates the schema admits).
+// shared/hubaccess rules, Deployments, values the schema rejects, every value in the READMEs),
+// and the hub chart's dashboards and alerts with promtool (monitoring_test.go).
+// It imports only shared/hubaccess, shared/testing/monitoring and spoke/features (the gates the schema
+// admits).
 package charts_test
 
 import (
@@ -32,9 +34,15 @@ const (
 	releaseNS  = "fleet-system"
 )
 
-// helm returns the path of the helm binary that `make tools` builds: $KUBEBUILDER_ASSETS, then
-// $RAYFLEET_K8S_BIN, then the repository's bin/k8s, as the other tests find their tools.
+// helm returns the path of the helm binary that `make tools` builds.
 func helm(t *testing.T) string {
+	t.Helper()
+	return tool(t, "helm")
+}
+
+// tool returns the path of a tool `make tools` builds: in $KUBEBUILDER_ASSETS, then
+// $RAYFLEET_K8S_BIN, then the repository's bin/k8s, as the other tests find their tools.
+func tool(t *testing.T, name string) string {
 	t.Helper()
 	var dirs []string
 	for _, env := range []string{"KUBEBUILDER_ASSETS", "RAYFLEET_K8S_BIN"} {
@@ -44,12 +52,12 @@ func helm(t *testing.T) string {
 	}
 	dirs = append(dirs, filepath.Join("..", "bin", "k8s"))
 	for _, d := range dirs {
-		p := filepath.Join(d, "helm")
+		p := filepath.Join(d, name)
 		if info, err := os.Stat(p); err == nil && !info.IsDir() {
 			return p
 		}
 	}
-	t.Fatalf("helm not found in %v: run make tools", dirs)
+	t.Fatalf("%s not found in %v: run make tools", name, dirs)
 	return ""
 }
 

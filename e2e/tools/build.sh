@@ -5,7 +5,8 @@
 # refuses), kwok, helm, controller-gen and golangci-lint (plain `go install`), and traefik (a copy
 # of its module, because its own replace directives rule out `go install` too). The real Node's
 # tools (`make node-tools`: kubelet, kube-proxy, containerd, its runc shim, ctr and the CNI
-# plugins) are built the same ways but only on request.
+# plugins) are built the same ways but only on request. promtool, prometheus and promql-names
+# (the chart's dashboards and alerts under test) come from Prometheus' module.
 #
 # Every binary is built once per version into $TOOLS_CACHE (shared by all clones) and then
 # linked into $BIN_DIR, so a warm run takes a second. Usage: build.sh <bin-dir> [tool...]
@@ -15,7 +16,8 @@ shopt -s inherit_errexit # a failed build inside $(build ...) stops the script
 BIN_DIR=$(mkdir -p "${1:?usage: build.sh <bin-dir> [tool...]}" && cd "$1" && pwd)
 shift
 TOOLS=("$@")
-[ ${#TOOLS[@]} -gt 0 ] || TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen traefik)
+[ ${#TOOLS[@]} -gt 0 ] || TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm controller-gen traefik
+  promtool prometheus promql-names)
 
 K8S_VERSION=${K8S_VERSION:-v1.36.1}
 STAGING_VERSION=${STAGING_VERSION:-v0.36.1}
@@ -27,6 +29,8 @@ GOLANGCI_LINT_VERSION=${GOLANGCI_LINT_VERSION:-v2.15.0}
 # The local fleet's Gateway API data plane (`rayfleet dev up --traffic`). v3.6.12 is the only
 # 3.6 release the proxy lists; 3.7's module cannot be built from the proxy.
 TRAEFIK_VERSION=${TRAEFIK_VERSION:-v3.6.12}
+# Prometheus' Go module: v0.316.0 is Prometheus 3.16.0 (its module versions are v0.3xx for 3.xx).
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-v0.316.0}
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
 TOOLS_CACHE=${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rayfleet/tools}
@@ -95,6 +99,12 @@ traefik_module() {
   echo "$dir"
 }
 
+# prometheus_release: the Prometheus release of $PROMETHEUS_VERSION (v0.316.0 is 3.16.0).
+prometheus_release() {
+  local minor=${PROMETHEUS_VERSION#v0.}
+  echo "$((${minor%%.*} / 100)).$((${minor%%.*} % 100)).${minor#*.}"
+}
+
 # build <tool>: prints the cached binary's path, building it first when missing.
 build() {
   local tool=$1 out dir ldf
@@ -109,6 +119,9 @@ build() {
     controller-gen) out=$TOOLS_CACHE/controller-gen-$CONTROLLER_TOOLS_VERSION ;;
     golangci-lint) out=$TOOLS_CACHE/golangci-lint-$GOLANGCI_LINT_VERSION ;;
     traefik) out=$TOOLS_CACHE/traefik-$TRAEFIK_VERSION ;;
+    promtool|prometheus) out=$TOOLS_CACHE/$tool-$PROMETHEUS_VERSION ;;
+    # Ours, so its cached build is keyed by its source too.
+    promql-names) out=$TOOLS_CACHE/$tool-$(cat "$HERE"/promql/{go.mod,go.sum,main.go} | sha256sum | cut -c1-12) ;;
     *) echo "build.sh: unknown tool $tool" >&2; return 2 ;;
   esac
   if [ ! -x "$out" ] || { [ -d "$out" ] && [ ! -x "$out/portmap" ]; }; then
@@ -145,6 +158,16 @@ build() {
         ldf="-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"
         ldf+=" -X github.com/traefik/traefik/v3/pkg/version.BuildDate=1970-01-01T00:00:00Z"
         (cd "$dir" && go build -trimpath -ldflags "$ldf" -o "$tmp" ./cmd/traefik) ;;
+      promtool|prometheus)
+        # The tests scrape static targets: remove_all_sd leaves out the cloud service
+        # discoveries, most of the server's build. The web UI is not embedded (no
+        # builtinassets tag); the HTTP API works without it.
+        ldf="-s -w -X github.com/prometheus/common/version.Version=$(prometheus_release)"
+        GO_TAGS=remove_all_sd go_install "$tmp" "github.com/prometheus/prometheus/cmd/$tool@$PROMETHEUS_VERSION" "$ldf" ;;
+      promql-names)
+        # Its own module (e2e/tools/promql), whose go.mod pins the Prometheus of
+        # PROMETHEUS_VERSION's default.
+        (cd "$HERE/promql" && go build -trimpath -ldflags '-s -w' -o "$tmp" .) ;;
     esac
     if [ -d "$tmp" ]; then rm -rf "$out"; fi
     mv -f "$tmp" "$out"
@@ -154,11 +177,12 @@ build() {
 
 # go_install <out> <pkg@version> <ldflags>: `go install` into a private GOBIN, then move. With
 # several packages (go_install <out-dir> <pkg@version>...) the binaries land in <out-dir>.
+# GO_TAGS, when set, are the build tags.
 go_install() {
   local out=$1 gobin
   gobin=$(mktemp -d)
   if [ $# -eq 3 ] && [[ $3 == -* ]]; then
-    GOBIN=$gobin GOFLAGS= go install -trimpath -ldflags "$3" "$2"
+    GOBIN=$gobin GOFLAGS= go install -trimpath -tags "${GO_TAGS:-}" -ldflags "$3" "$2"
     mv -f "$gobin"/* "$out"
     rmdir "$gobin"
   else

@@ -2,9 +2,11 @@ package membership
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -17,6 +19,15 @@ type metrics struct {
 	heartbeatAge *prometheus.GaugeVec
 	readmissions *prometheus.CounterVec
 	credExpiry   *prometheus.GaugeVec
+	// allocatable and free are the member's reported capacity by resource, in the resource's
+	// base unit (cores, bytes, devices).
+	allocatable *prometheus.GaugeVec
+	free        *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// resources are, per member, the resource names last exported, so that a resource the
+	// member stops reporting loses its series.
+	resources map[string]map[corev1.ResourceName]bool
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,8 +48,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rayfleet_member_credential_expiry_timestamp_seconds",
 			Help: "When the bootstrap token of the member's kubeconfig Secret expires (its exp claim), in seconds since the epoch; absent when it carries no expiry. Re-run rayfleet join before then.",
 		}, []string{"member"}),
+		allocatable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rayfleet_member_capacity_allocatable",
+			Help: "The member's allocatable resources from its ClusterReport (schedulable, Ready Nodes), by resource, in its base unit (cores, bytes, devices).",
+		}, []string{"member", "resource"}),
+		free: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rayfleet_member_capacity_free",
+			Help: "The member's allocatable resources minus the requests of its running Pods, from its ClusterReport, by resource, in its base unit.",
+		}, []string{"member", "resource"}),
+		resources: map[string]map[corev1.ResourceName]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.ready, m.heartbeatAge, m.readmissions, m.credExpiry} {
+	for _, c := range []prometheus.Collector{m.ready, m.heartbeatAge, m.readmissions, m.credExpiry, m.allocatable, m.free} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering membership metrics: %w", err)
 		}
@@ -64,6 +84,43 @@ func (m *metrics) observe(name string, st *fleetv1alpha1.MemberClusterStatus, no
 	} else {
 		m.credExpiry.DeleteLabelValues(name)
 	}
+	m.capacity(name, st.Capacity)
+}
+
+// capacity exports the member's reported capacity and drops the resources it no longer reports.
+func (m *metrics) capacity(name string, c *fleetv1alpha1.ClusterCapacity) {
+	now := map[corev1.ResourceName]bool{}
+	if c != nil {
+		for r, q := range c.Allocatable {
+			m.allocatable.WithLabelValues(name, string(r)).Set(q.AsApproximateFloat64())
+			now[r] = true
+		}
+		for r, q := range c.Free {
+			m.free.WithLabelValues(name, string(r)).Set(q.AsApproximateFloat64())
+			now[r] = true
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for r := range m.resources[name] {
+		if !now[r] {
+			m.allocatable.DeleteLabelValues(name, string(r))
+			m.free.DeleteLabelValues(name, string(r))
+		}
+	}
+	if c != nil {
+		for r := range c.Allocatable {
+			if _, ok := c.Free[r]; !ok {
+				m.free.DeleteLabelValues(name, string(r))
+			}
+		}
+		for r := range c.Free {
+			if _, ok := c.Allocatable[r]; !ok {
+				m.allocatable.DeleteLabelValues(name, string(r))
+			}
+		}
+	}
+	m.resources[name] = now
 }
 
 // readmitted counts one return of the member from an outage.
@@ -76,4 +133,9 @@ func (m *metrics) forget(name string) {
 	m.heartbeatAge.DeleteLabelValues(name)
 	m.readmissions.DeleteLabelValues(name)
 	m.credExpiry.DeleteLabelValues(name)
+	m.allocatable.DeletePartialMatch(prometheus.Labels{"member": name})
+	m.free.DeletePartialMatch(prometheus.Labels{"member": name})
+	m.mu.Lock()
+	delete(m.resources, name)
+	m.mu.Unlock()
 }
