@@ -65,7 +65,7 @@ rayfleet_member_capacity_free{member="eu",resource="nvidia.com/gpu"} 4
 		},
 		{
 			name: "a free value without an allocatable one", member: "eu",
-			st:   status(&fleetv1alpha1.ClusterCapacity{Free: list("cpu", "1")}),
+			st: status(&fleetv1alpha1.ClusterCapacity{Free: list("cpu", "1")}),
 			want: freeHeader + `rayfleet_member_capacity_free{member="eu",resource="cpu"} 1
 `,
 		},
