@@ -343,7 +343,9 @@ func routeBeforeUpgrade(t *testing.T, f *localfleet.Fleet) (snapshot, *requests,
 
 // routeWithoutGrant checks the upgraded hub without a NamespaceGrant: routedNS/svc says the
 // grant is missing, the route the previous release wrote stays accepted, and no request has
-// failed.
+// failed. The reason is NotGranted today, not KeptWithoutGrant: the hub counts a route as
+// routed before grants only in the RayService's namespace, so it writes no route there, and
+// the previous release's route keeps serving as it was (weights no longer follow the members).
 func routeWithoutGrant(t *testing.T, f *localfleet.Fleet, reqs *requests) {
 	t.Helper()
 	start := time.Now()
@@ -353,6 +355,7 @@ func routeWithoutGrant(t *testing.T, f *localfleet.Fleet, reqs *requests) {
 		grant = meta.FindStatusCondition(conds, fleetv1alpha1.ConditionGrantMissing)
 		g.Expect(grant).NotTo(gomega.BeNil(), "GrantMissing on %s/svc", routedNS)
 		g.Expect(grant.Status).To(gomega.Equal(metav1.ConditionTrue))
+		g.Expect(grant.Reason).To(gomega.BeElementOf(fleetv1alpha1.ReasonNotGranted, fleetv1alpha1.ReasonKeptWithoutGrant))
 		g.Expect(grant.Message).To(gomega.ContainSubstring("namespace "+routedNS+" has no NamespaceGrant for the hub's cluster as traffic cluster"),
 			"GrantMissing on %s/svc", routedNS)
 		shifting = meta.FindStatusCondition(conds, fleetv1alpha1.ConditionTrafficShifting)
