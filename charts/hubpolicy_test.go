@@ -48,6 +48,13 @@ func TestHubPolicyIsGenerated(t *testing.T) {
 			},
 		},
 		{
+			// The Gateway's namespace (hubTraffic.namespace) is not named: the hub only deletes
+			// there what earlier releases wrote.
+			name: "traffic namespaces", wantName: "rayfleet-spoke-hub-guard",
+			set:  []string{`json:hubTraffic.namespaces=["team-a","edge"]`, "hubTraffic.namespace=gateway"},
+			edit: func(c *hubpolicy.Config) { c.TrafficNamespaces = []string{"team-a", "edge"} },
+		},
+		{
 			name: "tightened", wantName: "rayfleet-spoke-hub-guard",
 			set: []string{`json:hubPolicy.allowedServiceAccounts=[]`, `json:hubPolicy.allowedCapabilities=[]`, "hubPolicy.minPodSecurityLevel=restricted"},
 			edit: func(c *hubpolicy.Config) {

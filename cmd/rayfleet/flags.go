@@ -87,9 +87,11 @@ without re-engaging the member; the token is never printed.
 With --traffic-namespace NS (repeatable; each must exist) join also gives the hub the Role and
 RoleBinding %[9]s in NS: HTTPRoutes, Services and EndpointSlices there and nothing else, which
 a PlacementPolicy's spec.traffic naming this member needs in the namespace of each RayService
-it routes (the route lives with its RayService). --traffic-all-namespaces grants the same in
-every namespace instead (the ClusterRole and ClusterRoleBinding %[9]s), an explicit opt-in. A
-Role of that name the spoke chart made (hubTraffic) is used as is.
+it routes (the route lives with its RayService), and the guard join applies lets the hub write
+those in NS. --traffic-all-namespaces grants the same in every namespace instead (the
+ClusterRole and ClusterRoleBinding %[9]s), an explicit opt-in; the guard then lets the hub
+write them only in namespaces it created or the member's admin labelled allowed. A Role of that
+name the spoke chart made (hubTraffic) is used as is.
 
 The guard join applies refuses RayServices whose Services are of type NodePort or LoadBalancer.
 With --allow-node-ports it allows them, as the spoke chart's hubPolicy.allowNodePorts does: a

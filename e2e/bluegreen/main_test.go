@@ -22,13 +22,10 @@ package bluegreen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,10 +34,6 @@ import (
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
-
-// netnsEnv is set to "1" in the re-executed test binary that runs inside the network
-// namespace.
-const netnsEnv = "RAYFLEET_E2E_NETNS"
 
 // The members, one region each.
 const (
@@ -75,57 +68,10 @@ const heartbeatTimeout = 10 * time.Second
 var fleet *localfleet.Fleet
 
 func TestMain(m *testing.M) {
-	if os.Getenv(netnsEnv) != "1" {
-		os.Exit(inNetworkNamespace())
+	if !localfleet.InNetworkNamespace() {
+		os.Exit(localfleet.RunInNetworkNamespace("e2e/bluegreen", slices.Collect(maps.Values(serveIPs))))
 	}
 	os.Exit(run(m))
-}
-
-// netnsSetup is the shell script that prepares the network namespace: loopback up, the serve
-// IPs on it, and a default route through it (Traefik and the stand-ins only ever talk to
-// addresses on lo, but some clients look for a default route before dialing).
-func netnsSetup() string {
-	steps := []string{"ip link set lo up"}
-	for _, ip := range slices.Sorted(maps.Values(serveIPs)) {
-		steps = append(steps, "ip addr add "+ip+"/32 dev lo")
-	}
-	return strings.Join(append(steps, "ip route add default dev lo"), " && ")
-}
-
-// inNetworkNamespace runs this test binary again, with the same arguments, inside a new
-// network namespace prepared by netnsSetup, and returns its exit code. When the namespace
-// cannot be made (not root, no unshare or ip), the package fails saying so: skipping would
-// hide that blue/green traffic was never tested.
-func inNetworkNamespace() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "FAIL e2e/bluegreen: "+format+"\n", args...)
-		return 1
-	}
-	if os.Geteuid() != 0 {
-		return fail("the tests run in a network namespace of their own (unshare -n) with the members' serve IPs on its loopback interface, which needs root; running as uid %d", os.Geteuid())
-	}
-	for _, tool := range []string{"unshare", "ip", "sh"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fail("%s is needed to make the tests' network namespace: %v", tool, err)
-		}
-	}
-	// A probe first, so that a namespace that cannot be made is told apart from failing tests.
-	if out, err := exec.Command("unshare", "-n", "--", "sh", "-c", netnsSetup()).CombinedOutput(); err != nil {
-		return fail("cannot make the tests' network namespace (unshare -n -- sh -c %q): %v\n%s", netnsSetup(), err, out)
-	}
-	args := append([]string{"-n", "--", "sh", "-c", netnsSetup() + ` && exec "$0" "$@"`}, os.Args...)
-	cmd := exec.Command("unshare", args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), netnsEnv+"=1")
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		return exitErr.ExitCode()
-	case err != nil:
-		return fail("running the tests in their network namespace: %v", err)
-	}
-	return 0
 }
 
 // run starts the fleet, runs the tests and stops the fleet; inside the network namespace.

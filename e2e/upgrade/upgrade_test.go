@@ -8,6 +8,13 @@
 // NamespaceGrants and the fleet has none: what it placed is kept, with a KeptWithoutGrant
 // warning, until the hub's admin creates the grant.
 //
+// The fleet has a traffic path (Traefik serving the hub's Gateway, a load balancer stand-in
+// per member; see shared/localfleet), so the package runs in a network namespace of its own
+// (TestMain) and needs root. One RayService is routed through the Gateway: the previous
+// release wrote its HTTPRoute in the Gateway's namespace, and the upgraded hub moves it into
+// the RayService's namespace make-before-break while requests through Traefik keep
+// succeeding.
+//
 // The previous release is built from this repository's history (git archive, go build), so
 // the test needs a checkout with history; RAYFLEET_PREVIOUS_RELEASE names another revision.
 package upgrade
@@ -66,6 +73,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		RayFleetBin: oldBin,
 		KeepState:   os.Getenv("RAYFLEET_E2E_KEEP") != "",
 		NoGrant:     true,
+		Traffic:     &localfleet.TrafficOptions{ServeIPs: serveIPs},
 	})
 	if err != nil {
 		t.Fatalf("starting the fleet on the previous release: %v", err)
@@ -84,6 +92,8 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
 	})
+	t.Log("and one routed through the hub's Gateway at /, its HTTPRoute in the Gateway's namespace")
+	placeRouted(t, f)
 	before := map[string]snapshot{}
 	for _, ns := range []string{"clean", "dirty"} {
 		eventually(t, func(g gomega.Gomega) {
@@ -101,12 +111,16 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		}
 	}
 
+	routedBefore, reqs, routeLog := routeBeforeUpgrade(t, f)
+
 	t.Log("upgrade: the hub, then each member's identity, guard and spoke")
 	newBin := localfleet.DefaultRayFleetBin()
+	upgradeStart := time.Now()
 	if err := f.Upgrade(ctx, newBin); err != nil {
 		t.Fatal(err)
 	}
-	checkAdopted(t, f, "clean", "dirty")
+	t.Logf("upgraded in %v; %s", time.Since(upgradeStart).Round(time.Millisecond), reqs)
+	checkAdopted(t, f, "clean", "dirty", routedNS)
 
 	t.Log("the clean namespace is labelled; the dirty one is left and named; nothing moves")
 	eventually(t, func(g gomega.Gomega) {
@@ -155,10 +169,15 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		g.Expect(snap(g, f, ns)).To(gomega.Equal(before[ns]), "the copies and Pods of %s/svc without a grant", ns)
 	}
 
+	routeWithoutGrant(t, f, reqs)
+
 	t.Log("the hub's admin grants the namespaces: the warning goes, and nothing moves")
+	grantedAt := time.Now()
 	if err := f.Grant(ctx); err != nil {
 		t.Fatal(err)
 	}
+	routeMoves(t, f, reqs, routeLog, grantedAt)
+	g.Expect(snap(g, f, routedNS)).To(gomega.Equal(routedBefore), "the copies and Pods of %s/svc across the upgrade and the move", routedNS)
 	for _, ns := range []string{"clean", "dirty"} {
 		eventually(t, func(g gomega.Gomega) {
 			for kind, conds := range grantConditions(g, f, ns) {

@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Suffixes of the two policies (and their bindings) after the guard's name: one per kind of
-// object the hub writes on a member. Two policies rather than one, because the API server type
-// checks each expression against every kind its policy matches, and the RayService rules do
-// not type check against a Namespace.
+// Suffixes of the policies (and their bindings) after the guard's name: one per kind of object
+// the hub writes on a member (and TrafficSuffix for its routes and backends). Several policies
+// rather than one, because the API server type checks each expression against every kind its
+// policy matches, and the RayService rules do not type check against a Namespace.
 const (
 	// RayServicesSuffix names the policy on ray.io RayServices.
 	RayServicesSuffix = "-rayservices"
@@ -48,8 +48,8 @@ func (o Objects) List() []client.Object {
 	return out
 }
 
-// Build returns the guard for c, its objects named name plus RayServicesSuffix and
-// NamespacesSuffix. They carry no labels: the chart and join add their own.
+// Build returns the guard for c, its objects named name plus RayServicesSuffix,
+// NamespacesSuffix and TrafficSuffix. They carry no labels: the chart and join add their own.
 func Build(name string, c Config) (Objects, error) {
 	if name == "" {
 		return Objects{}, errors.New("hub policy: no name")
@@ -57,21 +57,22 @@ func Build(name string, c Config) (Objects, error) {
 	if err := c.Validate(); err != nil {
 		return Objects{}, err
 	}
-	rayServices := policy(name+RayServicesSuffix, c, admissionregistrationv1.RuleWithOperations{
+	rayServices := policy(name+RayServicesSuffix, c, []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 		Operations: operations(),
 		Rule: admissionregistrationv1.Rule{
 			APIGroups: []string{rayv1.GroupVersion.Group}, APIVersions: []string{rayv1.GroupVersion.Version},
 			Resources: []string{rayServicesKind},
 		},
-	}, append(settings(c, rayServicesKind), rayServiceVariables()...), rayServiceValidations())
-	namespaces := policy(name+NamespacesSuffix, c, admissionregistrationv1.RuleWithOperations{
+	}}}, append(settings(c, rayServicesKind), rayServiceVariables()...), rayServiceValidations())
+	namespaces := policy(name+NamespacesSuffix, c, []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 		Operations: operations(),
 		Rule: admissionregistrationv1.Rule{
 			APIGroups: []string{corev1.GroupName}, APIVersions: []string{corev1.SchemeGroupVersion.Version},
 			Resources: []string{namespacesKind},
 		},
-	}, append(settings(c, namespacesKind), namespaceVariables()...), namespaceValidations())
-	o := Objects{Policies: []*admissionregistrationv1.ValidatingAdmissionPolicy{rayServices, namespaces}}
+	}}}, append(settings(c, namespacesKind), namespaceVariables()...), namespaceValidations())
+	traffic := policy(name+TrafficSuffix, c, trafficResources(), append(trafficSettings(c), trafficVariables()...), trafficValidations())
+	o := Objects{Policies: []*admissionregistrationv1.ValidatingAdmissionPolicy{rayServices, namespaces, traffic}}
 	for _, p := range o.Policies {
 		o.Bindings = append(o.Bindings, binding(p.Name))
 	}
@@ -84,9 +85,9 @@ func operations() []admissionregistrationv1.OperationType {
 	return []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 }
 
-// policy is one ValidatingAdmissionPolicy for the requests of c.HubUsernames matching rule.
+// policy is one ValidatingAdmissionPolicy for the requests of c.HubUsernames matching rules.
 // It fails closed: a request the API server cannot evaluate (a CEL budget spent) is refused.
-func policy(name string, c Config, rule admissionregistrationv1.RuleWithOperations,
+func policy(name string, c Config, rules []admissionregistrationv1.NamedRuleWithOperations,
 	variables []admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	fail := admissionregistrationv1.Fail
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -95,7 +96,7 @@ func policy(name string, c Config, rule admissionregistrationv1.RuleWithOperatio
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &fail,
 			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: rule}},
+				ResourceRules: rules,
 			},
 			MatchConditions: []admissionregistrationv1.MatchCondition{
 				{Name: HubMatchCondition, Expression: HubMatchExpression(c.HubUsernames)},

@@ -4,7 +4,9 @@
 // (every check of "baseline" by default, of "restricted" when chosen, as
 // k8s.io/pod-security-admission implements them), that run as other ServiceAccounts, expose
 // Services, ask for an Ingress or a Gateway the member's admin did not allow, or land in a namespace whose Pod Security label is looser than that level; and
-// Namespaces whose Pod Security labels weaken the member's. The spoke chart renders it (generated from Build by `make manifests`),
+// Namespaces whose Pod Security labels weaken the member's; and, where the member is a traffic
+// cluster, the hub's HTTPRoutes, Services and EndpointSlices in namespaces it may not write
+// RayServices in and the member's admin did not name for traffic. The spoke chart renders it (generated from Build by `make manifests`),
 // `rayfleet join` applies it when no chart did, and the hub reads its refusals with ParseDenial.
 // It imports neither the hub nor the spoke.
 package hubpolicy
@@ -26,12 +28,14 @@ const (
 	// RuleWorkerGroups refuses a RayService with more worker groups than the guard checks
 	// (Config.MaxWorkerGroups), so that its cost stays within the API server's CEL budget.
 	RuleWorkerGroups = "workerGroups"
-	// RuleNamespace refuses a RayService or Namespace outside Config.AllowedNamespaces.
+	// RuleNamespace refuses a RayService, Namespace or traffic object outside
+	// Config.AllowedNamespaces (a traffic object in Config.TrafficNamespaces passes).
 	RuleNamespace = "namespace"
 	// RuleNamespaceOwner refuses a RayService in a namespace the hub did not create and the
 	// member's admin did not allow (labels.HubNamespace, Config.AllowedExistingNamespaces),
 	// and a Namespace whose labels.HubNamespace the hub sets to anything but "created" on
-	// creating it, or adds, changes or removes afterwards.
+	// creating it, or adds, changes or removes afterwards; and a traffic object (HTTPRoute,
+	// Service, EndpointSlice) in such a namespace, unless it is among Config.TrafficNamespaces.
 	RuleNamespaceOwner = "namespaceOwner"
 	// RuleServiceAccount refuses a Pod template running as a ServiceAccount outside
 	// Config.AllowedServiceAccounts.
@@ -155,12 +159,12 @@ type Config struct {
 	// AllowedServiceAccounts are the ServiceAccounts a Pod template may run as; an empty
 	// serviceAccountName counts as "default".
 	AllowedServiceAccounts []string
-	// AllowedNamespaces are the namespaces the hub may create and write RayServices in; empty
-	// means any.
+	// AllowedNamespaces are the namespaces the hub may create and write RayServices and
+	// traffic objects in; empty means any.
 	AllowedNamespaces []string
 	// AllowedExistingNamespaces are namespaces the hub did not create where it may write
-	// RayServices without their carrying labels.HubNamespace; elsewhere it writes only where
-	// that label says "created" or "allowed".
+	// RayServices and traffic objects without their carrying labels.HubNamespace; elsewhere it
+	// writes only where that label says "created" or "allowed".
 	AllowedExistingNamespaces []string
 	// AllowedCapabilities are the capabilities a container may add.
 	AllowedCapabilities []string
@@ -186,6 +190,12 @@ type Config struct {
 	UnenforcedNamespaces []string
 	// MaxWorkerGroups bounds the worker groups of a RayService the hub writes.
 	MaxWorkerGroups int
+	// TrafficNamespaces are the namespaces where the member's admin granted the hub its
+	// traffic Roles by name (the spoke chart's hubTraffic.namespaces, `rayfleet join
+	// --traffic-namespace`): the hub may write its HTTPRoutes, Services and EndpointSlices there
+	// whether or not it created them. Elsewhere it writes them only where it may write
+	// RayServices (AllowedNamespaces, and labels.HubNamespace or AllowedExistingNamespaces).
+	TrafficNamespaces []string
 }
 
 // HubUsername is the username a ServiceAccount authenticates as.
@@ -222,6 +232,7 @@ func (c Config) Validate() error {
 		{"allowed namespaces", c.AllowedNamespaces}, {"allowed existing namespaces", c.AllowedExistingNamespaces},
 		{"allowed capabilities", c.AllowedCapabilities},
 		{"unenforced namespaces", c.UnenforcedNamespaces}, {"allowed GatewayClasses", c.AllowedGatewayClasses},
+		{"traffic namespaces", c.TrafficNamespaces},
 	} {
 		if slices.Contains(l.list, "") {
 			errs = append(errs, fmt.Errorf("an empty string among the %s", l.field))

@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rayfleet/rayfleet/shared/hubaccess"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -31,6 +33,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "privileged namespaces allowed", edit: func(c *Config) { c.MinPodSecurityLevel = LevelPrivileged }},
 		{name: "empty unenforced namespace", edit: func(c *Config) { c.UnenforcedNamespaces = []string{""} }, wantErr: "an empty string among the unenforced namespaces"},
 		{name: "empty existing namespace", edit: func(c *Config) { c.AllowedExistingNamespaces = []string{""} }, wantErr: "an empty string among the allowed existing namespaces"},
+		{name: "empty traffic namespace", edit: func(c *Config) { c.TrafficNamespaces = []string{"edge", ""} }, wantErr: "an empty string among the traffic namespaces"},
 		{name: "empty GatewayClass", edit: func(c *Config) { c.AllowedGatewayClasses = []string{"istio", ""} }, wantErr: "an empty string among the allowed GatewayClasses"},
 		{name: "ingress and GatewayClasses allowed", edit: func(c *Config) { c.AllowIngress = true; c.AllowedGatewayClasses = []string{"istio"} }},
 		{name: "restricted", edit: func(c *Config) { c.MinPodSecurityLevel = LevelRestricted; c.UnenforcedNamespaces = []string{"legacy"} }},
@@ -75,6 +78,7 @@ func TestBuild(t *testing.T) {
 	c.AllowIngress = true
 	c.AllowedGatewayClasses = []string{"istio", "eg"}
 	c.AllowedExistingNamespaces = []string{"argocd"}
+	c.TrafficNamespaces = []string{"edge"}
 	objs, err := Build("guard", c)
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +88,8 @@ func TestBuild(t *testing.T) {
 		names = append(names, fmt.Sprintf("%T/%s", obj, obj.GetName()))
 	}
 	wantNames := []string{
-		"*v1.ValidatingAdmissionPolicy/guard-rayservices", "*v1.ValidatingAdmissionPolicy/guard-namespaces",
-		"*v1.ValidatingAdmissionPolicyBinding/guard-rayservices", "*v1.ValidatingAdmissionPolicyBinding/guard-namespaces",
+		"*v1.ValidatingAdmissionPolicy/guard-rayservices", "*v1.ValidatingAdmissionPolicy/guard-namespaces", "*v1.ValidatingAdmissionPolicy/guard-traffic",
+		"*v1.ValidatingAdmissionPolicyBinding/guard-rayservices", "*v1.ValidatingAdmissionPolicyBinding/guard-namespaces", "*v1.ValidatingAdmissionPolicyBinding/guard-traffic",
 	}
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("objects %v, want %v", names, wantNames)
@@ -112,6 +116,7 @@ func TestBuild(t *testing.T) {
 		VarAllowedServiceAccounts: `["default"]`, VarAllowedNamespaces: `["team-a"]`, VarAllowHostNetwork: "true",
 		VarAllowNodePorts: "false", VarMaxWorkerGroups: "7", VarMinPodSecurityLevel: `"baseline"`, VarUnenforcedNamespaces: "[]",
 		VarAllowIngress: "true", VarAllowedGatewayClasses: `["istio","eg"]`, VarAllowedExistingNamespaces: `["argocd"]`,
+		VarTrafficNamespaces: `["edge"]`,
 	}
 	seen := map[string]bool{}
 	for _, p := range objs.Policies {
@@ -126,6 +131,43 @@ func TestBuild(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("no policy has the variable %s", name)
 		}
+	}
+}
+
+// The traffic policy matches what shared/hubaccess.TrafficRules lets the hub write: its
+// routes and their backends, in every version.
+func TestTrafficPolicyMatchesTrafficRules(t *testing.T) {
+	objs, err := Build(DefaultName, Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := objs.Policies[2]
+	if p.Name != DefaultName+TrafficSuffix {
+		t.Fatalf("third policy %s, want %s", p.Name, DefaultName+TrafficSuffix)
+	}
+	var got []string
+	for _, r := range p.Spec.MatchConstraints.ResourceRules {
+		if !slices.Equal(r.APIVersions, []string{"*"}) || !slices.Equal(r.Operations, operations()) {
+			t.Errorf("rule %+v: want every version, on create and update", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				got = append(got, g+"/"+res)
+			}
+		}
+	}
+	var want []string
+	for _, r := range hubaccess.TrafficRules() {
+		if slices.Contains(r.Verbs, "create") {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					want = append(want, g+"/"+res)
+				}
+			}
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the traffic policy matches %v, want what TrafficRules lets the hub write: %v", got, want)
 	}
 }
 

@@ -40,7 +40,7 @@ func TestJoinGuardsTheHubIdentity(t *testing.T) {
 	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace}
 
 	mustJoin(ctx, t, hub, member, opts)
-	objs, err := guardObjects(namespace, false)
+	objs, err := guardObjects(namespace, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

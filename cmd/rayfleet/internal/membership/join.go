@@ -156,7 +156,7 @@ func Join(ctx context.Context, hub, member Cluster, o JoinOptions) (*JoinResult,
 		return nil, fmt.Errorf("member %s: %w", o.Name, err)
 	}
 	if existing == nil {
-		objs, objsErr := memberObjects(namespace, o.AllowNodePorts)
+		objs, objsErr := memberObjects(namespace, o.AllowNodePorts, o.TrafficNamespaces)
 		if objsErr != nil {
 			return nil, fmt.Errorf("member %s: %w", o.Name, objsErr)
 		}

@@ -9,6 +9,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,9 +75,10 @@ func (r ObjectRef) String() string {
 
 // memberObjects are the hub's guard and identity on a member, in creation order: the guard
 // first, so that no token of the hub exists unguarded; join then requests the bootstrap token
-// (TokenRequest), which no object holds. allowNodePorts is JoinOptions.AllowNodePorts.
-func memberObjects(namespace string, allowNodePorts bool) ([]client.Object, error) {
-	guard, err := guardObjects(namespace, allowNodePorts)
+// (TokenRequest), which no object holds. allowNodePorts and trafficNamespaces are
+// JoinOptions.AllowNodePorts and TrafficNamespaces.
+func memberObjects(namespace string, allowNodePorts bool, trafficNamespaces []string) ([]client.Object, error) {
+	guard, err := guardObjects(namespace, allowNodePorts, trafficNamespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -104,12 +106,15 @@ func memberObjects(namespace string, allowNodePorts bool) ([]client.Object, erro
 // guardObjects are the guard join applies with the hub's identity: shared/hubpolicy's defaults
 // (the Pod Security baseline level) for the hub's ServiceAccount in namespace, with
 // allowNodePorts as Config.AllowNodePorts (the one setting traffic routing needs: a member's
-// serve address comes from a LoadBalancer or NodePort serve Service). A member that wants
-// other settings installs the spoke chart, whose hubPolicy values set them.
-func guardObjects(namespace string, allowNodePorts bool) ([]client.Object, error) {
+// serve address comes from a LoadBalancer or NodePort serve Service), and trafficNamespaces
+// as Config.TrafficNamespaces (the namespaces --traffic-namespace gives the hub its traffic
+// Roles in, which the guard then lets it write routes in whoever created them). A member that
+// wants other settings installs the spoke chart, whose hubPolicy values set them.
+func guardObjects(namespace string, allowNodePorts bool, trafficNamespaces []string) ([]client.Object, error) {
 	cfg := hubpolicy.Default()
 	cfg.HubUsernames = []string{hubpolicy.HubUsername(namespace, ServiceAccountName)}
 	cfg.AllowNodePorts = allowNodePorts
+	cfg.TrafficNamespaces = slices.Compact(slices.Sorted(slices.Values(trafficNamespaces)))
 	guard, err := hubpolicy.Build(hubpolicy.DefaultName, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the hub's guard: %w", err)
@@ -135,10 +140,11 @@ func identityObjects(namespace string) []client.Object {
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: TokenRoleName, Namespace: namespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: namespace}},
 	}
-	for _, suffix := range []string{hubpolicy.RayServicesSuffix, hubpolicy.NamespacesSuffix} {
+	suffixes := []string{hubpolicy.RayServicesSuffix, hubpolicy.NamespacesSuffix, hubpolicy.TrafficSuffix}
+	for _, suffix := range suffixes {
 		objs = append(objs, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: hubpolicy.DefaultName + suffix}})
 	}
-	for _, suffix := range []string{hubpolicy.RayServicesSuffix, hubpolicy.NamespacesSuffix} {
+	for _, suffix := range suffixes {
 		objs = append(objs, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: hubpolicy.DefaultName + suffix}})
 	}
 	return objs

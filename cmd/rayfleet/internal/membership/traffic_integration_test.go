@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
 )
 
@@ -161,13 +164,18 @@ func TestJoinTrafficWithTheChartsIdentity(t *testing.T) {
 }
 
 // Join --traffic-all-namespaces gives the hub exactly hubaccess.TrafficRules in every namespace
-// through one ClusterRole, and nothing more; unjoin removes it.
+// through one ClusterRole, and nothing more; unjoin removes it. The guard still holds the
+// hub's traffic objects to the namespaces it created or was allowed into.
 func TestJoinGrantsTrafficEverywhere(t *testing.T) {
 	envs := envtest.StartN(t, 2, envtest.WithCRDDirectories("charts/rayfleet-hub/crds"))
 	hub, member := Cluster{Client: envs[0].Client, Config: envs[0].Config}, Cluster{Client: envs[1].Client, Config: envs[1].Config}
 	ctx := t.Context()
 	const namespace = "fleet-agent"
-	createNamespaces(t, member.Client, "team-a")
+	createNamespaces(t, member.Client, "team-b")
+	if err := member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a",
+		Labels: map[string]string{labels.HubNamespace: labels.HubNamespaceAllowed}}}); err != nil {
+		t.Fatal(err)
+	}
 	opts := JoinOptions{Name: "m1", HubNamespace: "rayfleet-system", MemberNamespace: namespace, TrafficAllNamespaces: true}
 	res := mustJoin(ctx, t, hub, member, opts)
 	if len(res.TrafficRoles) != 1 || res.TrafficRoles[0].Kind != "ClusterRole" || res.TrafficRoles[0].Key != (client.ObjectKey{Name: TrafficRoleName}) {
@@ -181,11 +189,19 @@ func TestJoinGrantsTrafficEverywhere(t *testing.T) {
 		t.Errorf("traffic ClusterRole rules (-contract +got):\n%s", diff)
 	}
 	hubOnMember := impersonate(t, envs[1], namespace)
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo-us"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "lb.us.example.com"}}
-	if err := hubOnMember.Create(ctx, svc, client.DryRunAll); err != nil {
+	svc := func(ns string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-us"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "lb.us.example.com"}}
+	}
+	if err := hubOnMember.Create(ctx, svc("team-a"), client.DryRunAll); err != nil {
 		t.Errorf("the hub creating a Service in team-a: %v", err)
 	}
+	// Join waits for the guard's RayService and Namespace policies; this one may load a moment later.
+	gomega.NewWithT(t).Eventually(func() string {
+		rule, _, _ := hubpolicy.ParseDenial(hubOnMember.Create(ctx, svc("team-b"), client.DryRunAll))
+		return rule
+	}).WithTimeout(waitTimeout).Should(gomega.Equal(hubpolicy.RuleNamespaceOwner),
+		"the hub creating a Service in team-b, which it did not create and was not allowed into")
 	if err := hubOnMember.List(ctx, &corev1.SecretList{}, client.InNamespace("team-a")); !apierrors.IsForbidden(err) {
 		t.Errorf("the hub listing Secrets in team-a: %v, want Forbidden", err)
 	}
