@@ -137,6 +137,8 @@ func run(m *testing.M) int {
 			Name:   name,
 			Labels: map[string]string{regionKey: name},
 			Nodes:  localcluster.FakeNodes(2, localcluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
+			// TestPartitionKeepsServingMember partitions whichever member placement picks.
+			Partitionable: true,
 		})
 	}
 	f, err := localfleet.Start(context.Background(), localfleet.Options{
