@@ -278,10 +278,9 @@ func (f *Fleet) Rejoin(ctx context.Context, name string) error {
 
 // join runs the real `rayfleet join` with both admin kubeconfigs; the member kubeconfig's
 // server is the loopback URL, which the hub (on the same machine) reaches as is, or through
-// the member's proxy when it is Partitionable. With
-// Options.Traffic the guard allows node ports: a serve Service needs to be of type
-// LoadBalancer for its member to report an address the hub can route to. The output goes to
-// <Dir>/join-<name>.log (or <LogDir>/join-<name>.log).
+// the member's proxy when it is Partitionable. With Options.Traffic the guard allows node
+// ports: a serve Service needs to be of type LoadBalancer for its member to report an address
+// the hub can route to. The output goes to <Dir>/join-<name>.log (or <LogDir>/join-<name>.log).
 func (f *Fleet) join(ctx context.Context, name string, member *localcluster.Cluster) error {
 	args := []string{"join", "--hub-kubeconfig", f.Hub.Kubeconfig, "--member-kubeconfig", member.Kubeconfig,
 		"--hub-namespace", f.HubNamespace, "--name", name}
