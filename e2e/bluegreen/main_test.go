@@ -6,6 +6,8 @@
 // balancer stand-in that answers on the member's serve IP with the member's name and the
 // revision it serves. Requests go through the Gateway for the whole of a rollout, so that the
 // tests see which cluster and revision answered each one while the hub shifts the weights.
+// The hub reaches each member's API server through a proxy the tests can cut (a partition in
+// the network, chaos row 8), the members themselves running on.
 //
 // The serve IPs (10.99.0.1-3) are not loopback addresses: the API server refuses loopback
 // addresses in EndpointSlices, and Traefik refuses ExternalName backends, so the hub's
@@ -83,6 +85,8 @@ func run(m *testing.M) int {
 			Name:   name,
 			Labels: map[string]string{regionKey: name},
 			Nodes:  localcluster.FakeNodes(2, localcluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
+			// TestPartitionKeepsServingMember partitions whichever member placement picks.
+			Partitionable: true,
 		})
 	}
 	f, err := localfleet.Start(context.Background(), localfleet.Options{

@@ -50,9 +50,10 @@ type trafficRun struct {
 
 // TestBlueGreenTraffic rolls a RayService out blue/green through the fleet's Gateway while a
 // client sends requests through it: blue keeps everything while green deploys, green's share
-// follows the route's weights step by step, green down pauses the shift with all of the
-// traffic on blue, an undo sends everything back to blue at once and green is removed after
-// the drain, and a second change goes all the way to green, blue retired. Not one request may
+// follows the route's weights step by step, green's API server down pauses the shift with
+// green keeping its share, an undo sends everything back to blue at once and green is removed
+// after the drain, and a second change goes all the way to green, blue retired, pausing the
+// same way while green is partitioned from the hub (chaos row 8 with a shift in flight). Not one request may
 // fail. The first change comes while the first revision still soaks (it serves, it is not good
 // yet): it goes to green all the same, never in place onto blue.
 func TestBlueGreenTraffic(t *testing.T) {
@@ -79,7 +80,10 @@ func TestBlueGreenTraffic(t *testing.T) {
 
 	at25 := waitAccepted(t, x.routes, weightsFor(blue, green1, 25), change1, stepTimeout)
 	t.Logf("%s: green %s at 25%% accepted", at25.Format("15:04:05.000"), green1)
-	resumed, back := x.greenDown(green1)
+	resumed, back := x.greenDown(green1, apiServerDown)
+	if resumed >= 100 {
+		t.Fatalf("green took everything at once after it was back; nothing left to undo mid-shift")
+	}
 	atResumed := waitAccepted(t, x.routes, weightsFor(blue, green1, resumed), back, stepTimeout)
 	// Some answers at that share before the undo, well within the interval to the next step.
 	waitAnswers(t, x.req, atResumed.Add(gatewayLag), 100)
@@ -88,7 +92,12 @@ func TestBlueGreenTraffic(t *testing.T) {
 	change2 := newVersion(t, ns, name, "3")
 	green2 := x.deploysGreen(change2)
 	t.Logf("green %s deploys revision %s; blue %s keeps revision %s", green2, x.revs[2], blue, rev1)
-	x.steps(green2, change2, 25, 50, 75)
+	// Chaos row 8 with a shift in flight: green partitioned from the hub, serving all along.
+	x.steps(green2, change2, 25)
+	resumed2, healed := x.greenDown(green2, partitioned)
+	for p := resumed2 + trafficTuning.stepPercent; p < 100; p += trafficTuning.stepPercent {
+		x.steps(green2, healed, p)
+	}
 	full := waitAccepted(t, x.routes, weightsFor(blue, green2, 100), change2, stepTimeout)
 	toFull := full.Sub(change2)
 	t.Logf("green %s took all of the traffic %v after the change", green2, toFull.Round(time.Millisecond))
@@ -148,26 +157,44 @@ func (x *trafficRun) steps(green string, since time.Time, percents ...int32) {
 	}
 }
 
-// greenDown stops green's API server at the first step. Green's serve endpoint still answers
-// the hub's probe, so the route keeps green's share (answers keep coming from both colours)
-// while the shift holds at the share it had reached (between 0 and 100 %): the data plane
-// decides a backend's traffic, the control plane the rollout's pace. Once green is back the
-// shift goes on; it returns the share green then has, which must still be short of 100 %, and
-// when green's API server was started again.
-func (x *trafficRun) greenDown(green string) (int32, time.Time) {
+// greenFault takes green out of the hub's sight and brings it back.
+type greenFault struct {
+	// what names the fault in messages: "its API server stopped".
+	what, undone string
+	start        func(member string) error
+	end          func(ctx context.Context, member string) error
+}
+
+// The faults greenDown injects: green's API server stopped (the hub's connections refused),
+// and green partitioned from the hub (chaos row 8: the hub's connections go silent).
+var (
+	apiServerDown = greenFault{what: "its API server stopped", undone: "its API server was started",
+		start: func(m string) error { return fleet.StopMemberAPIServer(m) },
+		end:   func(ctx context.Context, m string) error { return fleet.StartMemberAPIServer(ctx, m) }}
+	partitioned = greenFault{what: "it was partitioned from the hub", undone: "the partition healed",
+		start: func(m string) error { return fleet.Partition(m) },
+		end:   func(_ context.Context, m string) error { return fleet.Heal(m) }}
+)
+
+// greenDown takes green out of the hub's sight (f) at the current step. Green's serve endpoint
+// still answers the hub's probe, so the route keeps green's share (answers keep coming from
+// both colours) while the shift holds at the share it had reached (between 0 and 100 %): the
+// data plane decides a backend's traffic, the control plane the rollout's pace. Once green is
+// back the shift goes on; it returns the share green then has and when the fault ended.
+func (x *trafficRun) greenDown(green string, f greenFault) (int32, time.Time) {
 	t := x.t
 	t.Helper()
 	down := true
 	t.Cleanup(func() {
 		if down {
-			if err := fleet.StartMemberAPIServer(context.Background(), green); err != nil {
-				t.Errorf("starting the API server of %s again: %v", green, err)
+			if err := f.end(context.Background(), green); err != nil {
+				t.Errorf("ending the fault on %s (%s): %v", green, f.what, err)
 			}
 		}
 	})
 	stopped := time.Now()
-	if err := fleet.StopMemberAPIServer(green); err != nil {
-		t.Fatalf("stopping the API server of %s: %v", green, err)
+	if err := f.start(green); err != nil {
+		t.Fatalf("%s: %s: %v", green, f.what, err)
 	}
 	var percent int32
 	eventuallyFor(t, memberTransitionTimeout, func(g gomega.Gomega) {
@@ -179,8 +206,8 @@ func (x *trafficRun) greenDown(green string) (int32, time.Time) {
 		g.Expect(bg).NotTo(gomega.BeNil(), "status.rollout.blueGreen")
 		percent = bg.GreenPercent
 	})
-	t.Logf("green %s down: the shift paused at %d%% %v after its API server stopped, green keeping its share",
-		green, percent, time.Since(stopped).Round(time.Millisecond))
+	t.Logf("green %s down: the shift paused at %d%% %v after %s, green keeping its share",
+		green, percent, time.Since(stopped).Round(time.Millisecond), f.what)
 	if percent <= 0 || percent >= 100 {
 		t.Fatalf("the shift paused at %d%%, not between 0 and 100%%; route:%s", percent, x.routes.history())
 	}
@@ -191,14 +218,14 @@ func (x *trafficRun) greenDown(green string) (int32, time.Time) {
 		g.Expect(bg.GreenPercent).To(gomega.Equal(percent), "greenPercent while green is down")
 		s, err := readRoute(context.Background(), x.ns, x.name)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
-		g.Expect(s.weights).To(gomega.Equal(weightsFor(x.blue, green, percent)), "route while green's API server is down")
+		g.Expect(s.weights).To(gomega.Equal(weightsFor(x.blue, green, percent)), "route while green is down (%s)", f.what)
 	}).WithTimeout(time.Duration(trafficTuning.intervalSeconds)*time.Second + 5*time.Second).WithPolling(poll).Should(gomega.Succeed())
 
-	// Before the start: StartMemberAPIServer returns once the server is ready, and the hub may
+	// Before the end: StartMemberAPIServer returns once the server is ready, and the hub may
 	// reach it, and take the next step, before that.
 	back := time.Now()
-	if err := fleet.StartMemberAPIServer(t.Context(), green); err != nil {
-		t.Fatalf("starting the API server of %s again: %v", green, err)
+	if err := f.end(t.Context(), green); err != nil {
+		t.Fatalf("%s: ending the fault (%s): %v", green, f.what, err)
 	}
 	down = false
 	var resumed int32
@@ -208,10 +235,7 @@ func (x *trafficRun) greenDown(green string) (int32, time.Time) {
 		g.Expect(bg.GreenPercent).To(gomega.BeNumerically(">", percent), "greenPercent after green is back; route:%s", x.routes.history())
 		resumed = bg.GreenPercent
 	})
-	t.Logf("green %s back: the shift went on to %d%% %v after its API server was started", green, resumed, time.Since(back).Round(time.Millisecond))
-	if resumed >= 100 {
-		t.Fatalf("green took everything at once after it was back; nothing left to undo mid-shift")
-	}
+	t.Logf("green %s back: the shift went on to %d%% %v after %s", green, resumed, time.Since(back).Round(time.Millisecond), f.undone)
 	return resumed, back
 }
 

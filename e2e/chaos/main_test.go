@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -101,15 +100,9 @@ func writeTable(path string) error {
 	if err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	if err = Render(f, h, rows); err != nil {
+	if err = Render(f, h, rows, Kept(string(previous))); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("writing the table to %s: %w", path, err)
-	}
-	if kept := Kept(string(previous)); kept != "" {
-		if _, err = io.WriteString(f, "\n"+kept); err != nil {
-			_ = f.Close()
-			return fmt.Errorf("writing the table to %s: %w", path, err)
-		}
 	}
 	return f.Close()
 }

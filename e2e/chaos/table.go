@@ -62,8 +62,10 @@ type Header struct {
 }
 
 // Render writes the results as a Markdown document: the run's header, one table row per
-// scenario ordered by Order, and the totals.
-func Render(w io.Writer, h Header, results []Result) error {
+// scenario ordered by Order, the totals, then kept: the sections of the previous document that
+// other packages measure (see Kept), carried over as they were, so that writing this package's
+// rows again loses none of theirs.
+func Render(w io.Writer, h Header, results []Result, kept string) error {
 	rows := slices.Clone(results)
 	slices.SortStableFunc(rows, func(a, b Result) int { return a.Order - b.Order })
 	var b strings.Builder
@@ -92,6 +94,9 @@ func Render(w io.Writer, h Header, results []Result) error {
 			cell(r.Checked), cell(strings.Join(figures, "; ")), r.Lost, cell(verdict), r.Duration.Round(time.Second))
 	}
 	fmt.Fprintf(&b, "\n%d of %d scenarios passed; member workloads lost in all: %d.\n", passed, len(rows), lost)
+	if kept != "" {
+		b.WriteString("\n" + kept)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

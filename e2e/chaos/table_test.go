@@ -14,7 +14,7 @@ func TestRender(t *testing.T) {
 	b := Result{Order: 1, Scenario: "API server down", Lost: 2, Failure: "copy deleted", Duration: time.Minute}
 	var out strings.Builder
 	err := Render(&out, Header{Commit: "abc", Date: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC), CPUs: 2,
-		Command: "make chaos"}, []Result{a, b})
+		Command: "make chaos"}, []Result{a, b}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,5 +50,28 @@ func TestKept(t *testing.T) {
 				t.Errorf("Kept = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRenderKeepsOtherPackagesRows renders a table over a previous RESULTS.md that has a section
+// another package measures, twice in a row, as two `make chaos` runs would: the section comes
+// through both unchanged, after the new rows.
+func TestRenderKeepsOtherPackagesRows(t *testing.T) {
+	section := "## Rows run in e2e/bluegreen\n\nMeasured by hand.\n\n| # | scenario |\n|---|---|\n| 8 | partition |\n| 10 | green fails |\n"
+	h := Header{Commit: "abc", Date: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC), CPUs: 2, Command: "make chaos"}
+	previous := "# Chaos results\n\n| 1 | old row |\n\n1 of 1 scenarios passed; member workloads lost in all: 0.\n\n" + section
+	for run := 1; run <= 2; run++ {
+		var out strings.Builder
+		if err := Render(&out, h, []Result{{Order: 1, Scenario: "new row", Passed: true}}, Kept(previous)); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		if !strings.HasSuffix(got, "\n\n"+section) {
+			t.Fatalf("run %d: the kept section is not at the end, unchanged:\n%s", run, got)
+		}
+		if strings.Contains(got, "old row") || !strings.Contains(got, "| 1 | new row |") {
+			t.Fatalf("run %d: the generated rows are not the new ones:\n%s", run, got)
+		}
+		previous = got
 	}
 }

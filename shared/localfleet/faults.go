@@ -3,11 +3,13 @@ package localfleet
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/partition"
 )
 
 // Faults of one member beyond StopMemberAPIServer: its spoke killed as a crash would, its etcd
@@ -179,4 +181,55 @@ func (f *Fleet) setServeEndpointFailing(name string, failing bool) error {
 	}
 	lb.SetFailing(failing)
 	return nil
+}
+
+// startHubProxy starts the proxy the hub reaches a Partitionable member's API server through.
+func (f *Fleet) startHubProxy(name string, member *localcluster.Cluster) error {
+	server, err := url.Parse(member.Host())
+	if err != nil {
+		return fmt.Errorf("the API server URL %q of %s: %w", member.Host(), name, err)
+	}
+	p, err := partition.Start("127.0.0.1:0", server.Host)
+	if err != nil {
+		return fmt.Errorf("member %s: %w", name, err)
+	}
+	f.mu.Lock()
+	f.HubProxies[name] = p
+	f.mu.Unlock()
+	return nil
+}
+
+// Partition cuts the hub off the member in the network: the proxy between them (the member
+// must be Partitionable) forwards nothing more, holding new and open connections silently as a
+// link dropping packets does, until Heal. The member, its spoke and its serve endpoint run on
+// and still talk to their own API server; the hub sees only timeouts. It is not a cut-off for
+// Exited: nothing on the member is expected to exit.
+func (f *Fleet) Partition(name string) error {
+	p, err := f.hubProxy(name)
+	if err != nil {
+		return err
+	}
+	p.Cut()
+	return nil
+}
+
+// Heal ends the partition Partition began: the proxy forwards again, what it held first.
+func (f *Fleet) Heal(name string) error {
+	p, err := f.hubProxy(name)
+	if err != nil {
+		return err
+	}
+	p.Heal()
+	return nil
+}
+
+// hubProxy is the proxy in front of the member's API server as the hub sees it.
+func (f *Fleet) hubProxy(name string) (*partition.Proxy, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.HubProxies[name]
+	if p == nil {
+		return nil, fmt.Errorf("member %q has no proxy in front of its API server (no such member, or not Partitionable)", name)
+	}
+	return p, nil
 }

@@ -4,7 +4,9 @@
 // Every control plane is a localcluster.Cluster; everything listens on 127.0.0.1 only and keeps
 // its state and logs under one directory (<StateDir>/hub, <StateDir>/<member>). With
 // Options.Traffic the hub also gets Gateway API and Traefik serving a Gateway, and each member a
-// load balancer stand-in (package loadbalancer) listening on the member's serve IP.
+// load balancer stand-in (package loadbalancer) listening on the member's serve IP. A member
+// marked Partitionable is reached by the hub through a proxy (package partition) that
+// Fleet.Partition cuts: a partition in the network, the member running on.
 // cmd/rayfleet and e2e/ import it, hub/ and spoke/ production code never: it runs their
 // binaries as processes and imports no hub/, spoke/ or cmd/ package, nor shared/testing.
 package localfleet
@@ -28,6 +30,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet/loadbalancer"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/partition"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 
@@ -126,6 +129,11 @@ type MemberSpec struct {
 	Nodes []localcluster.NodeSpec
 	// APIServerPort is the member's kube-apiserver port; 0 picks a free one.
 	APIServerPort int
+	// Partitionable puts a TCP proxy (package partition) between the hub and the member's API
+	// server: the hub reaches the member through it, while the member's spoke and the test's
+	// clients reach the API server directly, so that Fleet.Partition can cut the hub off the
+	// member in the network, the member itself running on. Off, the hub connects directly.
+	Partitionable bool
 }
 
 // Fleet is a running fleet.
@@ -156,6 +164,8 @@ type Fleet struct {
 	Traefik *localcluster.Process
 	// LoadBalancers are the load balancer stand-ins by member name, with Options.Traffic.
 	LoadBalancers map[string]*loadbalancer.Controller
+	// HubProxies are the proxies the hub reaches Partitionable members through, by member name.
+	HubProxies map[string]*partition.Proxy
 
 	opts Options
 	// closers are the stand-ins' log files, closed last by Stop.
@@ -208,6 +218,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		Spokes:        map[string]*localcluster.Manager{},
 		Dashboards:    map[string]*raydashboard.Server{},
 		LoadBalancers: map[string]*loadbalancer.Controller{},
+		HubProxies:    map[string]*partition.Proxy{},
 		opts:          opts,
 		spokeArgs:     map[string]managerArgs{},
 	}
@@ -289,9 +300,9 @@ func withDefaults(o Options) (Options, error) {
 }
 
 // Stop stops bin/hub, the spokes and the load balancer stand-ins first (so that nothing logs
-// errors about control planes going away), then every control plane (Traefik with the hub's),
-// then the dashboard stand-ins, and removes Dir unless KeepState is set. It is safe to call
-// more than once.
+// errors about control planes going away), then the hub's proxies, every control plane
+// (Traefik with the hub's), then the dashboard stand-ins, and removes Dir unless KeepState is
+// set. It is safe to call more than once.
 func (f *Fleet) Stop() {
 	f.stopOnce.Do(func() {
 		f.mu.Lock()
@@ -307,6 +318,7 @@ func (f *Fleet) Stop() {
 		}
 		dashboards := slices.Collect(maps.Values(f.Dashboards))
 		lbs := slices.Collect(maps.Values(f.LoadBalancers))
+		proxies := slices.Collect(maps.Values(f.HubProxies))
 		closers := f.closers
 		f.mu.Unlock()
 
@@ -318,6 +330,9 @@ func (f *Fleet) Stop() {
 			wg.Go(lb.Stop)
 		}
 		wg.Wait()
+		for _, p := range proxies {
+			_ = p.Close()
+		}
 		for _, c := range clusters {
 			wg.Go(c.Stop)
 		}

@@ -236,6 +236,11 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 			return err
 		}
 	}
+	if spec.Partitionable {
+		if err = f.startHubProxy(spec.Name, member); err != nil {
+			return err
+		}
+	}
 
 	kubeconfig, _, err := member.UserKubeconfig(SpokeUser)
 	if err != nil {
@@ -282,15 +287,23 @@ func (f *Fleet) Rejoin(ctx context.Context, name string) error {
 }
 
 // join runs the real `rayfleet join` with both admin kubeconfigs; the member kubeconfig's
-// server is the loopback URL, which the hub (on the same machine) reaches as is. With
-// Options.Traffic the guard allows node ports: a serve Service needs to be of type
-// LoadBalancer for its member to report an address the hub can route to. The output goes to
-// <Dir>/join-<name>.log (or <LogDir>/join-<name>.log).
+// server is the loopback URL, which the hub (on the same machine) reaches as is, or through
+// the member's proxy when it is Partitionable. With Options.Traffic the guard allows node
+// ports: a serve Service needs to be of type LoadBalancer for its member to report an address
+// the hub can route to. The output goes to <Dir>/join-<name>.log (or <LogDir>/join-<name>.log).
 func (f *Fleet) join(ctx context.Context, name string, member *localcluster.Cluster) error {
 	args := []string{"join", "--hub-kubeconfig", f.Hub.Kubeconfig, "--member-kubeconfig", member.Kubeconfig,
 		"--hub-namespace", f.HubNamespace, "--name", name}
 	if f.opts.Traffic != nil {
 		args = append(args, "--allow-node-ports")
+	}
+	f.mu.Lock()
+	proxy := f.HubProxies[name]
+	f.mu.Unlock()
+	if proxy != nil {
+		// The serving certificate names 127.0.0.1, so the proxy's address verifies as the
+		// API server's own.
+		args = append(args, "--member-server", "https://"+proxy.Addr())
 	}
 	cmd := exec.CommandContext(ctx, f.opts.CLI, args...)
 	out, err := cmd.CombinedOutput()
