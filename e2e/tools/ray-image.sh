@@ -39,9 +39,18 @@ if [ ! -f "$layer" ]; then
   work=$(mktemp -d "$RAY_IMAGE_CACHE/build.XXXXXX")
   trap 'rm -rf "$work"' EXIT
   rootfs=$work/rootfs
-  debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
-    { tail -20 "$work/debootstrap.log" >&2; exit 1; }
-  printf '### %s Debian done in %ss\n' "$(date +%T)" $((SECONDS - start)) >&2
+  # The Debian root is cached on its own (the slow part on a busy machine), so a change to the
+  # Ray steps does not bootstrap Debian again.
+  debian=$RAY_IMAGE_CACHE/debian-$SUITE-$(echo "$PACKAGES" | sha256sum | cut -c1-12)
+  if [ ! -f "$debian/.done" ]; then
+    rm -rf "$debian"
+    debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$debian" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
+      { tail -20 "$work/debootstrap.log" >&2; exit 1; }
+    touch "$debian/.done"
+    printf '### %s Debian done in %ss\n' "$(date +%T)" $((SECONDS - start)) >&2
+  fi
+  cp -a "$debian" "$rootfs"
+  rm "$rootfs/.done"
   cp "$CONSTRAINTS" "$rootfs/tmp/ray-constraints.txt"
   # pip in the chroot trusts this machine's CA bundle (which may hold a TLS-intercepting
   # proxy's CA that Debian's lacks) and sees none of this shell's PIP_* settings.
@@ -64,7 +73,7 @@ if [ ! -f "$layer" ]; then
     in_root /opt/ray/bin/python -m pip install --quiet --no-input --disable-pip-version-check \
       -c /tmp/ray-constraints.txt "ray[serve]==$ray"
   ' sh "$rootfs" "$RAY_IMAGE_CACHE/pip" "$RAY_VERSION"
-  env -i PATH=/usr/bin:/bin LANG=C.UTF-8 chroot "$rootfs" /opt/ray/bin/ray --version >&2
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 chroot "$rootfs" /opt/ray/bin/ray --version >&2
   # What a running container never reads: the package lists and caches, documentation, the
   # build's resolver settings (the kubelet mounts the Pod's own /etc/resolv.conf).
   rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc/* \
