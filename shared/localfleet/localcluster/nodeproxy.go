@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -57,6 +59,9 @@ func (c *Cluster) StartNodeProxy() (*NodeProxy, error) {
 		// A proxy request carries the absolute URL; it is sent on as it is.
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.Host = pr.In.Host },
 		Transport: transport,
+		// A refused dial is routine (a proxy polled before Ray serves) and reaches the client
+		// as a 502; the log would only repeat it.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !r.URL.IsAbs() || r.URL.Scheme != "http" {
