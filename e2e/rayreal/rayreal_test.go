@@ -147,6 +147,11 @@ func testRayService(t *testing.T, env *env) {
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, string(rayv1.RayServiceReady))).To(gomega.BeTrue(), "conditions %v", got.Status.Conditions)
 	}).WithTimeout(headTimeout).WithPolling(2 * time.Second).Should(gomega.Succeed())
 	t.Logf("RayService Ready with its application RUNNING %s after creation", time.Since(created).Round(time.Second))
+	var heads corev1.PodList
+	g.Expect(c.List(ctx, &heads, client.InNamespace(ns), client.MatchingLabels{"ray.io/node-type": "head"})).To(gomega.Succeed())
+	for i := range heads.Items {
+		env.logHeadMemory(t, &heads.Items[i])
+	}
 
 	// The serve Service's ClusterIP, from the Node's namespace: Ray's own proxy answers.
 	var svc corev1.Service

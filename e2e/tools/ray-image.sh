@@ -57,8 +57,8 @@ if [ ! -f "$layer" ]; then
   cp "${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}" "$rootfs/tmp/build-ca.crt"
   cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
   mkdir -p "$rootfs/root/.cache/pip"
-  # A private mount namespace: /proc and the wheel cache (kept across builds, so a rebuild
-  # downloads nothing) are mounted into the chroot only and vanish with it.
+  # A private mount namespace: /proc and pip's cache dir (on the host, kept across builds) are
+  # mounted into the chroot only and vanish with it.
   unshare -m -- sh -euc '
     rootfs=$1 cache=$2 ray=$3
     mount -t proc proc "$rootfs/proc"
