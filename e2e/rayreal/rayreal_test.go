@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/shared/localfleet"
@@ -159,6 +160,54 @@ func testRayService(t *testing.T, env *env) {
 	g.Eventually(func() (string, error) {
 		return env.get(ctx, "http://"+svc.Spec.ClusterIP+":8000/")
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(gomega.MatchJSON(`{"version":"v1"}`))
+
+	// A Serve-config-only change is submitted to the same cluster: the new version answers.
+	active := got.Status.ActiveServiceStatus.RayClusterName
+	updated := time.Now()
+	updateServeConfig(t, c, rs, serveConfig("v2"))
+	g.Eventually(func() (string, error) {
+		return env.get(ctx, "http://"+svc.Spec.ClusterIP+":8000/")
+	}).WithTimeout(headTimeout).WithPolling(time.Second).Should(gomega.MatchJSON(`{"version":"v2"}`))
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rs), &got)).To(gomega.Succeed())
+	g.Expect(got.Status.ActiveServiceStatus.RayClusterName).To(gomega.Equal(active), "updated in place")
+	g.Expect(got.Status.PendingServiceStatus.RayClusterName).To(gomega.BeEmpty())
+	t.Logf("serve config v1 -> v2 answered in place %s after the update", time.Since(updated).Round(time.Second))
+
+	// An application raising at import: Ray's DEPLOY_FAILED and its message reach the status.
+	updateServeConfig(t, c, rs, serveConfig("v2")+brokenApp)
+	g.Eventually(func(g gomega.Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rs), &got)).To(gomega.Succeed())
+		app := got.Status.ActiveServiceStatus.Applications["broken"]
+		g.Expect(app.Status).To(gomega.Equal(rayv1.ApplicationStatusEnum.DEPLOY_FAILED), "applications %+v", got.Status.ActiveServiceStatus.Applications)
+		g.Expect(app.Message).To(gomega.ContainSubstring(brokenMessage))
+	}).WithTimeout(headTimeout).WithPolling(2 * time.Second).Should(gomega.Succeed())
+}
+
+// brokenApp is an application entry whose module (e2e/testdata/serveapp/broken.py) raises at
+// import with brokenMessage.
+const (
+	brokenApp = `- name: broken
+  import_path: broken:app
+  route_prefix: /broken
+`
+	brokenMessage = "rayfleet test application: broken at import"
+)
+
+// updateServeConfig sets the RayService's serveConfigV2, retrying on conflicts with the spoke's
+// status writes.
+func updateServeConfig(t *testing.T, c client.Client, rs *rayv1.RayService, config string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur rayv1.RayService
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(rs), &cur); err != nil {
+			return err
+		}
+		cur.Spec.ServeConfigV2 = config
+		return c.Update(t.Context(), &cur)
+	})
+	if err != nil {
+		t.Fatalf("updating the RayService's serveConfigV2: %v", err)
+	}
 }
 
 // env is what one test runs on: the cluster with its real Node and the spoke.
