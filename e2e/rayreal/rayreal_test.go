@@ -101,7 +101,7 @@ func testRayClusterHead(t *testing.T, env *env) {
 	g.Eventually(func(g gomega.Gomega) {
 		var got rayv1.RayCluster
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rc), &got)).To(gomega.Succeed())
-		g.Expect(got.Status.State).To(gomega.Equal(rayv1.Ready)) //nolint:staticcheck // KubeRay v1.6 still reports it
+		g.Expect(got.Status.State).To(gomega.Equal(rayv1.Ready))
 		g.Expect(got.Status.Head.PodIP).To(gomega.Equal(head.Status.PodIP))
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(gomega.Succeed())
 	env.logHeadMemory(t, &head)
