@@ -35,7 +35,7 @@ if [ ! -f "$layer" ]; then
   command -v debootstrap >/dev/null || { echo "ray-image.sh: debootstrap is needed (apt-get install debootstrap)" >&2; exit 1; }
   printf '### %s building the Ray %s root filesystem (%s) into %s\n' "$(date +%T)" "$RAY_VERSION" "$SUITE" "$layer" >&2
   start=$SECONDS
-  mkdir -p "$RAY_IMAGE_CACHE/pip"
+  mkdir -p "$RAY_IMAGE_CACHE/wheels"
   work=$(mktemp -d "$RAY_IMAGE_CACHE/build.XXXXXX")
   trap 'rm -rf "$work"' EXIT
   rootfs=$work/rootfs
@@ -56,13 +56,15 @@ if [ ! -f "$layer" ]; then
   # proxy's CA that Debian's lacks) and sees none of this shell's PIP_* settings.
   cp "${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}" "$rootfs/tmp/build-ca.crt"
   cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
-  mkdir -p "$rootfs/root/.cache/pip"
-  # A private mount namespace: /proc and pip's cache dir (on the host, kept across builds) are
-  # mounted into the chroot only and vanish with it.
+  mkdir -p "$rootfs/wheels"
+  # A private mount namespace: /proc and the wheelhouse (on the host, kept across builds) are
+  # mounted into the chroot only and vanish with it. pip's own cache keeps nothing when the
+  # index's responses say not to (as through an intercepting proxy), so the wheels are
+  # downloaded into the wheelhouse first and installed from it: a rebuild fetches only metadata.
   unshare -m -- sh -euc '
     rootfs=$1 cache=$2 ray=$3
     mount -t proc proc "$rootfs/proc"
-    mount --bind "$cache" "$rootfs/root/.cache/pip"
+    mount --bind "$cache" "$rootfs/wheels"
     in_root() {
       env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 PIP_CERT=/tmp/build-ca.crt \
         ${HTTPS_PROXY:+HTTPS_PROXY=$HTTPS_PROXY} ${HTTP_PROXY:+HTTP_PROXY=$HTTP_PROXY} \
@@ -70,15 +72,17 @@ if [ ! -f "$layer" ]; then
         chroot "$rootfs" "$@"
     }
     in_root python3 -m venv /opt/ray
+    in_root /opt/ray/bin/python -m pip download --quiet --no-input --disable-pip-version-check \
+      -d /wheels -c /tmp/ray-constraints.txt "ray[serve]==$ray"
     in_root /opt/ray/bin/python -m pip install --quiet --no-input --disable-pip-version-check \
-      -c /tmp/ray-constraints.txt "ray[serve]==$ray"
-  ' sh "$rootfs" "$RAY_IMAGE_CACHE/pip" "$RAY_VERSION"
+      --no-index --find-links /wheels -c /tmp/ray-constraints.txt "ray[serve]==$ray"
+  ' sh "$rootfs" "$RAY_IMAGE_CACHE/wheels" "$RAY_VERSION"
   env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 chroot "$rootfs" /opt/ray/bin/ray --version >&2
   # What a running container never reads: the package lists and caches, documentation, the
   # build's resolver settings (the kubelet mounts the Pod's own /etc/resolv.conf).
   rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc/* \
     "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/* \
-    "$rootfs"/root/.cache "$rootfs"/tmp/* "$rootfs"/var/log/*.log "$rootfs"/etc/resolv.conf \
+    "$rootfs"/root/.cache "$rootfs"/wheels "$rootfs"/tmp/* "$rootfs"/var/log/*.log "$rootfs"/etc/resolv.conf \
     "$rootfs"/dev/*
   # Ray and Serve found on PATH also by a login shell (bash -l resets PATH from /etc/profile).
   for tool in ray serve python python3; do ln -sfn "/opt/ray/bin/$tool" "$rootfs/usr/local/bin/$tool"; done
