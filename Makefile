@@ -167,7 +167,7 @@ image: build ## Write bin/images/rayfleet.tar (IMG) and bin/images/pause.tar (PA
 # python3 and ray[serve] pinned as for `make ray`, from the Debian mirror and PyPI only, without
 # Docker (e2e/tools/ray-image.sh; needs root and debootstrap). The root filesystem is one layer
 # cached under ~/.cache/rayfleet/ray-image: cold, about 9 minutes on 2 busy cores (Debian 3 to 6,
-# Ray 4, the layer 1); with Debian cached, a minute or two; warm, about 15 seconds. 190 MiB as a
+# Ray 4, the layer 1); with Debian cached, a minute or two; warm, 4 to 15 seconds. 190 MiB as a
 # tarball, 480 MiB unpacked.
 RAY_VERSION := 2.52.0
 RAY_IMG ?= rayfleet.local/ray:$(RAY_VERSION)
