@@ -5,6 +5,12 @@
 //	go run ./e2e/tools/image -bin bin -out bin/images -image ghcr.io/rayfleet/rayfleet:v1 \
 //	  -pause-image rayfleet.local/pause:v1 -version v1 -revision <commit>
 //
+// With -ray-layer it writes only the Ray image (ray.tar), from the root filesystem layer
+// e2e/tools/ray-image.sh builds; `make ray-image` runs it so:
+//
+//	go run ./e2e/tools/image -ray-layer <layer.tar.gz> -ray-image rayfleet.local/ray:2.52.0 \
+//	  -ray-version 2.52.0 -out bin/images
+//
 // SOURCE_DATE_EPOCH (seconds) stamps the images; unset, they carry the Unix epoch, so two builds
 // of the same binaries give the same digests either way.
 package main
@@ -40,6 +46,9 @@ func run(args []string) error {
 	img := fl.String("image", "ghcr.io/rayfleet/rayfleet:dev", "name and tag of the rayfleet image")
 	pauseImg := fl.String("pause-image", "rayfleet.local/pause:dev", "name and tag of the pause image; empty skips it")
 	caCerts := fl.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle copied into the rayfleet image; empty or missing leaves it out")
+	rayLayer := fl.String("ray-layer", "", "gzip'd root filesystem layer of the Ray image; when set, only ray.tar is written")
+	rayImg := fl.String("ray-image", "rayfleet.local/ray:dev", "name and tag of the Ray image (with -ray-layer)")
+	rayVersion := fl.String("ray-version", "", "Ray version the layer holds, a label of the Ray image (with -ray-layer)")
 	var b images.Build
 	fl.StringVar(&b.Version, "version", "", "version label (org.opencontainers.image.version)")
 	fl.StringVar(&b.Revision, "revision", "", "commit label (org.opencontainers.image.revision)")
@@ -53,6 +62,9 @@ func run(args []string) error {
 	var err error
 	if b.Created, err = sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH")); err != nil {
 		return err
+	}
+	if *rayLayer != "" {
+		return writeRay(b, *rayLayer, *rayImg, *rayVersion, *out)
 	}
 	// Bad names fail before the images are built rather than after.
 	rfTag, err := parseTag(*img)
@@ -88,6 +100,25 @@ func run(args []string) error {
 		return err
 	}
 	return write(filepath.Join(*out, "pause.tar"), pauseTag, pause)
+}
+
+// writeRay writes the Ray image as ray.tar in out.
+func writeRay(b images.Build, layer, ref, rayVersion, out string) error {
+	tag, err := parseTag(ref)
+	if err != nil {
+		return err
+	}
+	if rayVersion == "" {
+		return errors.New("-ray-version is required with -ray-layer")
+	}
+	img, err := images.Ray(b, layer, rayVersion)
+	if err != nil {
+		return err
+	}
+	if err = os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	return write(filepath.Join(out, "ray.tar"), tag, img)
 }
 
 // write writes img as a Docker-format tarball tagged ref, through a temporary file so that an

@@ -68,9 +68,10 @@ type Spec struct {
 	Created    time.Time
 }
 
-// SpecLayer is one layer of a Spec.
+// SpecLayer is one layer of a Spec: Entries, or a layer built elsewhere (Prebuilt).
 type SpecLayer struct {
 	Entries   []Entry
+	Prebuilt  v1.Layer
 	CreatedBy string
 }
 
@@ -82,9 +83,12 @@ func Image(s Spec) (v1.Image, error) {
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	adds := make([]mutate.Addendum, 0, len(s.Layers))
 	for _, sl := range s.Layers {
-		l, err := Layer(sl.Entries, s.Created)
-		if err != nil {
-			return nil, err
+		l := sl.Prebuilt
+		if l == nil {
+			var err error
+			if l, err = Layer(sl.Entries, s.Created); err != nil {
+				return nil, err
+			}
 		}
 		adds = append(adds, mutate.Addendum{
 			Layer:     l,
