@@ -206,7 +206,7 @@ fuzz: ## Fuzz validation, serveConfigV2 parsing, spec hashing, overrides and the
 # running them side by side on two cores starves both. shared/localfleet holds the local fleet itself
 # (control planes, the dashboard stand-in), whose own tests start control planes too. e2e/ray
 # runs a real Ray head, installed by `make ray`.
-e2e: build build-faultinject tools node-tools image ray ## Run the end-to-end tests against local control planes.
+e2e: build build-faultinject tools node-tools image ray ray-image ## Run the end-to-end tests against local control planes.
 	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 45m ./e2e/... ./shared/localfleet/...
 
 .PHONY: chaos

@@ -22,8 +22,9 @@ CONSTRAINTS=$HERE/ray-constraints.txt
 PACKAGES=python3,python3-venv,wget,ca-certificates
 
 if [ "$(id -u)" != 0 ]; then
-  echo "ray-image.sh: needs root (debootstrap, chroot and mount)" >&2
-  exit 1
+  # make e2e asks for the image; its one user, e2e/rayreal, skips without root as well.
+  echo "ray-image.sh: needs root (debootstrap, chroot and mount); no Ray image built" >&2
+  exit 0
 fi
 
 # Bump RECIPE when the steps below change what the layer holds.
