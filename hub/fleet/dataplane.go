@@ -184,12 +184,12 @@ func (r *Reconciler) readProbes(g *group) {
 // probeTargets are the serve addresses of the placed clusters whose address the hub may route
 // to (address → cluster): those the probes watch, whether they take traffic now or not, so
 // that one taken off is seen to recover.
-func (r *Reconciler) probeTargets(g *group, d *decision) map[string]string {
+func (r *Reconciler) probeTargets(g *group, placed []string) map[string]string {
 	if r.opts.Probes == nil || exportsServe(g) || trafficSpec(g) == nil {
 		return nil
 	}
 	out := map[string]string{}
-	for _, name := range d.placed {
+	for _, name := range placed {
 		m := g.members[name]
 		if m == nil || m.mc == nil {
 			continue

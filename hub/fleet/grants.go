@@ -87,13 +87,13 @@ func routedAlready(rr routeRead, spec *fleetv1alpha1.TrafficSpec) bool {
 // grantCondition is the GrantMissing condition of the decision, nil when the namespace is
 // granted everything the RayService uses: NotGranted when members or traffic are refused,
 // KeptWithoutGrant when only what the RayService had before is kept.
-func grantCondition(g *group, d *decision, rejected map[string]string) *metav1.Condition {
+func grantCondition(g *group, pl placementResult, placed []string, td *trafficDecision) *metav1.Condition {
 	var refused, kept []string
-	if g.grants.None() && len(d.placed) == 0 {
+	if g.grants.None() && len(placed) == 0 {
 		refused = append(refused, g.grants.NoneMessage())
-	} else if d.placedCond.Status != metav1.ConditionTrue {
+	} else if pl.placedCond.Status != metav1.ConditionTrue {
 		var names []string
-		for name, why := range rejected {
+		for name, why := range pl.rejected {
 			if why == g.grants.MemberMissing(name) {
 				names = append(names, name)
 			}
@@ -105,8 +105,8 @@ func grantCondition(g *group, d *decision, rejected map[string]string) *metav1.C
 		}
 	}
 	var keptMembers []string
-	for _, name := range d.placed {
-		if _, no := d.placeIn.Ungranted[name]; no {
+	for _, name := range placed {
+		if _, no := pl.in.Ungranted[name]; no {
 			keptMembers = append(keptMembers, name)
 		}
 	}
@@ -114,7 +114,7 @@ func grantCondition(g *group, d *decision, rejected map[string]string) *metav1.C
 		kept = append(kept, fmt.Sprintf("namespace %s has no NamespaceGrant for member %s, where the RayService was placed before; it stays there and goes to no other member without a grant",
 			g.key.Namespace, strings.Join(keptMembers, ", ")))
 	}
-	if td := d.traffic; td != nil {
+	if td != nil {
 		if ng, ok := errors.AsType[*notGrantedError](td.err); ok {
 			refused = append(refused, ng.Error())
 		} else if td.keptWithoutGrant != "" {

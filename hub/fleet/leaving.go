@@ -39,17 +39,18 @@ func previousLeaving(g *group) map[string]*fleetv1alpha1.ClusterLeaving {
 	return out
 }
 
-// departures are the clusters the binding lists that d no longer places and that still hold a
+// departures are the clusters the binding lists that are no longer placed and that still hold a
 // copy of ours, could not be read, or are not Ready. A cluster leaves as FailedOver when its
 // member is not Ready at that moment (placement left it past its toleration), else as Moved;
 // the reason and time stay what they were when it left. A member that left the fleet has
 // nothing to keep.
-func (r *Reconciler) departures(g *group, d *decision, rejected map[string]string) map[string]*departure {
+func (r *Reconciler) departures(g *group, placed []string, leaveAs map[string]fleetv1alpha1.LeaveReason,
+	rejected map[string]string) map[string]*departure {
 	prev := previousLeaving(g)
 	out := map[string]*departure{}
 	for _, name := range g.holding() {
 		m := g.members[name]
-		if slices.Contains(d.placed, name) || m == nil || m.mc == nil {
+		if slices.Contains(placed, name) || m == nil || m.mc == nil {
 			continue
 		}
 		if m.readErr == nil && m.copy != nil && propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
@@ -70,7 +71,7 @@ func (r *Reconciler) departures(g *group, d *decision, rejected map[string]strin
 		} else {
 			dep.fresh = true
 			dep.leaving = fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: metav1.NewTime(g.now.Truncate(time.Second))}
-			if reason, ok := d.leaveAs[name]; ok {
+			if reason, ok := leaveAs[name]; ok {
 				dep.leaving.Reason = reason
 				dep.why = ""
 			} else if !memberOf(m.mc).Ready {
@@ -82,50 +83,62 @@ func (r *Reconciler) departures(g *group, d *decision, rejected map[string]strin
 	return out
 }
 
-// decideLeaving decides, per departure, whether its copy goes now (propagation.ForLeaving):
+// leavingResult is, for the departures, what happens to their copies.
+type leavingResult struct {
+	// actions are the departures' actions, by cluster.
+	actions map[string]propagation.Action
+	// kept are the departures whose copy stays for now; retained those purgeMode Never keeps.
+	kept, retained []string
+}
+
+// planLeaving decides, per departure, whether its copy goes now (propagation.ForLeaving):
 // only once every placed cluster is done, and after a failover as the purge mode says.
-func (r *Reconciler) decideLeaving(g *group, d *decision) {
-	notDone := d.notDone()
+func planLeaving(g *group, departures map[string]*departure, ro *rolloutDecision, placed []string, td *trafficDecision) leavingResult {
+	out := leavingResult{actions: make(map[string]propagation.Action, len(departures))}
+	notDone := ro.notDone()
 	mode := purgeModeOf(g.policy.pp)
-	for _, name := range slices.Sorted(maps.Keys(d.departures)) {
+	for _, name := range slices.Sorted(maps.Keys(departures)) {
 		m := g.members[name]
 		a := propagation.ForLeaving(propagation.Leaving{
-			Reason: d.departures[name].leaving.Reason, PurgeMode: mode,
+			Reason: departures[name].leaving.Reason, PurgeMode: mode,
 			Reachable: m.readErr == nil, Ready: memberOf(m.mc).Ready,
-			NotDone: notDone, Placed: len(d.placed),
-			Draining: d.traffic.draining(g, name),
+			NotDone: notDone, Placed: len(placed),
+			Draining: td.draining(g, name),
 		})
-		d.actions[name] = a
+		out.actions[name] = a
 		if a.Kind != propagation.Remove {
-			d.kept = append(d.kept, name)
+			out.kept = append(out.kept, name)
 		}
 		if a.Reason == propagation.ReasonRetained {
-			d.retained = append(d.retained, name)
+			out.retained = append(out.retained, name)
 		}
 	}
+	return out
 }
 
 // keepLeaving, for a decision that places nothing new (the RayService or its policy is
 // invalid), keeps every cluster the binding lists as leaving, as it is: nothing is removed
 // and nothing is forgotten, so neither this hub nor its orphan sweep loses track of a copy.
-func (r *Reconciler) keepLeaving(g *group, d *decision) {
-	d.departures = map[string]*departure{}
+func keepLeaving(g *group, placed []string) (map[string]*departure, []string) {
+	departures := map[string]*departure{}
+	var kept []string
 	for name, l := range previousLeaving(g) {
-		if m := g.members[name]; m != nil && m.mc != nil && !slices.Contains(d.placed, name) {
-			d.departures[name] = &departure{leaving: *l}
-			d.kept = append(d.kept, name)
+		if m := g.members[name]; m != nil && m.mc != nil && !slices.Contains(placed, name) {
+			departures[name] = &departure{leaving: *l}
+			kept = append(kept, name)
 		}
 	}
-	slices.Sort(d.kept)
+	slices.Sort(kept)
+	return departures, kept
 }
 
 // notDone lists the placed clusters that are not done, each with why.
-func (d *decision) notDone() []string {
-	if d.rollout == nil {
+func (ro *rolloutDecision) notDone() []string {
+	if ro == nil {
 		return nil
 	}
 	var out []string
-	for _, c := range d.rollout.clusters {
+	for _, c := range ro.clusters {
 		if !c.Done {
 			out = append(out, fmt.Sprintf("%s: %s", c.Name, c.NotDone))
 		}

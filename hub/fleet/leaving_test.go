@@ -52,11 +52,11 @@ func TestDecideLeaving(t *testing.T) {
 	copyOn := func(cluster string, done bool) *rayv1.RayService {
 		g := newGroup(hub, policy(""), nil)
 		g.members[cluster] = ready(cluster, nil)
-		d := &decision{}
-		if err := r.decideRollout(g, d, policy("")); err != nil {
+		rs, err := r.planRollout(g, placementResult{}, policy(""))
+		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := r.copyOf(g, d, cluster, d.rollout.target)
+		c, err := r.copyOf(g, rs.rollout, cluster, rs.rollout.target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestDecideLeaving(t *testing.T) {
 				g.memberClusters[name] = m.mc
 			}
 			r.reserved = placement.NewReservations()
-			d := r.decide(g)
+			d := decideTwice(t, r, g)
 			got := map[string]string{}
 			for name, a := range d.actions {
 				got[name] = map[propagation.Kind]string{propagation.Keep: "none", propagation.Apply: "apply", propagation.Remove: "remove"}[a.Kind]

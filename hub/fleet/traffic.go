@@ -127,27 +127,27 @@ func (r *Reconciler) trafficClients(ctx context.Context, spec *fleetv1alpha1.Tra
 	return reader, w, nil
 }
 
-// decideTraffic computes the route: each placed cluster's weight from the rollout's split
+// planTraffic computes the route: each placed cluster's weight from the rollout's split
 // (rollout.Weights) and its reported serve address.
-func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
+func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string) *trafficDecision {
 	spec := trafficSpec(g)
-	if spec == nil || d.rollout == nil {
+	if spec == nil || ro == nil {
 		return nil
 	}
 	var percent int32
-	if bg := d.rollout.plan.Status.BlueGreen; bg != nil {
+	if bg := ro.plan.Status.BlueGreen; bg != nil {
 		percent = bg.GreenPercent
 	}
 	td := &trafficDecision{spec: *spec, unserved: map[string]string{}, kept: map[string]string{},
-		probeTargets: r.probeTargets(g, d)}
+		probeTargets: r.probeTargets(g, placed)}
 	if td.err, td.keptWithoutGrant = trafficGrant(g, spec); td.err != nil {
 		// Nothing is written: the weights in force are the route's, if there is one.
 		td.weights = g.route.state.Weights
 		return td
 	}
-	facts := r.backendsOf(g, d.placed)
+	facts := r.backendsOf(g, placed)
 	whys := unservedWhys(facts)
-	td.weights = r.weights(g, d, d.colorsOf(), percent, whys)
+	td.weights = weights(g, ro.clusters, placed, ro.plan.Colors, percent, whys)
 	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec, Imports: g.route.imports}
 	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
 		if why := whys[name]; why != "" {
@@ -170,22 +170,21 @@ func (r *Reconciler) decideTraffic(g *group, d *decision) *trafficDecision {
 		in.Backends = append(in.Backends, b)
 	}
 	td.objs, td.err = traffic.Desired(in)
-	td.offTimes = offTimes(g, d, td)
+	td.offTimes = offTimes(g, placed, td.weights)
 	return td
 }
 
 // weights splits the traffic over the placed clusters: by colour with green getting
-// greenPercent, each colour by serve endpoints, none to a cluster that cannot take traffic
-// (unserved[name] != "").
-func (r *Reconciler) weights(g *group, d *decision, colors map[string]fleetv1alpha1.Color, greenPercent int32,
+// greenPercent, each colour by serve endpoints (as the rollout bounded them in clusters), none
+// to a cluster that cannot take traffic (unserved[name] != "").
+func weights(g *group, clusters []rollout.Cluster, placed []string, colors map[string]fleetv1alpha1.Color, greenPercent int32,
 	unserved map[string]string) map[string]int32 {
-	// The endpoint counts as the rollout bounded them (rolloutCluster).
-	endpoints := make(map[string]int32, len(d.rollout.clusters))
-	for _, c := range d.rollout.clusters {
+	endpoints := make(map[string]int32, len(clusters))
+	for _, c := range clusters {
 		endpoints[c.Name] = c.Endpoints
 	}
-	backends := make([]rollout.Backend, 0, len(d.placed))
-	for _, name := range d.placed {
+	backends := make([]rollout.Backend, 0, len(placed))
+	for _, name := range placed {
 		n := endpoints[name]
 		if m := g.members[name]; m != nil && m.readErr != nil {
 			// Kept by the probe while unreadable: it weighs what it last reported.
@@ -231,7 +230,7 @@ func serveAddress(m *memberRecord) string {
 // offTimes are, for the clusters the binding lists, since when the accepted route sends them
 // nothing: kept from the binding while that holds, now when it starts to, dropped when the
 // route gives them weight again or the gateway has not accepted the route.
-func offTimes(g *group, d *decision, td *trafficDecision) map[string]metav1.Time {
+func offTimes(g *group, placed []string, weights map[string]int32) map[string]metav1.Time {
 	out := map[string]metav1.Time{}
 	if g.route.err != nil || !g.route.state.Accepted || g.binding == nil {
 		return out
@@ -248,8 +247,8 @@ func offTimes(g *group, d *decision, td *trafficDecision) map[string]metav1.Time
 		}
 		out[cs.Name] = now
 	}
-	for _, name := range d.placed {
-		if _, listed := out[name]; !listed && g.route.state.Weights[name] == 0 && td.weights[name] == 0 {
+	for _, name := range placed {
+		if _, listed := out[name]; !listed && g.route.state.Weights[name] == 0 && weights[name] == 0 {
 			out[name] = now
 		}
 	}
@@ -264,25 +263,6 @@ func (td *trafficDecision) draining(g *group, name string) bool {
 	}
 	off, ok := td.offTimes[name]
 	return !ok || g.now.Before(off.Add(drainDelay))
-}
-
-// colorsOf are the placed clusters' colours: the rollout's, or before it decided, the colours
-// placement kept.
-func (d *decision) colorsOf() map[string]fleetv1alpha1.Color {
-	if d.rollout != nil && d.rollout.plan != nil {
-		return d.rollout.plan.Colors
-	}
-	if d.colors == nil {
-		return nil
-	}
-	out := map[string]fleetv1alpha1.Color{}
-	for _, name := range d.colors.blue {
-		out[name] = fleetv1alpha1.ColorBlue
-	}
-	for _, name := range d.colors.green {
-		out[name] = fleetv1alpha1.ColorGreen
-	}
-	return out
 }
 
 // applyTraffic writes the route and its backends to the traffic cluster, in the RayService's
