@@ -45,10 +45,14 @@ type results struct {
 	// legacyRoute is the route an earlier hub wrote in the Gateway's namespace while it stays
 	// (until the gateway accepted the route in the RayService's namespace); nil when none.
 	legacyRoute *types.NamespacedName
+	// binding is the binding as the API server returned it when the executor created or
+	// patched it; nil when it wrote none (the group's is current then).
+	binding *fleetv1alpha1.RayServiceBinding
 }
 
 // execute writes the decision: the binding's spec, then per cluster the apply or delete.
-// Member errors are collected per cluster and never stop the other clusters.
+// Member errors are collected per cluster and never stop the other clusters. It changes
+// neither the group nor the decision: what it wrote is in the results.
 func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*results, error) {
 	res := &results{
 		copies:    map[string]*rayv1.RayService{},
@@ -61,16 +65,23 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 			res.copies[name] = m.copy
 		}
 	}
-	if err := r.writeBindingSpec(ctx, g, d); err != nil {
+	binding, err := r.writeBindingSpec(ctx, g, d)
+	if err != nil {
 		return res, err
 	}
+	res.binding = binding
 	if d.rollout != nil {
 		// The target revision exists before any copy names it.
 		if _, _, err := revision.Ensure(ctx, r.client, g.hub, d.rollout.targetContent, g.history); err != nil {
 			return res, err
 		}
-		if err := r.consumeApproval(ctx, g); err != nil {
+		if binding == nil {
+			binding = g.binding
+		}
+		if written, err := r.consumeApproval(ctx, g.key, binding); err != nil {
 			return res, err
+		} else if written != nil {
+			res.binding = written
 		}
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -123,8 +134,8 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 }
 
 // writeBindingSpec creates the binding, owned by the hub RayService, or patches its spec when
-// the decision changed it.
-func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision) error {
+// the decision changed it, and returns it as written; nil when it was as decided already.
+func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision) (*fleetv1alpha1.RayServiceBinding, error) {
 	spec := fleetv1alpha1.RayServiceBindingSpec{Clusters: slices.Clone(d.placed), PolicyName: g.policy.name, SpecHash: g.hash}
 	if d.invalid != nil && g.binding != nil {
 		// The invalid spec is not propagated; the binding keeps the hash of the last one that was.
@@ -136,35 +147,35 @@ func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision
 			Spec:       spec,
 		}
 		if err := controllerutil.SetControllerReference(g.hub, b, r.client.Scheme()); err != nil {
-			return fmt.Errorf("own RayServiceBinding %s: %w", g.key, err)
+			return nil, fmt.Errorf("own RayServiceBinding %s: %w", g.key, err)
 		}
 		if err := r.client.Create(ctx, b); err != nil {
-			return fmt.Errorf("create RayServiceBinding %s: %w", g.key, err)
+			return nil, fmt.Errorf("create RayServiceBinding %s: %w", g.key, err)
 		}
-		g.binding = b
-		return nil
+		return b, nil
 	}
 	if slices.Equal(g.binding.Spec.Clusters, spec.Clusters) && g.binding.Spec.PolicyName == spec.PolicyName &&
 		g.binding.Spec.SpecHash == spec.SpecHash {
-		return nil
+		return nil, nil
 	}
-	orig := g.binding.DeepCopy()
-	g.binding.Spec = spec
-	if err := r.client.Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patch RayServiceBinding %s: %w", g.key, err)
+	b := g.binding.DeepCopy()
+	b.Spec = spec
+	if err := r.client.Patch(ctx, b, client.MergeFrom(g.binding)); err != nil {
+		return nil, fmt.Errorf("patch RayServiceBinding %s: %w", g.key, err)
 	}
-	return nil
+	return b, nil
 }
 
 // consumeApproval removes the binding's approval annotation once the binding records the stage
 // it approved as started: an approval opens one stage of one revision once, and a later
 // rollout of the same revision (after a rollback and a spec that came back) asks again. It is
-// removed only after the start was recorded, so a failed status write cannot lose both.
-func (r *Reconciler) consumeApproval(ctx context.Context, g *group) error {
-	approval := g.binding.Annotations[labels.ApprovedStage]
-	st := g.binding.Status.Rollout
+// removed only after the start was recorded, so a failed status write cannot lose both. It
+// returns the binding as patched; nil when the approval stays.
+func (r *Reconciler) consumeApproval(ctx context.Context, key types.NamespacedName, binding *fleetv1alpha1.RayServiceBinding) (*fleetv1alpha1.RayServiceBinding, error) {
+	approval := binding.Annotations[labels.ApprovedStage]
+	st := binding.Status.Rollout
 	if approval == "" || st == nil {
-		return nil
+		return nil, nil
 	}
 	used := false
 	for _, stage := range st.Stages {
@@ -177,14 +188,14 @@ func (r *Reconciler) consumeApproval(ctx context.Context, g *group) error {
 			(approval == st.TargetRevision+"/"+fleetv1alpha1.BlueGreenPromoteStage && bg.Step == fleetv1alpha1.BlueGreenHolding)
 	}
 	if !used {
-		return nil
+		return nil, nil
 	}
-	orig := g.binding.DeepCopy()
-	delete(g.binding.Annotations, labels.ApprovedStage)
-	if err := r.client.Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("remove the used approval from RayServiceBinding %s: %w", g.key, err)
+	b := binding.DeepCopy()
+	delete(b.Annotations, labels.ApprovedStage)
+	if err := r.client.Patch(ctx, b, client.MergeFrom(binding)); err != nil {
+		return nil, fmt.Errorf("remove the used approval from RayServiceBinding %s: %w", key, err)
 	}
-	return nil
+	return b, nil
 }
 
 // applyTo writes desired to one member: the namespace first when the member has no copy, then

@@ -196,7 +196,7 @@ func TestBindingReadStale(t *testing.T) {
 
 	g := &group{key: key, binding: old.DeepCopy()}
 	written := stepAt(41)
-	if err = r.patchBindingStatus(ctx, g, &written); err != nil {
+	if err = r.patchBindingStatus(ctx, g.key, g.binding, &written); err != nil {
 		t.Fatal(err)
 	}
 	b, err := r.readBinding(ctx, key)
