@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: execute. Carries out a decision: binding, revisions, copies, route; records results.
+
 import (
 	"context"
 	"fmt"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/podsecurity"
@@ -363,4 +366,67 @@ func (d *deletes) issued(uid types.UID, now time.Time) {
 // first message, so without it "Removed from us" would hide a later "Removed from eu".
 func memberRef(name string) *fleetv1alpha1.MemberCluster {
 	return &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// applyTraffic writes the route and its backends to the traffic cluster, in the RayService's
+// namespace (created on a member traffic cluster when missing, as for a copy), then retires the
+// route an earlier hub wrote in the Gateway's namespace once the gateway accepted this one. It
+// returns that earlier route while it stays.
+func (r *Reconciler) applyTraffic(ctx context.Context, g *group, td *trafficDecision) (*types.NamespacedName, error) {
+	if td == nil {
+		return nil, nil
+	}
+	if td.err != nil {
+		return nil, td.err
+	}
+	reader, w, err := r.trafficClients(ctx, &td.spec)
+	if err != nil {
+		return nil, err
+	}
+	if td.spec.Cluster != "" && !g.route.state.Exists {
+		if err := ensureNamespace(ctx, w, g.key.Namespace, podSecurityLevel(g.memberClusters[td.spec.Cluster])); err != nil {
+			return nil, fmt.Errorf("traffic cluster %s: %w", td.spec.Cluster, err)
+		}
+	}
+	if err := traffic.Apply(ctx, w, reader, td.objs); err != nil {
+		return nil, err
+	}
+	legacy, ok := traffic.LegacyKey(g.key, &td.spec)
+	if !ok {
+		return nil, nil
+	}
+	remains, err := traffic.RetireLegacy(ctx, w, reader, legacy, r.opts.HubName, g.route.state)
+	if err != nil {
+		// The new route is written; the earlier one is retried next time.
+		ctrl.LoggerFrom(ctx).Error(err, "Retiring the route in the Gateway's namespace failed", "route", legacy.Route)
+	}
+	if remains {
+		return &legacy.Route, nil
+	}
+	return nil, nil
+}
+
+// recordRefusal notes a member's refusal of the copy and, when it is new (another rule, or a
+// spec not refused before), says so with a Warning event related to the member.
+func (r *Reconciler) recordRefusal(g *group, res *results, name string, ref *propagation.Refusal) {
+	prev, had := res.refusals[name]
+	rec := fleetv1alpha1.ClusterRefusal{
+		Cluster: name, SpecHash: g.hash, Rule: ref.Rule, Message: ref.Message,
+		RetryTime: metav1.NewTime(g.now.Add(ref.Retry).Truncate(time.Second)),
+	}
+	res.refusals[name] = rec
+	if had && prev.Rule == rec.Rule && prev.SpecHash == rec.SpecHash {
+		return
+	}
+	r.metrics.refused(name, ref.Rule)
+	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeWarning, fleetv1alpha1.ReasonRefusedByMember, "Propagate",
+		"cluster %s refused RayService %s: %s; nothing was created there, and the hub places it elsewhere until %s",
+		name, g.key, refusalText(rec), rec.RetryTime.UTC().Format(time.RFC3339))
+}
+
+// wantProbes tells the probes which addresses key routes to; nil forgets key.
+func (r *Reconciler) wantProbes(key types.NamespacedName, targets map[string]string) {
+	if r.opts.Probes != nil {
+		r.opts.Probes.Want(key, targets)
+	}
 }

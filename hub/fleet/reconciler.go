@@ -20,17 +20,16 @@
 // (Members is the seam), spoke/, shared/localfleet or, outside tests, shared/testing.
 package fleet
 
+// The reconciler: read → decide → execute → status, in reconcileNormal.
+
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -308,44 +307,6 @@ func (r *Reconciler) engaging(g *group) []string {
 		}
 	}
 	return out
-}
-
-// announce records the decision's events and metrics: a new placement outcome, a new set of
-// clusters, a refused spec. A resync that decides what was already decided says nothing.
-func (r *Reconciler) announce(g *group, d *decision) {
-	if d.invalidReason == fleetv1alpha1.ReasonValidationFailed {
-		if placedChanged(g.binding, withType(d.placedCond)) {
-			r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, "ValidationFailed", "Validate", "%s", d.invalid.Error())
-		}
-		return
-	}
-	if d.result == "" {
-		return
-	}
-	if placedChanged(g.binding, withType(d.placedCond)) {
-		r.metrics.decision(d.result)
-		if d.placedCond.Status != metav1.ConditionTrue && (d.result == resultPolicyNotFound || d.result == resultPolicyInvalid) {
-			r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, d.placedCond.Reason, "Place", "%s", d.placedCond.Message)
-		}
-	}
-	r.announceLeaving(g, d)
-	r.announceFreeze(g, d)
-	r.announceGrants(g, d)
-	if previous := g.placedBefore(); !slices.Equal(previous, d.placed) && len(d.placed) > 0 {
-		r.recorder.Eventf(g.hub, nil, corev1.EventTypeNormal, "Placed", "Place", "placed on %s", strings.Join(d.placed, ", "))
-	}
-	if d.rollout != nil {
-		for _, ev := range d.rollout.plan.Events {
-			r.recorder.Eventf(g.hub, nil, ev.Type, ev.Reason, "Rollout", "%s", ev.Message)
-		}
-		r.metrics.rollout(g.key, g.binding, d.rollout.plan)
-	}
-}
-
-// withType is c as the binding's Placed condition.
-func withType(c metav1.Condition) metav1.Condition {
-	c.Type = fleetv1alpha1.ConditionPlaced
-	return c
 }
 
 // requeueAfter is the periodic resync (long unless something unwatched is in motion), or

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: status. The binding's and the hub RayService's status, written once per reconcile.
+
 import (
 	"context"
 	"errors"

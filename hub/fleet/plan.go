@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: plan. decide: the decision, assembled once from the features' results in order.
+
 import (
 	"errors"
 	"fmt"

@@ -1,13 +1,13 @@
 package fleet
 
+// Phase: plan. Rollout: the target revision and which revision each placed cluster gets.
+
 import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/propagation"
@@ -238,23 +238,4 @@ func (ro *rolloutDecision) keep(g *group) map[string]bool {
 		}
 	}
 	return keep
-}
-
-// rolloutConditions are the hub RayService's RolloutProgressing and RolloutPaused, stamped.
-func rolloutConditions(hub *rayv1.RayService, plan *rollout.Decision, now metav1.Time) []metav1.Condition {
-	out := []metav1.Condition{plan.Progressing, plan.Paused}
-	for i := range out {
-		out[i].ObservedGeneration = hub.Generation
-		out[i].LastTransitionTime = now
-	}
-	return out
-}
-
-// bindingTime is a planner time as the binding keeps it (to the second; nil for none).
-func bindingTime(t time.Time) *metav1.Time {
-	if t.IsZero() {
-		return nil
-	}
-	mt := metav1.NewTime(t.Truncate(time.Second))
-	return &mt
 }

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: plan. Blue/green: each colour placed on its own, a green set chosen.
+
 import (
 	"maps"
 	"slices"

@@ -1,19 +1,17 @@
 package fleet
 
+// Phase: plan. Leaving: the clusters no longer placed and whether their copies go now.
+
 import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 // departure is a cluster the RayService left whose copy is still there (or could not be read).
@@ -170,74 +168,4 @@ func purgeModeOf(pp *fleetv1alpha1.PlacementPolicy) fleetv1alpha1.PurgeMode {
 		return fleetv1alpha1.PurgeGraceful
 	}
 	return pp.Spec.Failover.PurgeMode
-}
-
-// announceLeaving records an event for every cluster the RayService left in this decision, and
-// counts failovers.
-func (r *Reconciler) announceLeaving(g *group, d *decision) {
-	placed := strings.Join(d.placed, ", ")
-	if placed == "" {
-		placed = "no cluster"
-	}
-	for _, name := range slices.Sorted(maps.Keys(d.departures)) {
-		dep := d.departures[name]
-		if !dep.fresh || d.leaveAs[name] != "" {
-			// A BlueGreen rollout announced its own departures (BlueRetired, TrafficReverted).
-			continue
-		}
-		why := ""
-		if dep.why != "" {
-			why = " (" + dep.why + ")"
-		}
-		if dep.leaving.Reason == fleetv1alpha1.LeaveFailedOver {
-			r.metrics.failover(name)
-			r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeWarning, "FailedOver", "Failover",
-				"cluster %s stayed not Ready past its toleration%s: now placed on %s; its copy there is removed as purgeMode %s says once they are done",
-				name, why, placed, purgeModeOf(g.policy.pp))
-			continue
-		}
-		r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Moving", "Place",
-			"leaving cluster %s%s for %s: its copy there is removed once they are done", name, why, placed)
-	}
-}
-
-// announceFreeze records the freeze of failover, and its end, once each.
-func (r *Reconciler) announceFreeze(g *group, d *decision) {
-	was := g.binding != nil && meta.IsStatusConditionTrue(g.binding.Status.Conditions, fleetv1alpha1.ConditionFailoverFrozen)
-	switch {
-	case d.frozen != "" && !was:
-		r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, "FailoverFrozen", "Failover", "%s", d.frozen)
-	case d.frozen == "" && was && d.invalid == nil:
-		r.recorder.Eventf(g.hub, nil, corev1.EventTypeNormal, "FailoverUnfrozen", "Failover",
-			"at most half of the members the policy selects are not Ready: failover works again")
-	}
-}
-
-// leavingConditions are FailoverFrozen and CopiesRetained as the decision has them: each True
-// while it holds, nil (removed) otherwise.
-func leavingConditions(d *decision) map[string]*metav1.Condition {
-	out := map[string]*metav1.Condition{fleetv1alpha1.ConditionFailoverFrozen: nil, fleetv1alpha1.ConditionCopiesRetained: nil}
-	if d.frozen != "" {
-		out[fleetv1alpha1.ConditionFailoverFrozen] = &metav1.Condition{Type: fleetv1alpha1.ConditionFailoverFrozen,
-			Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonTooManyMembersNotReady, Message: d.frozen}
-	}
-	if len(d.retained) > 0 {
-		out[fleetv1alpha1.ConditionCopiesRetained] = &metav1.Condition{Type: fleetv1alpha1.ConditionCopiesRetained,
-			Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonPurgeModeNever,
-			Message: fmt.Sprintf("purgeMode Never keeps the copies on %s, which the RayService failed over from; delete them there when they are no longer needed",
-				strings.Join(d.retained, ", "))}
-	}
-	return out
-}
-
-// setLeavingConditions sets or removes FailoverFrozen and CopiesRetained in conds.
-func setLeavingConditions(conds *[]metav1.Condition, d *decision, generation int64, now metav1.Time) {
-	for typ, c := range leavingConditions(d) {
-		if c == nil {
-			meta.RemoveStatusCondition(conds, typ)
-			continue
-		}
-		c.ObservedGeneration, c.LastTransitionTime = generation, now
-		conditions.Set(conds, *c)
-	}
 }

@@ -1,18 +1,8 @@
 package fleet
 
+// Phase: plan. Whether each backend takes traffic, from the control plane and the probes.
+
 import (
-	"context"
-	"maps"
-	"slices"
-
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
-	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
-
 	"github.com/rayfleet/rayfleet/hub/dataplane"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -166,21 +156,6 @@ func backendAddress(g *group, name string) string {
 	return serveAddress(m)
 }
 
-// readProbes records in g the probes' state of every member's serve address.
-func (r *Reconciler) readProbes(g *group) {
-	if r.opts.Probes == nil || exportsServe(g) {
-		return
-	}
-	var addrs []string
-	for name := range g.members {
-		if a := backendAddress(g, name); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	g.probes = r.opts.Probes.Health(addrs)
-	g.probeFresh = r.opts.Probes.Fresh()
-}
-
 // probeTargets are the serve addresses of the placed clusters whose address the hub may route
 // to (address → cluster): those the probes watch, whether they take traffic now or not, so
 // that one taken off is seen to recover.
@@ -201,29 +176,4 @@ func (r *Reconciler) probeTargets(g *group, placed []string) map[string]string {
 		out[addr] = name
 	}
 	return out
-}
-
-// keptText appends to msg the clusters that keep their traffic only because their serve
-// endpoints answer the hub's probe.
-func keptText(msg string, kept map[string]string) string {
-	for _, name := range slices.Sorted(maps.Keys(kept)) {
-		msg += "; " + name + " keeps its traffic: " + kept[name] + " to the hub, its serve endpoint answers"
-	}
-	return msg
-}
-
-// probeSource queues the hub RayServices whose backends' probe verdict changed.
-func probeSource(p *dataplane.Prober) source.TypedSource[mcreconcile.Request] {
-	return source.TypedChannel(p.Changes(), handler.TypedFuncs[types.NamespacedName, mcreconcile.Request]{
-		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[types.NamespacedName], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-			q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: e.Object}, ClusterName: localCluster})
-		},
-	})
-}
-
-// wantProbes tells the probes which addresses key routes to; nil forgets key.
-func (r *Reconciler) wantProbes(key types.NamespacedName, targets map[string]string) {
-	if r.opts.Probes != nil {
-		r.opts.Probes.Want(key, targets)
-	}
 }
