@@ -33,9 +33,8 @@ func TestDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Reconciler{
-		client:     fake.NewClientBuilder().WithScheme(sch).Build(),
-		reserved:   placement.NewReservations(),
-		validSpecs: validation.NewSpecMemo(),
+		client: fake.NewClientBuilder().WithScheme(sch).Build(),
+		memory: memory{reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo()},
 	}
 	hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
 	two := &fleetv1alpha1.PlacementPolicy{

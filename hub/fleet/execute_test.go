@@ -57,10 +57,12 @@ func TestExecuteChangesNeitherPlanNorGroup(t *testing.T) {
 				WithStatusSubresource(&rayv1.RayService{}, &fleetv1alpha1.RayServiceBinding{}).Build()
 			r := &Reconciler{
 				client: hubClient, apiReader: hubClient, recorder: events.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(now),
-				reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo(), covered: propagation.NewCovered(),
-				memberViews: &memberViews{}, ownWrites: newOwnWrites(),
-				bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakeClock(now), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
-				opts:            Options{HubName: labels.DefaultHubName},
+				memory: memory{
+					reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo(), covered: propagation.NewCovered(),
+					memberViews: &memberViews{}, ownWrites: newOwnWrites(),
+					bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakeClock(now), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+				},
+				opts: Options{HubName: labels.DefaultHubName},
 			}
 			var binding *fleetv1alpha1.RayServiceBinding
 			if tt.binding != nil {

@@ -28,7 +28,7 @@ func TestDecideGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{client: fake.NewClientBuilder().WithScheme(sch).Build(), validSpecs: validation.NewSpecMemo()}
+	r := &Reconciler{client: fake.NewClientBuilder().WithScheme(sch).Build(), memory: memory{validSpecs: validation.NewSpecMemo()}}
 	hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
 	web := &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "public"},
 		Hostnames: []string{"a.example.com"}, PathPrefix: "/"}

@@ -34,8 +34,9 @@ func TestDecideLeaving(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Reconciler{
-		client: fake.NewClientBuilder().WithScheme(sch).Build(), reserved: placement.NewReservations(),
-		validSpecs: validation.NewSpecMemo(), opts: Options{HubName: labels.DefaultHubName},
+		client: fake.NewClientBuilder().WithScheme(sch).Build(),
+		memory: memory{reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo()},
+		opts:   Options{HubName: labels.DefaultHubName},
 	}
 	hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
 	policy := func(mode fleetv1alpha1.PurgeMode) *fleetv1alpha1.PlacementPolicy {

@@ -119,6 +119,19 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	clock     clock.Clock
 	metrics   *metrics
+	memory
+	// started is when the reconciler first reconciled, for engageGrace.
+	started *membership.Start
+	opts    Options
+}
+
+// memory is what the reconciler remembers between reconciles, apart from what it reads: each
+// part saves work or bridges a cache that lags the hub's own writes. Forget drops what it holds
+// of a RayService that is gone.
+type memory struct {
+	// specs holds the hub RayServices' specs the cache does not keep (Options.Specs); nil when
+	// the cache keeps them.
+	specs *HubSpecs
 	// reserved remembers recent placements until the members' reports include them.
 	reserved *placement.Reservations
 	// validSpecs remembers the specs that passed validation: validating parses serveConfigV2,
@@ -139,9 +152,14 @@ type Reconciler struct {
 	// ownWrites remembers the copies as the hub last wrote them, so that their watch events
 	// coming back queue no reconcile.
 	ownWrites *ownWrites
-	// started is when the reconciler first reconciled, for engageGrace.
-	started *membership.Start
-	opts    Options
+}
+
+// Forget drops what is remembered of the RayService key, which is gone.
+func (m *memory) Forget(key types.NamespacedName) {
+	m.specs.forget(key)
+	m.reserved.Forget(key)
+	m.validSpecs.Forget(key)
+	m.bindingStatuses.Forget(key)
 }
 
 // NewReconciler returns a reconciler using the hub manager's client and event recorder and
@@ -167,19 +185,22 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		opts.MetricsRegisterer = ctrlmetrics.Registry
 	}
 	return &Reconciler{
-		client:          mgr.GetClient(),
-		apiReader:       mgr.GetAPIReader(),
-		members:         members,
-		recorder:        mgr.GetEventRecorder("rayfleet-hub"),
-		clock:           opts.Clock,
-		reserved:        placement.NewReservations(),
-		validSpecs:      validation.NewSpecMemo(),
-		covered:         propagation.NewCovered(),
-		memberViews:     &memberViews{},
-		bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
-		ownWrites:       newOwnWrites(),
-		started:         &membership.Start{},
-		opts:            opts,
+		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		members:   members,
+		recorder:  mgr.GetEventRecorder("rayfleet-hub"),
+		clock:     opts.Clock,
+		memory: memory{
+			specs:           opts.Specs,
+			reserved:        placement.NewReservations(),
+			validSpecs:      validation.NewSpecMemo(),
+			covered:         propagation.NewCovered(),
+			memberViews:     &memberViews{},
+			bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+			ownWrites:       newOwnWrites(),
+		},
+		started: &membership.Start{},
+		opts:    opts,
 	}
 }
 
@@ -206,11 +227,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			r.opts.Specs.forget(req.NamespacedName)
+			r.memory.Forget(req.NamespacedName)
 			r.metrics.forget(req.NamespacedName)
-			r.reserved.Forget(req.NamespacedName)
-			r.validSpecs.Forget(req.NamespacedName)
-			r.bindingStatuses.Forget(req.NamespacedName)
 			r.wantProbes(req.NamespacedName, nil)
 			return ctrl.Result{}, nil
 		}
@@ -231,10 +249,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 // the one remembered for its generation or, when the informer is storing a newer generation at
 // that instant, the whole RayService read again from the API server.
 func (r *Reconciler) readSpec(ctx context.Context, hub *rayv1.RayService) error {
-	if r.opts.Specs == nil {
+	if r.specs == nil {
 		return nil
 	}
-	if ok, err := r.opts.Specs.fill(hub); ok || err != nil {
+	if ok, err := r.specs.fill(hub); ok || err != nil {
 		return err
 	}
 	key := client.ObjectKeyFromObject(hub)

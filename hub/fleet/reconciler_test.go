@@ -190,7 +190,7 @@ func TestBindingReadStale(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	r := &Reconciler{client: c, bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakePassiveClock(time.Now()), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy)}
+	r := &Reconciler{client: c, memory: memory{bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakePassiveClock(time.Now()), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy)}}
 	key := client.ObjectKeyFromObject(old)
 	ctx := context.Background()
 
