@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -126,7 +127,7 @@ func (r *Reconciler) blueGreenInput(g *group, cols *colors, placed []string, clu
 	if g.binding != nil && g.binding.Status.Rollout != nil && g.binding.Status.Rollout.BlueGreen != nil {
 		previous = g.binding.Status.Rollout.BlueGreen.GreenPercent
 	}
-	in.Accepted = g.route.acceptedWeights(weights(g, clusters, placed, cols.byName(), previous, unservedWhys(r.backendsOf(g, placed))))
+	in.Accepted = g.route.acceptedWeights(weights(g, clusters, placed, cols.byName(), previous, dataplane.Unserved(r.backendsOf(g, placed))))
 	return in
 }
 

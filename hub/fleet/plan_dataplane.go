@@ -8,65 +8,9 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
-// backendFacts is what the hub knows of one placed cluster's backend, from both views.
-type backendFacts struct {
-	// view is the control plane's objection ("not reachable", "not Ready"), "" when it sees
-	// the member up.
-	view string
-	// copyWhy is the member's own objection to routing to it (no copy, no serve address or
-	// endpoints, an address its MemberCluster does not grant): from its copy, or, while the
-	// copy cannot be read, from the last status the hub recorded of it.
-	copyWhy string
-	// probe is the hub's probe of the serve address; Unknown when probing is off, for
-	// ServiceImport backends, or before a fresh judgement.
-	probe    dataplane.Verdict
-	probeErr string
-}
-
-// unservedWhy is why the backend takes no traffic, "" when it takes some. The data plane
-// decides when it has a fresh verdict: a backend answering the hub's probe keeps its traffic
-// while the control plane cannot see its member, and one failing the probe loses it while the
-// member's API server answers. Without a verdict, the control plane's view decides.
-func (b backendFacts) unservedWhy() string {
-	switch {
-	case b.view != "" && (b.copyWhy != "" || b.probe != dataplane.Serving):
-		return b.view
-	case b.view != "":
-		return ""
-	case b.copyWhy != "":
-		return b.copyWhy
-	case b.probe == dataplane.Failing:
-		return "serve endpoint failing: " + b.probeErr
-	}
-	return ""
-}
-
-// unservedWhys is, for each backend, why it takes no traffic ("" when it takes some). The
-// probes take backends off only while another one serves: when all fail together the fault
-// is more likely on the hub's path to them than in every member, and taking every backend off
-// serves no one, so the control plane's view decides then.
-func unservedWhys(facts map[string]backendFacts) map[string]string {
-	out := make(map[string]string, len(facts))
-	serving := false
-	for name, b := range facts {
-		out[name] = b.unservedWhy()
-		serving = serving || out[name] == ""
-	}
-	if serving {
-		return out
-	}
-	for name, b := range facts {
-		if b.probe == dataplane.Failing {
-			b.probe = dataplane.Unknown
-		}
-		out[name] = b.unservedWhy()
-	}
-	return out
-}
-
 // backendsOf gathers the facts about each of names' backends.
-func (r *Reconciler) backendsOf(g *group, names []string) map[string]backendFacts {
-	out := make(map[string]backendFacts, len(names))
+func (r *Reconciler) backendsOf(g *group, names []string) map[string]dataplane.Backend {
+	out := make(map[string]dataplane.Backend, len(names))
 	for _, name := range names {
 		out[name] = r.backendOf(g, name)
 	}
@@ -74,22 +18,22 @@ func (r *Reconciler) backendsOf(g *group, names []string) map[string]backendFact
 }
 
 // backendOf gathers the facts about cluster name's backend.
-func (r *Reconciler) backendOf(g *group, name string) backendFacts {
+func (r *Reconciler) backendOf(g *group, name string) dataplane.Backend {
 	m := g.members[name]
 	if m == nil || m.mc == nil {
-		return backendFacts{view: "not a member", copyWhy: "not a member"}
+		return dataplane.Backend{View: "not a member", CopyWhy: "not a member"}
 	}
-	var b backendFacts
+	var b dataplane.Backend
 	switch {
 	case m.readErr != nil:
-		b.view = "not reachable"
+		b.View = "not reachable"
 	case !memberOf(m.mc).Ready:
-		b.view = "not Ready"
+		b.View = "not Ready"
 	}
-	b.copyWhy = r.copyWhy(g, m)
+	b.CopyWhy = r.copyWhy(g, m)
 	addr := backendAddress(g, name)
-	if h, ok := g.probes[addr]; ok && b.copyWhy == "" && !exportsServe(g) {
-		b.probe, b.probeErr = h.Verdict(g.now, g.probeFresh), h.Err
+	if h, ok := g.probes[addr]; ok && b.CopyWhy == "" && !exportsServe(g) {
+		b.Probe, b.ProbeErr = h.Verdict(g.now, g.probeFresh), h.Err
 	}
 	return b
 }

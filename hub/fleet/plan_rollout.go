@@ -174,9 +174,9 @@ func (r *Reconciler) rolloutCluster(g *group, ro *rolloutDecision, name string) 
 // withProbe is c as the data plane sees it: a cluster whose serve endpoint fails the hub's
 // probe is not done, though its member reports it serving, so a blue/green shift pauses (and
 // reverts at its deadline) while green's endpoint fails.
-func withProbe(c rollout.Cluster, b backendFacts) rollout.Cluster {
-	if c.Done && b.probe == dataplane.Failing {
-		c.Done, c.NotDone = false, "serve endpoint failing: "+b.probeErr
+func withProbe(c rollout.Cluster, b dataplane.Backend) rollout.Cluster {
+	if c.Done && b.Probe == dataplane.Failing {
+		c.Done, c.NotDone = false, "serve endpoint failing: "+b.ProbeErr
 	}
 	return c
 }

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -73,13 +74,13 @@ func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string)
 		return td
 	}
 	facts := r.backendsOf(g, placed)
-	whys := unservedWhys(facts)
+	whys := dataplane.Unserved(facts)
 	td.weights = weights(g, ro.clusters, placed, ro.plan.Colors, percent, whys)
 	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec, Imports: g.route.imports}
 	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
 		if why := whys[name]; why != "" {
 			td.unserved[name] = why
-		} else if view := facts[name].view; view != "" {
+		} else if view := facts[name].View; view != "" {
 			td.kept[name] = view
 		}
 		b := traffic.Backend{Cluster: name, Weight: td.weights[name]}
