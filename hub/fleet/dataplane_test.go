@@ -14,52 +14,6 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
-func TestBackendRule(t *testing.T) {
-	tests := []struct {
-		name string
-		b    backendFacts
-		want string
-	}{
-		{name: "both views see it serve", b: backendFacts{probe: dataplane.Serving}},
-		{name: "no probe verdict: the control plane's view, serving", b: backendFacts{}},
-		{name: "no probe verdict: the control plane's view, unreachable", b: backendFacts{view: "not reachable"}, want: "not reachable"},
-		{name: "unreachable but answering the probe: keeps its traffic",
-			b: backendFacts{view: "not reachable", probe: dataplane.Serving}},
-		{name: "not Ready but answering the probe: keeps its traffic", b: backendFacts{view: "not Ready", probe: dataplane.Serving}},
-		{name: "unreachable and failing the probe", b: backendFacts{view: "not reachable", probe: dataplane.Failing, probeErr: "timeout"},
-			want: "not reachable"},
-		{name: "reachable, failing the probe: off, saying why",
-			b: backendFacts{probe: dataplane.Failing, probeErr: "GET /-/healthz: 503"}, want: "serve endpoint failing: GET /-/healthz: 503"},
-		{name: "unreachable, answering, but its last report had no endpoints",
-			b: backendFacts{view: "not reachable", copyWhy: "no serve endpoints", probe: dataplane.Serving}, want: "not reachable"},
-		{name: "the member's own objection outranks the probe",
-			b: backendFacts{copyWhy: "serve address refused: x", probe: dataplane.Serving}, want: "serve address refused: x"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.b.unservedWhy(); got != tt.want {
-				t.Errorf("unservedWhy = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestUnservedWhysAllFailing(t *testing.T) {
-	failing := backendFacts{probe: dataplane.Failing, probeErr: "refused"}
-	got := unservedWhys(map[string]backendFacts{"eu": failing, "us": failing})
-	if got["eu"] != "" || got["us"] != "" {
-		t.Errorf("every backend failing the probe: %v, want the control plane's view (both serve)", got)
-	}
-	got = unservedWhys(map[string]backendFacts{"eu": failing, "us": {view: "not reachable"}})
-	if got["eu"] != "" || got["us"] != "not reachable" {
-		t.Errorf("the only other backend unreachable: %v, want eu kept by the control plane's view", got)
-	}
-	got = unservedWhys(map[string]backendFacts{"eu": failing, "us": {probe: dataplane.Serving}})
-	if got["eu"] != "serve endpoint failing: refused" || got["us"] != "" {
-		t.Errorf("one failing, one serving: %v, want eu off", got)
-	}
-}
-
 // probeGroup is a group with members eu (green) and us (blue), each serving at its address
 // with 2 endpoints, its last status recorded in the binding.
 func probeGroup(now time.Time) *group {
@@ -123,11 +77,11 @@ func TestBackendOfBothViews(t *testing.T) {
 			tt.edit(g)
 			r := &Reconciler{}
 			facts := r.backendsOf(g, []string{"eu", "us"})
-			whys := unservedWhys(facts)
+			whys := dataplane.Unserved(facts)
 			if whys["eu"] != tt.wantWhy {
 				t.Errorf("eu: %q, want %q", whys["eu"], tt.wantWhy)
 			}
-			if kept := whys["eu"] == "" && facts["eu"].view != ""; kept != tt.wantKept {
+			if kept := whys["eu"] == "" && facts["eu"].View != ""; kept != tt.wantKept {
 				t.Errorf("eu kept by the probe: %v, want %v", kept, tt.wantKept)
 			}
 			if whys["us"] != "" {
@@ -147,7 +101,7 @@ func TestGreenFailingMidShift(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g := probeGroup(t0)
 	g.probes["10.0.0.1:8000"], _ = dataplane.Health{}.Observe(errors.New("503"), t0, 1)
-	whys := unservedWhys((&Reconciler{}).backendsOf(g, []string{"eu", "us"}))
+	whys := dataplane.Unserved((&Reconciler{}).backendsOf(g, []string{"eu", "us"}))
 	got := rollout.Weights([]rollout.Backend{
 		{Name: "eu", Color: fleetv1alpha1.ColorGreen, Serving: whys["eu"] == "", Endpoints: 2},
 		{Name: "us", Color: fleetv1alpha1.ColorBlue, Serving: whys["us"] == "", Endpoints: 2},
@@ -166,18 +120,18 @@ func unreachable(m *memberRecord) {
 // reverts it at progressDeadlineSeconds.
 func TestWithProbe(t *testing.T) {
 	done := rollout.Cluster{Name: "eu", Ready: true, Done: true}
-	if got := withProbe(done, backendFacts{probe: dataplane.Serving}); !got.Done {
+	if got := withProbe(done, dataplane.Backend{Probe: dataplane.Serving}); !got.Done {
 		t.Errorf("serving: %+v, want done", got)
 	}
-	if got := withProbe(done, backendFacts{}); !got.Done {
+	if got := withProbe(done, dataplane.Backend{}); !got.Done {
 		t.Errorf("no verdict: %+v, want done", got)
 	}
-	got := withProbe(done, backendFacts{probe: dataplane.Failing, probeErr: "GET /-/healthz: 503"})
+	got := withProbe(done, dataplane.Backend{Probe: dataplane.Failing, ProbeErr: "GET /-/healthz: 503"})
 	if got.Done || got.NotDone != "serve endpoint failing: GET /-/healthz: 503" {
 		t.Errorf("failing: %+v, want not done, saying why", got)
 	}
 	notDone := rollout.Cluster{Name: "eu", Ready: true, NotDone: "applying"}
-	if got := withProbe(notDone, backendFacts{probe: dataplane.Failing}); got.NotDone != "applying" {
+	if got := withProbe(notDone, dataplane.Backend{Probe: dataplane.Failing}); got.NotDone != "applying" {
 		t.Errorf("not done already: %+v, want its own reason kept", got)
 	}
 }

@@ -33,9 +33,8 @@ func TestDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Reconciler{
-		client:     fake.NewClientBuilder().WithScheme(sch).Build(),
-		reserved:   placement.NewReservations(),
-		validSpecs: validation.NewSpecMemo(),
+		client: fake.NewClientBuilder().WithScheme(sch).Build(),
+		memory: memory{reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo()},
 	}
 	hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
 	two := &fleetv1alpha1.PlacementPolicy{
@@ -46,11 +45,11 @@ func TestDecide(t *testing.T) {
 	ours := func(cluster string) *rayv1.RayService {
 		g := newGroup(hub, two, nil)
 		g.members[cluster] = ready(cluster, nil)
-		d := &decision{overrides: two.Spec.Overrides}
-		if err := r.decideRollout(g, d, two); err != nil {
+		rs, err := r.planRollout(g, placementResult{overrides: two.Spec.Overrides}, two)
+		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := r.copyOf(g, d, cluster, d.rollout.target)
+		c, err := r.copyOf(g, rs.rollout, cluster, rs.rollout.target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +142,7 @@ func TestDecide(t *testing.T) {
 			}
 			g.refusals = tt.refusals
 			r.reserved = placement.NewReservations()
-			d := r.decide(g)
+			d := decideTwice(t, r, g)
 			if !slices.Equal(d.placed, tt.wantPlaced) {
 				t.Errorf("placed = %v, want %v (%s)", d.placed, tt.wantPlaced, d.placedCond.Message)
 			}

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: the delete path. A hub RayService being deleted: its copies, route and records.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: execute (memory). The copies the hub wrote, so their watch events queue nothing.
+
 import (
 	"sync"
 

@@ -34,7 +34,7 @@ func memberCopy(rv string, foreign bool) *rayv1.RayService {
 }
 
 func TestCopyToOriginSkipsOwnWrites(t *testing.T) {
-	r := &Reconciler{ownWrites: newOwnWrites()}
+	r := &Reconciler{memory: memory{ownWrites: newOwnWrites()}}
 	type step struct {
 		name string
 		// do acts on the record (a write answered, a member leaving) before the event, if set.

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: execute. Carries out a decision: binding, revisions, copies, route; records results.
+
 import (
 	"context"
 	"fmt"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/podsecurity"
@@ -45,10 +48,14 @@ type results struct {
 	// legacyRoute is the route an earlier hub wrote in the Gateway's namespace while it stays
 	// (until the gateway accepted the route in the RayService's namespace); nil when none.
 	legacyRoute *types.NamespacedName
+	// binding is the binding as the API server returned it when the executor created or
+	// patched it; nil when it wrote none (the group's is current then).
+	binding *fleetv1alpha1.RayServiceBinding
 }
 
 // execute writes the decision: the binding's spec, then per cluster the apply or delete.
-// Member errors are collected per cluster and never stop the other clusters.
+// Member errors are collected per cluster and never stop the other clusters. It changes
+// neither the group nor the decision: what it wrote is in the results.
 func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*results, error) {
 	res := &results{
 		copies:    map[string]*rayv1.RayService{},
@@ -61,16 +68,23 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 			res.copies[name] = m.copy
 		}
 	}
-	if err := r.writeBindingSpec(ctx, g, d); err != nil {
+	binding, err := r.writeBindingSpec(ctx, g, d)
+	if err != nil {
 		return res, err
 	}
+	res.binding = binding
 	if d.rollout != nil {
 		// The target revision exists before any copy names it.
 		if _, _, err := revision.Ensure(ctx, r.client, g.hub, d.rollout.targetContent, g.history); err != nil {
 			return res, err
 		}
-		if err := r.consumeApproval(ctx, g); err != nil {
+		if binding == nil {
+			binding = g.binding
+		}
+		if written, err := r.consumeApproval(ctx, g.key, binding); err != nil {
 			return res, err
+		} else if written != nil {
+			res.binding = written
 		}
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -123,8 +137,8 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 }
 
 // writeBindingSpec creates the binding, owned by the hub RayService, or patches its spec when
-// the decision changed it.
-func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision) error {
+// the decision changed it, and returns it as written; nil when it was as decided already.
+func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision) (*fleetv1alpha1.RayServiceBinding, error) {
 	spec := fleetv1alpha1.RayServiceBindingSpec{Clusters: slices.Clone(d.placed), PolicyName: g.policy.name, SpecHash: g.hash}
 	if d.invalid != nil && g.binding != nil {
 		// The invalid spec is not propagated; the binding keeps the hash of the last one that was.
@@ -136,35 +150,35 @@ func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision
 			Spec:       spec,
 		}
 		if err := controllerutil.SetControllerReference(g.hub, b, r.client.Scheme()); err != nil {
-			return fmt.Errorf("own RayServiceBinding %s: %w", g.key, err)
+			return nil, fmt.Errorf("own RayServiceBinding %s: %w", g.key, err)
 		}
 		if err := r.client.Create(ctx, b); err != nil {
-			return fmt.Errorf("create RayServiceBinding %s: %w", g.key, err)
+			return nil, fmt.Errorf("create RayServiceBinding %s: %w", g.key, err)
 		}
-		g.binding = b
-		return nil
+		return b, nil
 	}
 	if slices.Equal(g.binding.Spec.Clusters, spec.Clusters) && g.binding.Spec.PolicyName == spec.PolicyName &&
 		g.binding.Spec.SpecHash == spec.SpecHash {
-		return nil
+		return nil, nil
 	}
-	orig := g.binding.DeepCopy()
-	g.binding.Spec = spec
-	if err := r.client.Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patch RayServiceBinding %s: %w", g.key, err)
+	b := g.binding.DeepCopy()
+	b.Spec = spec
+	if err := r.client.Patch(ctx, b, client.MergeFrom(g.binding)); err != nil {
+		return nil, fmt.Errorf("patch RayServiceBinding %s: %w", g.key, err)
 	}
-	return nil
+	return b, nil
 }
 
 // consumeApproval removes the binding's approval annotation once the binding records the stage
 // it approved as started: an approval opens one stage of one revision once, and a later
 // rollout of the same revision (after a rollback and a spec that came back) asks again. It is
-// removed only after the start was recorded, so a failed status write cannot lose both.
-func (r *Reconciler) consumeApproval(ctx context.Context, g *group) error {
-	approval := g.binding.Annotations[labels.ApprovedStage]
-	st := g.binding.Status.Rollout
+// removed only after the start was recorded, so a failed status write cannot lose both. It
+// returns the binding as patched; nil when the approval stays.
+func (r *Reconciler) consumeApproval(ctx context.Context, key types.NamespacedName, binding *fleetv1alpha1.RayServiceBinding) (*fleetv1alpha1.RayServiceBinding, error) {
+	approval := binding.Annotations[labels.ApprovedStage]
+	st := binding.Status.Rollout
 	if approval == "" || st == nil {
-		return nil
+		return nil, nil
 	}
 	used := false
 	for _, stage := range st.Stages {
@@ -177,14 +191,14 @@ func (r *Reconciler) consumeApproval(ctx context.Context, g *group) error {
 			(approval == st.TargetRevision+"/"+fleetv1alpha1.BlueGreenPromoteStage && bg.Step == fleetv1alpha1.BlueGreenHolding)
 	}
 	if !used {
-		return nil
+		return nil, nil
 	}
-	orig := g.binding.DeepCopy()
-	delete(g.binding.Annotations, labels.ApprovedStage)
-	if err := r.client.Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("remove the used approval from RayServiceBinding %s: %w", g.key, err)
+	b := binding.DeepCopy()
+	delete(b.Annotations, labels.ApprovedStage)
+	if err := r.client.Patch(ctx, b, client.MergeFrom(binding)); err != nil {
+		return nil, fmt.Errorf("remove the used approval from RayServiceBinding %s: %w", key, err)
 	}
-	return nil
+	return b, nil
 }
 
 // applyTo writes desired to one member: the namespace first when the member has no copy, then
@@ -352,4 +366,67 @@ func (d *deletes) issued(uid types.UID, now time.Time) {
 // first message, so without it "Removed from us" would hide a later "Removed from eu".
 func memberRef(name string) *fleetv1alpha1.MemberCluster {
 	return &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// applyTraffic writes the route and its backends to the traffic cluster, in the RayService's
+// namespace (created on a member traffic cluster when missing, as for a copy), then retires the
+// route an earlier hub wrote in the Gateway's namespace once the gateway accepted this one. It
+// returns that earlier route while it stays.
+func (r *Reconciler) applyTraffic(ctx context.Context, g *group, td *trafficDecision) (*types.NamespacedName, error) {
+	if td == nil {
+		return nil, nil
+	}
+	if td.err != nil {
+		return nil, td.err
+	}
+	reader, w, err := r.trafficClients(ctx, &td.spec)
+	if err != nil {
+		return nil, err
+	}
+	if td.spec.Cluster != "" && !g.route.state.Exists {
+		if err := ensureNamespace(ctx, w, g.key.Namespace, podSecurityLevel(g.memberClusters[td.spec.Cluster])); err != nil {
+			return nil, fmt.Errorf("traffic cluster %s: %w", td.spec.Cluster, err)
+		}
+	}
+	if err := traffic.Apply(ctx, w, reader, td.objs); err != nil {
+		return nil, err
+	}
+	legacy, ok := traffic.LegacyKey(g.key, &td.spec)
+	if !ok {
+		return nil, nil
+	}
+	remains, err := traffic.RetireLegacy(ctx, w, reader, legacy, r.opts.HubName, g.route.state)
+	if err != nil {
+		// The new route is written; the earlier one is retried next time.
+		ctrl.LoggerFrom(ctx).Error(err, "Retiring the route in the Gateway's namespace failed", "route", legacy.Route)
+	}
+	if remains {
+		return &legacy.Route, nil
+	}
+	return nil, nil
+}
+
+// recordRefusal notes a member's refusal of the copy and, when it is new (another rule, or a
+// spec not refused before), says so with a Warning event related to the member.
+func (r *Reconciler) recordRefusal(g *group, res *results, name string, ref *propagation.Refusal) {
+	prev, had := res.refusals[name]
+	rec := fleetv1alpha1.ClusterRefusal{
+		Cluster: name, SpecHash: g.hash, Rule: ref.Rule, Message: ref.Message,
+		RetryTime: metav1.NewTime(g.now.Add(ref.Retry).Truncate(time.Second)),
+	}
+	res.refusals[name] = rec
+	if had && prev.Rule == rec.Rule && prev.SpecHash == rec.SpecHash {
+		return
+	}
+	r.metrics.refused(name, ref.Rule)
+	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeWarning, fleetv1alpha1.ReasonRefusedByMember, "Propagate",
+		"cluster %s refused RayService %s: %s; nothing was created there, and the hub places it elsewhere until %s",
+		name, g.key, refusalText(rec), rec.RetryTime.UTC().Format(time.RFC3339))
+}
+
+// wantProbes tells the probes which addresses key routes to; nil forgets key.
+func (r *Reconciler) wantProbes(key types.NamespacedName, targets map[string]string) {
+	if r.opts.Probes != nil {
+		r.opts.Probes.Want(key, targets)
+	}
 }

@@ -28,7 +28,7 @@ func TestDecideGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{client: fake.NewClientBuilder().WithScheme(sch).Build(), validSpecs: validation.NewSpecMemo()}
+	r := &Reconciler{client: fake.NewClientBuilder().WithScheme(sch).Build(), memory: memory{validSpecs: validation.NewSpecMemo()}}
 	hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
 	web := &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "public"},
 		Hostnames: []string{"a.example.com"}, PathPrefix: "/"}
@@ -133,7 +133,7 @@ func TestDecideGrants(t *testing.T) {
 				g.memberClusters[name] = g.members[name].mc
 			}
 			r.reserved = placement.NewReservations()
-			d := r.decide(g)
+			d := decideTwice(t, r, g)
 			if !slices.Equal(d.placed, tt.wantPlaced) || d.placedCond.Reason != tt.wantPlacedR {
 				t.Errorf("placed = %v %s (%s), want %v %s", d.placed, d.placedCond.Reason, d.placedCond.Message, tt.wantPlaced, tt.wantPlacedR)
 			}
@@ -172,8 +172,7 @@ func TestDecideCopyRefusesUngranted(t *testing.T) {
 	hub := raybuilder.MakeRayService("svc", "team").Obj()
 	g := newGroup(hub, nil, placedOn("a"))
 	g.members["b"] = ready("b", nil)
-	d := &decision{placeIn: placement.Input{Ungranted: map[string]string{"b": "namespace team has no NamespaceGrant for member b"}}}
-	a := r.decideCopy(g, d, "b")
+	a, _ := r.decideCopy(g, map[string]string{"b": "namespace team has no NamespaceGrant for member b"}, nil, "b")
 	if a.Desired != nil || a.Err == nil || !strings.Contains(a.Err.Error(), "no NamespaceGrant for member b") {
 		t.Errorf("action = %+v, want no copy and the grant missing", a)
 	}

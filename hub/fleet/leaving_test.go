@@ -34,8 +34,9 @@ func TestDecideLeaving(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Reconciler{
-		client: fake.NewClientBuilder().WithScheme(sch).Build(), reserved: placement.NewReservations(),
-		validSpecs: validation.NewSpecMemo(), opts: Options{HubName: labels.DefaultHubName},
+		client: fake.NewClientBuilder().WithScheme(sch).Build(),
+		memory: memory{reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo()},
+		opts:   Options{HubName: labels.DefaultHubName},
 	}
 	hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
 	policy := func(mode fleetv1alpha1.PurgeMode) *fleetv1alpha1.PlacementPolicy {
@@ -52,11 +53,11 @@ func TestDecideLeaving(t *testing.T) {
 	copyOn := func(cluster string, done bool) *rayv1.RayService {
 		g := newGroup(hub, policy(""), nil)
 		g.members[cluster] = ready(cluster, nil)
-		d := &decision{}
-		if err := r.decideRollout(g, d, policy("")); err != nil {
+		rs, err := r.planRollout(g, placementResult{}, policy(""))
+		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := r.copyOf(g, d, cluster, d.rollout.target)
+		c, err := r.copyOf(g, rs.rollout, cluster, rs.rollout.target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +221,7 @@ func TestDecideLeaving(t *testing.T) {
 				g.memberClusters[name] = m.mc
 			}
 			r.reserved = placement.NewReservations()
-			d := r.decide(g)
+			d := decideTwice(t, r, g)
 			got := map[string]string{}
 			for name, a := range d.actions {
 				got[name] = map[propagation.Kind]string{propagation.Keep: "none", propagation.Apply: "apply", propagation.Remove: "remove"}[a.Kind]

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: status. The reconciler's metrics.
+
 import (
 	"sync"
 	"time"

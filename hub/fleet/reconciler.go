@@ -20,17 +20,16 @@
 // (Members is the seam), spoke/, shared/localfleet or, outside tests, shared/testing.
 package fleet
 
+// The reconciler: read → decide → execute → status, in reconcileNormal.
+
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -120,6 +119,19 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	clock     clock.Clock
 	metrics   *metrics
+	memory
+	// started is when the reconciler first reconciled, for engageGrace.
+	started *membership.Start
+	opts    Options
+}
+
+// memory is what the reconciler remembers between reconciles, apart from what it reads: each
+// part saves work or bridges a cache that lags the hub's own writes. Forget drops what it holds
+// of a RayService that is gone.
+type memory struct {
+	// specs holds the hub RayServices' specs the cache does not keep (Options.Specs); nil when
+	// the cache keeps them.
+	specs *HubSpecs
 	// reserved remembers recent placements until the members' reports include them.
 	reserved *placement.Reservations
 	// validSpecs remembers the specs that passed validation: validating parses serveConfigV2,
@@ -140,9 +152,14 @@ type Reconciler struct {
 	// ownWrites remembers the copies as the hub last wrote them, so that their watch events
 	// coming back queue no reconcile.
 	ownWrites *ownWrites
-	// started is when the reconciler first reconciled, for engageGrace.
-	started *membership.Start
-	opts    Options
+}
+
+// Forget drops what is remembered of the RayService key, which is gone.
+func (m *memory) Forget(key types.NamespacedName) {
+	m.specs.forget(key)
+	m.reserved.Forget(key)
+	m.validSpecs.Forget(key)
+	m.bindingStatuses.Forget(key)
 }
 
 // NewReconciler returns a reconciler using the hub manager's client and event recorder and
@@ -168,19 +185,22 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 		opts.MetricsRegisterer = ctrlmetrics.Registry
 	}
 	return &Reconciler{
-		client:          mgr.GetClient(),
-		apiReader:       mgr.GetAPIReader(),
-		members:         members,
-		recorder:        mgr.GetEventRecorder("rayfleet-hub"),
-		clock:           opts.Clock,
-		reserved:        placement.NewReservations(),
-		validSpecs:      validation.NewSpecMemo(),
-		covered:         propagation.NewCovered(),
-		memberViews:     &memberViews{},
-		bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
-		ownWrites:       newOwnWrites(),
-		started:         &membership.Start{},
-		opts:            opts,
+		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		members:   members,
+		recorder:  mgr.GetEventRecorder("rayfleet-hub"),
+		clock:     opts.Clock,
+		memory: memory{
+			specs:           opts.Specs,
+			reserved:        placement.NewReservations(),
+			validSpecs:      validation.NewSpecMemo(),
+			covered:         propagation.NewCovered(),
+			memberViews:     &memberViews{},
+			bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+			ownWrites:       newOwnWrites(),
+		},
+		started: &membership.Start{},
+		opts:    opts,
 	}
 }
 
@@ -207,11 +227,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			r.opts.Specs.forget(req.NamespacedName)
+			r.memory.Forget(req.NamespacedName)
 			r.metrics.forget(req.NamespacedName)
-			r.reserved.Forget(req.NamespacedName)
-			r.validSpecs.Forget(req.NamespacedName)
-			r.bindingStatuses.Forget(req.NamespacedName)
 			r.wantProbes(req.NamespacedName, nil)
 			return ctrl.Result{}, nil
 		}
@@ -232,10 +249,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 // the one remembered for its generation or, when the informer is storing a newer generation at
 // that instant, the whole RayService read again from the API server.
 func (r *Reconciler) readSpec(ctx context.Context, hub *rayv1.RayService) error {
-	if r.opts.Specs == nil {
+	if r.specs == nil {
 		return nil
 	}
-	if ok, err := r.opts.Specs.fill(hub); ok || err != nil {
+	if ok, err := r.specs.fill(hub); ok || err != nil {
 		return err
 	}
 	key := client.ObjectKeyFromObject(hub)
@@ -308,44 +325,6 @@ func (r *Reconciler) engaging(g *group) []string {
 		}
 	}
 	return out
-}
-
-// announce records the decision's events and metrics: a new placement outcome, a new set of
-// clusters, a refused spec. A resync that decides what was already decided says nothing.
-func (r *Reconciler) announce(g *group, d *decision) {
-	if d.invalidReason == fleetv1alpha1.ReasonValidationFailed {
-		if placedChanged(g.binding, withType(d.placedCond)) {
-			r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, "ValidationFailed", "Validate", "%s", d.invalid.Error())
-		}
-		return
-	}
-	if d.result == "" {
-		return
-	}
-	if placedChanged(g.binding, withType(d.placedCond)) {
-		r.metrics.decision(d.result)
-		if d.placedCond.Status != metav1.ConditionTrue && (d.result == resultPolicyNotFound || d.result == resultPolicyInvalid) {
-			r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, d.placedCond.Reason, "Place", "%s", d.placedCond.Message)
-		}
-	}
-	r.announceLeaving(g, d)
-	r.announceFreeze(g, d)
-	r.announceGrants(g, d)
-	if previous := g.placedBefore(); !slices.Equal(previous, d.placed) && len(d.placed) > 0 {
-		r.recorder.Eventf(g.hub, nil, corev1.EventTypeNormal, "Placed", "Place", "placed on %s", strings.Join(d.placed, ", "))
-	}
-	if d.rollout != nil {
-		for _, ev := range d.rollout.plan.Events {
-			r.recorder.Eventf(g.hub, nil, ev.Type, ev.Reason, "Rollout", "%s", ev.Message)
-		}
-		r.metrics.rollout(g.key, g.binding, d.rollout.plan)
-	}
-}
-
-// withType is c as the binding's Placed condition.
-func withType(c metav1.Condition) metav1.Condition {
-	c.Type = fleetv1alpha1.ConditionPlaced
-	return c
 }
 
 // requeueAfter is the periodic resync (long unless something unwatched is in motion), or

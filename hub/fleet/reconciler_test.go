@@ -190,13 +190,13 @@ func TestBindingReadStale(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	r := &Reconciler{client: c, bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakePassiveClock(time.Now()), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy)}
+	r := &Reconciler{client: c, memory: memory{bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakePassiveClock(time.Now()), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy)}}
 	key := client.ObjectKeyFromObject(old)
 	ctx := context.Background()
 
 	g := &group{key: key, binding: old.DeepCopy()}
 	written := stepAt(41)
-	if err = r.patchBindingStatus(ctx, g, &written); err != nil {
+	if err = r.patchBindingStatus(ctx, g.key, g.binding, &written); err != nil {
 		t.Fatal(err)
 	}
 	b, err := r.readBinding(ctx, key)

@@ -147,7 +147,7 @@ func TestReadSpec(t *testing.T) {
 	server.Generation = 4
 	server.Spec.ServeConfigV2 = "applications: []"
 	s := NewHubSpecs()
-	r := &Reconciler{apiReader: fake.NewClientBuilder().WithScheme(sch).WithObjects(server).Build(), opts: Options{Specs: s}}
+	r := &Reconciler{apiReader: fake.NewClientBuilder().WithScheme(sch).WithObjects(server).Build(), memory: memory{specs: s}}
 	current := cachedHub(t, s, server)
 
 	stale := raybuilder.MakeRayService("svc", "ns").Obj()

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: status. The binding's and the hub RayService's status, written once per reconcile.
+
 import (
 	"context"
 	"errors"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/hub/aggregate"
@@ -50,6 +53,15 @@ func (o *outcome) refusals() map[string]fleetv1alpha1.ClusterRefusal {
 		return o.res.refusals
 	}
 	return o.g.refusals
+}
+
+// binding is the binding as it stands: as the executor wrote it, or as read; nil before the
+// first reconcile created it.
+func (o *outcome) binding() *fleetv1alpha1.RayServiceBinding {
+	if o.res != nil && o.res.binding != nil {
+		return o.res.binding
+	}
+	return o.g.binding
 }
 
 // kept are the clusters no longer placed whose copy is still there.
@@ -105,16 +117,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 	// moves both costs one round trip, not two.
 	var bindingErr, hubErr error
 	var wg sync.WaitGroup
-	if g.binding != nil {
-		if next := r.nextBindingStatus(o, clusters, hubStatus.Conditions, now); bindingChanged(&g.binding.Status, next) {
-			wg.Go(func() { bindingErr = r.patchBindingStatus(ctx, g, next) })
+	if b := o.binding(); b != nil {
+		if next := r.nextBindingStatus(o, clusters, hubStatus.Conditions, now); bindingChanged(&b.Status, next) {
+			wg.Go(func() { bindingErr = r.patchBindingStatus(ctx, g.key, b, next) })
 		}
 	}
 	if raystatus.RayServiceChanged(&g.hub.Status, &hubStatus) {
 		wg.Go(func() {
-			orig := g.hub.DeepCopy()
-			g.hub.Status = hubStatus
-			if hubErr = r.client.Status().Patch(ctx, g.hub, client.MergeFrom(orig)); hubErr != nil {
+			hub := g.hub.DeepCopy()
+			hub.Status = hubStatus
+			if hubErr = r.client.Status().Patch(ctx, hub, client.MergeFrom(g.hub)); hubErr != nil {
 				hubErr = fmt.Errorf("patch RayService %s status: %w", g.key, hubErr)
 				return
 			}
@@ -132,35 +144,36 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 func (r *Reconciler) nextBindingStatus(o *outcome, clusters []fleetv1alpha1.ClusterStatus, hubConditions []metav1.Condition,
 	now metav1.Time,
 ) *fleetv1alpha1.RayServiceBindingStatus {
-	g, d := o.g, o.d
-	next := g.binding.Status.DeepCopy()
-	next.ObservedGeneration = g.binding.Generation
+	d, b := o.d, o.binding()
+	next := b.Status.DeepCopy()
+	next.ObservedGeneration = b.Generation
 	next.Clusters = clusters
 	next.Refusals = refusalList(o.refusals())
 	if d.rollout != nil {
 		next.Rollout = d.rollout.plan.Status.DeepCopy()
 	}
 	for _, c := range bindingConditions(o) {
-		c.ObservedGeneration = g.binding.Generation
+		c.ObservedGeneration = b.Generation
 		c.LastTransitionTime = now
 		conditions.Set(&next.Conditions, c)
 	}
-	setLeavingConditions(&next.Conditions, d, g.binding.Generation, now)
-	setGrantCondition(&next.Conditions, d, g.binding.Generation, now)
+	setLeavingConditions(&next.Conditions, d, b.Generation, now)
+	setGrantCondition(&next.Conditions, d, b.Generation, now)
 	// Ready mirrors the hub RayService's, so that both say the same thing in the same words.
 	conditions.Mirror(&next.Conditions, hubConditions, string(rayv1.RayServiceReady), fleetv1alpha1.ConditionReady,
-		g.binding.Generation, now)
+		b.Generation, now)
 	return next
 }
 
-// patchBindingStatus writes next as the binding's status.
-func (r *Reconciler) patchBindingStatus(ctx context.Context, g *group, next *fleetv1alpha1.RayServiceBindingStatus) error {
-	orig := g.binding.DeepCopy()
-	g.binding.Status = *next
-	if err := r.client.Status().Patch(ctx, g.binding, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patch RayServiceBinding %s status: %w", g.key, err)
+// patchBindingStatus writes next as the status of binding, a copy of which it patches.
+func (r *Reconciler) patchBindingStatus(ctx context.Context, key types.NamespacedName, binding *fleetv1alpha1.RayServiceBinding,
+	next *fleetv1alpha1.RayServiceBindingStatus) error {
+	b := binding.DeepCopy()
+	b.Status = *next
+	if err := r.client.Status().Patch(ctx, b, client.MergeFrom(binding)); err != nil {
+		return fmt.Errorf("patch RayServiceBinding %s status: %w", key, err)
 	}
-	r.bindingStatuses.Remember(g.binding, &g.binding.Status)
+	r.bindingStatuses.Remember(b, &b.Status)
 	return nil
 }
 
@@ -169,9 +182,9 @@ func (r *Reconciler) patchBindingStatus(ctx context.Context, g *group, next *fle
 // last known state and lastSeenTime stay visible; a foreign copy describes nothing of ours.
 func clusterStatuses(o *outcome, now metav1.Time) []fleetv1alpha1.ClusterStatus {
 	previous := map[string]*fleetv1alpha1.ClusterStatus{}
-	if o.g.binding != nil {
-		for i := range o.g.binding.Status.Clusters {
-			previous[o.g.binding.Status.Clusters[i].Name] = &o.g.binding.Status.Clusters[i]
+	if b := o.binding(); b != nil {
+		for i := range b.Status.Clusters {
+			previous[b.Status.Clusters[i].Name] = &b.Status.Clusters[i]
 		}
 	}
 	names := slices.Concat(o.d.placed, o.kept())

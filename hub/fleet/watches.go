@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: read. The watches that queue a hub RayService, and how events map to it.
+
 import (
 	"context"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,12 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -283,4 +288,13 @@ func memberChange(oldMC, newMC *fleetv1alpha1.MemberCluster) change {
 		return changeCapacity
 	}
 	return changeNone
+}
+
+// probeSource queues the hub RayServices whose backends' probe verdict changed.
+func probeSource(p *dataplane.Prober) source.TypedSource[mcreconcile.Request] {
+	return source.TypedChannel(p.Changes(), handler.TypedFuncs[types.NamespacedName, mcreconcile.Request]{
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[types.NamespacedName], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: e.Object}, ClusterName: localCluster})
+		},
+	})
 }

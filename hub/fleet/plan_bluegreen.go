@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: plan. Blue/green: each colour placed on its own, a green set chosen.
+
 import (
 	"maps"
 	"slices"
@@ -7,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -113,10 +116,10 @@ func earliest(a, b time.Time) time.Time {
 
 // blueGreenInput is the blue/green part of the rollout's input: the colours, whether traffic
 // is managed and whether the gateway accepted the route the last decision asked for.
-func (r *Reconciler) blueGreenInput(g *group, d *decision) rollout.BlueGreenInput {
+func (r *Reconciler) blueGreenInput(g *group, cols *colors, placed []string, clusters []rollout.Cluster) rollout.BlueGreenInput {
 	in := rollout.BlueGreenInput{Traffic: g.policy.pp != nil && g.policy.pp.Spec.Traffic != nil}
-	if d.colors != nil {
-		in.Blue, in.Green, in.NoGreen = d.colors.blue, d.colors.green, d.colors.noGreen
+	if cols != nil {
+		in.Blue, in.Green, in.NoGreen = cols.blue, cols.green, cols.noGreen
 	}
 	// The gateway accepted the last decision's share when the route it accepted carries the
 	// weights that share gives the clusters as they are now.
@@ -124,17 +127,21 @@ func (r *Reconciler) blueGreenInput(g *group, d *decision) rollout.BlueGreenInpu
 	if g.binding != nil && g.binding.Status.Rollout != nil && g.binding.Status.Rollout.BlueGreen != nil {
 		previous = g.binding.Status.Rollout.BlueGreen.GreenPercent
 	}
-	in.Accepted = g.route.acceptedWeights(r.weights(g, d, d.colorsOf(), previous, unservedWhys(r.backendsOf(g, d.placed))))
+	in.Accepted = g.route.acceptedWeights(weights(g, clusters, placed, cols.byName(), previous, dataplane.Unserved(r.backendsOf(g, placed))))
 	return in
 }
 
-// applyLeave takes the clusters a BlueGreen rollout gives up out of the placement; they leave
-// with the rollout's reason (departures).
-func (d *decision) applyLeave(leave map[string]fleetv1alpha1.LeaveReason) {
-	if len(leave) == 0 {
-		return
+// byName are the clusters' colours by name; nil for no colours.
+func (c *colors) byName() map[string]fleetv1alpha1.Color {
+	if c == nil {
+		return nil
 	}
-	d.leaveAs = leave
-	d.placed = slices.DeleteFunc(d.placed, func(name string) bool { _, ok := leave[name]; return ok })
-	d.rollout.clusters = slices.DeleteFunc(d.rollout.clusters, func(c rollout.Cluster) bool { _, ok := leave[c.Name]; return ok })
+	out := map[string]fleetv1alpha1.Color{}
+	for _, name := range c.blue {
+		out[name] = fleetv1alpha1.ColorBlue
+	}
+	for _, name := range c.green {
+		out[name] = fleetv1alpha1.ColorGreen
+	}
+	return out
 }

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: plan. Whether a member's copy runs the revision it was given.
+
 import (
 	"fmt"
 	"maps"

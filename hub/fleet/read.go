@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: read. The group: everything one reconcile reads before it decides.
+
 import (
 	"context"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +22,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
@@ -264,4 +268,115 @@ func (r *Reconciler) readSpecs(ctx context.Context, g *group) {
 			ctrl.LoggerFrom(ctx).Error(m.specErr, "Reading a copy's spec failed; its drift is checked next time", "cluster", name)
 		}
 	}
+}
+
+// routeRead is the RayService's HTTPRoute as this reconcile read it.
+type routeRead struct {
+	// err is why the route could not be read (the traffic cluster unreachable, no rights).
+	err   error
+	state traffic.State
+	// imports are the ServiceImports of the route's namespace, for ServiceImport backends;
+	// nil when not read or not readable.
+	imports traffic.Imports
+}
+
+// acceptedWeights reports whether the gateway accepted a route giving the clusters want.
+func (rr routeRead) acceptedWeights(want map[string]int32) bool {
+	if rr.err != nil || !rr.state.Accepted {
+		return false
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if rr.state.Weights[name] != want[name] {
+			return false
+		}
+	}
+	for name, w := range rr.state.Weights {
+		if w != 0 && want[name] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// readRoute reads the RayService's route in the traffic cluster, uncached.
+func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha1.TrafficSpec) routeRead {
+	reader, _, err := r.trafficClients(ctx, spec)
+	if err != nil {
+		return routeRead{err: err}
+	}
+	key := traffic.Key(g.key)
+	state, err := traffic.Observe(ctx, reader, key, g.holding())
+	rr := routeRead{state: state, err: err}
+	if err == nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport {
+		imports, ierr := traffic.ObserveImports(ctx, reader, key.Route.Namespace)
+		if ierr != nil {
+			// The legacy export names carry the traffic meanwhile.
+			ctrl.LoggerFrom(ctx).V(1).Info("Could not list ServiceImports; routing to the legacy export names",
+				"cluster", spec.Cluster, "reason", ierr.Error())
+		}
+		rr.imports = imports
+	}
+	return rr
+}
+
+// trafficClients are the clients of the traffic cluster: the hub's own (uncached reads), or
+// the member's.
+func (r *Reconciler) trafficClients(ctx context.Context, spec *fleetv1alpha1.TrafficSpec) (client.Reader, client.Client, error) {
+	if spec.Cluster == "" {
+		return r.apiReader, r.client, nil
+	}
+	reader, err := r.members.Reader(ctx, spec.Cluster)
+	if err != nil {
+		return nil, nil, fmt.Errorf("traffic cluster %s: %w", spec.Cluster, err)
+	}
+	w, err := r.members.Client(ctx, spec.Cluster)
+	if err != nil {
+		return nil, nil, fmt.Errorf("traffic cluster %s: %w", spec.Cluster, err)
+	}
+	return reader, w, nil
+}
+
+// readGrants reads what the NamespaceGrants grant the RayService's namespace, matched against
+// the namespace's labels. A namespace that is gone has no labels.
+func (r *Reconciler) readGrants(ctx context.Context, namespace string) (grants.Set, error) {
+	var list fleetv1alpha1.NamespaceGrantList
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return grants.Set{}, fmt.Errorf("list NamespaceGrants: %w", err)
+	}
+	var ns corev1.Namespace
+	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
+		return grants.Set{}, fmt.Errorf("get namespace %s: %w", namespace, err)
+	}
+	return grants.For(list.Items, namespace, ns.Labels), nil
+}
+
+// refusalsOf returns the binding's refusals that still hold: for the spec hash the hub
+// propagates now and not yet due for a retry. A new spec, or a retry time reached, drops the
+// refusal, so the member is tried again.
+func refusalsOf(b *fleetv1alpha1.RayServiceBinding, hash string, now time.Time) map[string]fleetv1alpha1.ClusterRefusal {
+	out := map[string]fleetv1alpha1.ClusterRefusal{}
+	if b == nil {
+		return out
+	}
+	for _, r := range b.Status.Refusals {
+		if r.SpecHash == hash && now.Before(r.RetryTime.Time) {
+			out[r.Cluster] = r
+		}
+	}
+	return out
+}
+
+// readProbes records in g the probes' state of every member's serve address.
+func (r *Reconciler) readProbes(g *group) {
+	if r.opts.Probes == nil || exportsServe(g) {
+		return
+	}
+	var addrs []string
+	for name := range g.members {
+		if a := backendAddress(g, name); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	g.probes = r.opts.Probes.Health(addrs)
+	g.probeFresh = r.opts.Probes.Fresh()
 }

@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: plan. Placement: the policy, the members as the planner sees them, the clusters chosen.
+
 import (
 	"fmt"
 	"maps"
@@ -27,17 +29,6 @@ const (
 	resultPolicyNotFound = "policy_not_found"
 	resultPolicyInvalid  = "policy_invalid"
 )
-
-// placedChanged reports whether this reconcile's Placed condition differs from the one the
-// binding records: a resync that decides what was already decided is not a new decision, so it
-// neither counts in rayfleet_placement_decisions_total nor repeats a Warning event.
-func placedChanged(binding *fleetv1alpha1.RayServiceBinding, placed metav1.Condition) bool {
-	if binding == nil {
-		return true
-	}
-	prev := meta.FindStatusCondition(binding.Status.Conditions, fleetv1alpha1.ConditionPlaced)
-	return prev == nil || prev.Status != placed.Status || prev.Reason != placed.Reason || prev.Message != placed.Message
-}
 
 // heldBy is what the RayService's copies already hold on their current clusters: a copy whose
 // member reported an active RayCluster runs there, and the member's free capacity no longer
@@ -197,4 +188,29 @@ func policyOf(pp *fleetv1alpha1.PlacementPolicy) (placement.Policy, error) {
 		p.Selector = sel
 	}
 	return p, nil
+}
+
+// refusedForPlanning maps the refused members that hold no copy of the RayService to what
+// refused it, for the planner to leave them out. A member that refused an update but still
+// runs an earlier copy stays placed: leaving it out would delete a serving copy because of a
+// refused change.
+func refusedForPlanning(g *group) map[string]string {
+	if len(g.refusals) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for name, r := range g.refusals {
+		if m := g.members[name]; m == nil || m.readErr != nil || m.copy == nil {
+			out[name] = refusalText(r)
+		}
+	}
+	return out
+}
+
+// refusalText is how a refusal reads in messages: the rule and the member's words.
+func refusalText(r fleetv1alpha1.ClusterRefusal) string {
+	if r.Message == "" {
+		return r.Rule
+	}
+	return r.Rule + ": " + r.Message
 }

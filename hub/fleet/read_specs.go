@@ -1,5 +1,7 @@
 package fleet
 
+// Phase: read. The hub RayServices' specs, kept beside a cache that holds none.
+
 import (
 	"encoding/json"
 	"fmt"

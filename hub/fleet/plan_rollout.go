@@ -1,13 +1,13 @@
 package fleet
 
+// Phase: plan. Rollout: the target revision and which revision each placed cluster gets.
+
 import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/propagation"
@@ -37,26 +37,41 @@ type rolloutDecision struct {
 	historyLimit int
 }
 
-// decideRollout computes the target revision and plans which revision each placed cluster
-// gets; decideCopy then builds each cluster's copy of that revision.
-func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.PlacementPolicy) error {
+// rolloutResult is what the rollout step decided: the rollout, and the placement as the
+// rollout leaves it (a green set added, the clusters a BlueGreen rollout gave up taken out).
+type rolloutResult struct {
+	rollout *rolloutDecision
+	placed  []string
+	// colors are the BlueGreen colours: placement's, or the green set chosen for a rollout
+	// that starts; nil when none.
+	colors *colors
+	// leaveAs are the clusters the rollout gave up, with the reason they leave for.
+	leaveAs map[string]fleetv1alpha1.LeaveReason
+}
+
+// planRollout computes the target revision and plans which revision each placed cluster
+// gets; decideCopy then builds each cluster's copy of that revision. A BlueGreen rollout that
+// starts chooses its green set here, and the clusters it gives up leave the placement.
+func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1.PlacementPolicy) (rolloutResult, error) {
 	var spec *fleetv1alpha1.RolloutStrategy
 	if pp != nil {
 		spec = pp.Spec.Rollout
 	}
 	strategy, err := rollout.StrategyOf(spec)
 	if err != nil { // policy.Check ran StrategyOf already; this is only a safeguard
-		return fmt.Errorf("PlacementPolicy %s/%s: rollout: %w", g.key.Namespace, g.policy.name, err)
+		return rolloutResult{}, fmt.Errorf("PlacementPolicy %s/%s: rollout: %w", g.key.Namespace, g.policy.name, err)
 	}
-	content := &revision.Content{Spec: *g.hub.Spec.DeepCopy(), Overrides: d.overrides}
+	content := &revision.Content{Spec: *g.hub.Spec.DeepCopy(), Overrides: pl.overrides}
 	// Built only to refuse a content too large for one object before anything is applied.
 	if _, err = revision.New(g.hub, content, g.history.NextNumber(), r.client.Scheme()); err != nil {
-		return err
+		return rolloutResult{}, err
 	}
 	hash, err := revision.Hash(content)
 	if err != nil {
-		return err
+		return rolloutResult{}, err
 	}
+	// ro is completed below (clusters, plan) before it is returned; until then only its
+	// target and contents are read, to build copies.
 	ro := &rolloutDecision{
 		target:        revision.Name(g.hub.Name, hash),
 		targetContent: content,
@@ -67,7 +82,6 @@ func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.Plac
 		ro.historyLimit = int(*spec.RevisionHistoryLimit)
 	}
 	ro.contents[ro.target] = content
-	d.rollout = ro
 
 	var previous *fleetv1alpha1.RolloutStatus
 	phases := map[string]rollout.ClusterPhase{}
@@ -85,37 +99,46 @@ func (r *Reconciler) decideRollout(g *group, d *decision, pp *fleetv1alpha1.Plac
 			phases[cs.Name] = p
 		}
 	}
-	clusters := make([]rollout.Cluster, 0, len(d.placed))
-	for _, name := range d.placed {
-		clusters = append(clusters, r.rolloutCluster(g, d, name))
+	placed := slices.Clone(pl.placed)
+	cols := pl.colors
+	clusters := make([]rollout.Cluster, 0, len(placed))
+	for _, name := range placed {
+		clusters = append(clusters, r.rolloutCluster(g, ro, name))
 	}
-	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && d.colors == nil && rollout.NeedsGreen(previous, ro.target, clusters) {
-		d.colors = r.chooseGreen(g, d.placeIn, d.placed)
-		for _, name := range d.colors.green {
-			d.placed = append(d.placed, name)
-			clusters = append(clusters, r.rolloutCluster(g, d, name))
+	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && cols == nil && rollout.NeedsGreen(previous, ro.target, clusters) {
+		cols = r.chooseGreen(g, pl.in, placed)
+		for _, name := range cols.green {
+			placed = append(placed, name)
+			clusters = append(clusters, r.rolloutCluster(g, ro, name))
 		}
-		slices.Sort(d.placed)
+		slices.Sort(placed)
 	}
 	approval := ""
 	if g.binding != nil {
 		approval = g.binding.Annotations[labels.ApprovedStage]
 	}
-	ro.clusters = clusters
 	plan := rollout.Plan(rollout.Input{
 		Now: g.now, Strategy: strategy, Target: ro.target, Previous: previous,
 		Clusters: clusters, ClusterPhases: phases,
 		Paused: g.hub.Annotations[labels.Paused] == "true", Approval: approval,
-		BlueGreen: r.blueGreenInput(g, d),
+		BlueGreen: r.blueGreenInput(g, cols, placed, clusters),
 	})
 	ro.plan = &plan
-	d.applyLeave(plan.Leave)
-	return nil
+	ro.clusters = clusters
+	var leaveAs map[string]fleetv1alpha1.LeaveReason
+	if len(plan.Leave) > 0 {
+		// The clusters a BlueGreen rollout gives up leave the placement, with its reason.
+		leaveAs = plan.Leave
+		gone := func(name string) bool { _, ok := plan.Leave[name]; return ok }
+		placed = slices.DeleteFunc(placed, gone)
+		ro.clusters = slices.DeleteFunc(ro.clusters, func(c rollout.Cluster) bool { return gone(c.Name) })
+	}
+	return rolloutResult{rollout: ro, placed: placed, colors: cols, leaveAs: leaveAs}, nil
 }
 
 // rolloutCluster is what the planner knows of one placed cluster: whether it can be worked
 // on, which revision its copy carries and whether it runs it (Ray-aware, soak aside).
-func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.Cluster {
+func (r *Reconciler) rolloutCluster(g *group, ro *rolloutDecision, name string) rollout.Cluster {
 	m := g.members[name]
 	c := rollout.Cluster{Name: name}
 	if m == nil || m.mc == nil {
@@ -134,7 +157,7 @@ func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.
 	}
 	c.Revision = m.copy.Annotations[labels.Revision]
 	c.Endpoints = m.copy.Status.NumServeEndpoints
-	desired, err := r.copyOf(g, d, name, c.Revision)
+	desired, err := r.copyOf(g, ro, name, c.Revision)
 	if err != nil {
 		// Without the spec it runs there is no bound to hold its count to: it counts as one.
 		c.Endpoints = 0
@@ -151,17 +174,17 @@ func (r *Reconciler) rolloutCluster(g *group, d *decision, name string) rollout.
 // withProbe is c as the data plane sees it: a cluster whose serve endpoint fails the hub's
 // probe is not done, though its member reports it serving, so a blue/green shift pauses (and
 // reverts at its deadline) while green's endpoint fails.
-func withProbe(c rollout.Cluster, b backendFacts) rollout.Cluster {
-	if c.Done && b.probe == dataplane.Failing {
-		c.Done, c.NotDone = false, "serve endpoint failing: "+b.probeErr
+func withProbe(c rollout.Cluster, b dataplane.Backend) rollout.Cluster {
+	if c.Done && b.Probe == dataplane.Failing {
+		c.Done, c.NotDone = false, "serve endpoint failing: "+b.ProbeErr
 	}
 	return c
 }
 
 // copyOf is the member copy of revision rev for cluster name: the revision's spec with its
 // overrides applied, annotated with the revision's name.
-func (r *Reconciler) copyOf(g *group, d *decision, name, rev string) (*rayv1.RayService, error) {
-	content, err := d.rollout.content(g, rev)
+func (r *Reconciler) copyOf(g *group, ro *rolloutDecision, name, rev string) (*rayv1.RayService, error) {
+	content, err := ro.content(g, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -215,23 +238,4 @@ func (ro *rolloutDecision) keep(g *group) map[string]bool {
 		}
 	}
 	return keep
-}
-
-// rolloutConditions are the hub RayService's RolloutProgressing and RolloutPaused, stamped.
-func rolloutConditions(hub *rayv1.RayService, plan *rollout.Decision, now metav1.Time) []metav1.Condition {
-	out := []metav1.Condition{plan.Progressing, plan.Paused}
-	for i := range out {
-		out[i].ObservedGeneration = hub.Generation
-		out[i].LastTransitionTime = now
-	}
-	return out
-}
-
-// bindingTime is a planner time as the binding keeps it (to the second; nil for none).
-func bindingTime(t time.Time) *metav1.Time {
-	if t.IsZero() {
-		return nil
-	}
-	mt := metav1.NewTime(t.Truncate(time.Second))
-	return &mt
 }

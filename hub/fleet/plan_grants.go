@@ -1,39 +1,20 @@
 package fleet
 
+// Phase: plan. Grants: what the namespace may use, and the GrantMissing condition.
+
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/hub/grants"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/conditions"
 )
 
 // +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=namespacegrants,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get;list;watch
-
-// readGrants reads what the NamespaceGrants grant the RayService's namespace, matched against
-// the namespace's labels. A namespace that is gone has no labels.
-func (r *Reconciler) readGrants(ctx context.Context, namespace string) (grants.Set, error) {
-	var list fleetv1alpha1.NamespaceGrantList
-	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return grants.Set{}, fmt.Errorf("list NamespaceGrants: %w", err)
-	}
-	var ns corev1.Namespace
-	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
-		return grants.Set{}, fmt.Errorf("get namespace %s: %w", namespace, err)
-	}
-	return grants.For(list.Items, namespace, ns.Labels), nil
-}
 
 // ungranted maps each MemberCluster the namespace has no grant for to the message saying so,
 // for the planner (placement.Input.Ungranted).
@@ -87,13 +68,13 @@ func routedAlready(rr routeRead, spec *fleetv1alpha1.TrafficSpec) bool {
 // grantCondition is the GrantMissing condition of the decision, nil when the namespace is
 // granted everything the RayService uses: NotGranted when members or traffic are refused,
 // KeptWithoutGrant when only what the RayService had before is kept.
-func grantCondition(g *group, d *decision, rejected map[string]string) *metav1.Condition {
+func grantCondition(g *group, pl placementResult, placed []string, td *trafficDecision) *metav1.Condition {
 	var refused, kept []string
-	if g.grants.None() && len(d.placed) == 0 {
+	if g.grants.None() && len(placed) == 0 {
 		refused = append(refused, g.grants.NoneMessage())
-	} else if d.placedCond.Status != metav1.ConditionTrue {
+	} else if pl.placedCond.Status != metav1.ConditionTrue {
 		var names []string
-		for name, why := range rejected {
+		for name, why := range pl.rejected {
 			if why == g.grants.MemberMissing(name) {
 				names = append(names, name)
 			}
@@ -105,8 +86,8 @@ func grantCondition(g *group, d *decision, rejected map[string]string) *metav1.C
 		}
 	}
 	var keptMembers []string
-	for _, name := range d.placed {
-		if _, no := d.placeIn.Ungranted[name]; no {
+	for _, name := range placed {
+		if _, no := pl.in.Ungranted[name]; no {
 			keptMembers = append(keptMembers, name)
 		}
 	}
@@ -114,7 +95,7 @@ func grantCondition(g *group, d *decision, rejected map[string]string) *metav1.C
 		kept = append(kept, fmt.Sprintf("namespace %s has no NamespaceGrant for member %s, where the RayService was placed before; it stays there and goes to no other member without a grant",
 			g.key.Namespace, strings.Join(keptMembers, ", ")))
 	}
-	if td := d.traffic; td != nil {
+	if td != nil {
 		if ng, ok := errors.AsType[*notGrantedError](td.err); ok {
 			refused = append(refused, ng.Error())
 		} else if td.keptWithoutGrant != "" {
@@ -131,31 +112,4 @@ func grantCondition(g *group, d *decision, rejected map[string]string) *metav1.C
 	}
 	c.Message = strings.Join(slices.Concat(refused, kept, g.grants.Problems), "; ")
 	return c
-}
-
-// setGrantCondition sets or removes GrantMissing in conds.
-func setGrantCondition(conds *[]metav1.Condition, d *decision, generation int64, now metav1.Time) {
-	if d.grant == nil {
-		meta.RemoveStatusCondition(conds, fleetv1alpha1.ConditionGrantMissing)
-		return
-	}
-	c := *d.grant
-	c.ObservedGeneration, c.LastTransitionTime = generation, now
-	conditions.Set(conds, c)
-}
-
-// announceGrants records a Warning event when what is missing from the namespace's grants
-// changes: the hub's admin sees it with the RayService's events.
-func (r *Reconciler) announceGrants(g *group, d *decision) {
-	if d.grant == nil {
-		return
-	}
-	var before *metav1.Condition
-	if g.binding != nil {
-		before = meta.FindStatusCondition(g.binding.Status.Conditions, fleetv1alpha1.ConditionGrantMissing)
-	}
-	if before != nil && before.Reason == d.grant.Reason && before.Message == d.grant.Message {
-		return
-	}
-	r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, d.grant.Reason, "Grant", "%s", d.grant.Message)
 }

@@ -1,0 +1,107 @@
+package fleet
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/rayfleet/rayfleet/hub/placement"
+	"github.com/rayfleet/rayfleet/hub/propagation"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/cachememo"
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/scheme"
+	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
+	"github.com/rayfleet/rayfleet/shared/validation"
+)
+
+// TestExecuteChangesNeitherPlanNorGroup carries out decisions on fake clusters and checks that
+// the executor and the status writer leave the decision and the group as they were: what they
+// wrote is in the results.
+func TestExecuteChangesNeitherPlanNorGroup(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	sch, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "two"},
+		Spec:       fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2), Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutNone}},
+	}
+	tests := []struct {
+		name    string
+		binding *fleetv1alpha1.RayServiceBinding
+	}{
+		{name: "a new RayService: the binding is created"},
+		{name: "a RayService placed on one cluster: the binding is patched", binding: placedOn("a")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
+			hub.UID = "hub-uid"
+			objs := []client.Object{hub}
+			if tt.binding != nil {
+				b := tt.binding.DeepCopy()
+				b.Namespace, b.Name = hub.Namespace, hub.Name
+				objs = append(objs, b)
+			}
+			hubClient := fake.NewClientBuilder().WithScheme(sch).WithObjects(objs...).
+				WithStatusSubresource(&rayv1.RayService{}, &fleetv1alpha1.RayServiceBinding{}).Build()
+			r := &Reconciler{
+				client: hubClient, apiReader: hubClient, recorder: events.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(now),
+				memory: memory{
+					reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo(), covered: propagation.NewCovered(),
+					memberViews: &memberViews{}, ownWrites: newOwnWrites(),
+					bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakeClock(now), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+				},
+				opts: Options{HubName: labels.DefaultHubName},
+			}
+			var binding *fleetv1alpha1.RayServiceBinding
+			if tt.binding != nil {
+				binding = &fleetv1alpha1.RayServiceBinding{}
+				if err := hubClient.Get(t.Context(), client.ObjectKeyFromObject(hub), binding); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := newGroup(hub, two, binding)
+			g.now = now
+			for _, name := range []string{"a", "b"} {
+				m := ready(name, nil)
+				m.client = fake.NewClientBuilder().WithScheme(sch).Build()
+				g.members[name], g.memberClusters[name] = m, m.mc
+			}
+			d := decideTwice(t, r, g)
+			if len(d.placed) != 2 {
+				t.Fatalf("placed = %v, want two clusters", d.placed)
+			}
+			// plan is d decided apart, sharing nothing with it but the group.
+			before, plan := snapshot(g), r.decide(g)
+			o := &outcome{g: g, d: d}
+			o.res, err = r.execute(t.Context(), g, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(o.res.applyErrs) > 0 {
+				t.Errorf("apply errors: %v", o.res.applyErrs)
+			}
+			if o.res.binding == nil {
+				t.Error("the executor wrote no binding")
+			}
+			if err := r.writeStatus(t.Context(), o); err != nil {
+				t.Fatal(err)
+			}
+			checkUnchanged(t, before, g, "executing and writing the status")
+			if !reflect.DeepEqual(d, plan) {
+				t.Errorf("executing and writing the status changed the decision:\nbefore %+v\nafter  %+v", plan, d)
+			}
+		})
+	}
+}

@@ -1,0 +1,250 @@
+package fleet
+
+// Phase: plan. decide: the decision, assembled once from the features' results in order.
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayfleet/rayfleet/hub/placement"
+	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/revision"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+)
+
+// decision is what one reconcile decided from its group, before anything is written. It is
+// assembled once, in decide, from the features' results, and nothing assigns to it afterwards:
+// the executor carries it out and the status is computed from it.
+type decision struct {
+	// invalid is why the RayService (or its policy) cannot be placed; nothing is applied or
+	// removed then. invalidReason is its condition reason.
+	invalid       error
+	invalidReason string
+	placed        []string
+	// placedCond is the binding's Placed condition.
+	placedCond metav1.Condition
+	// result is the placement decision's label in rayfleet_placement_decisions_total.
+	result string
+	// wake is when a not-ready member's toleration ends; zero when none is tolerated.
+	wake time.Time
+	// actions holds an entry for every placed cluster and every cluster holding a copy it is no
+	// longer placed on.
+	actions map[string]propagation.Action
+	// foreign are placed clusters whose RayService of that name is not the hub's.
+	foreign []string
+	// kept are clusters no longer placed whose copy stays for now (the replacement not done,
+	// unreachable, not Ready, retained).
+	kept []string
+	// departures are the clusters no longer placed whose copy is still there, by name.
+	departures map[string]*departure
+	// retained are the departures whose copy purgeMode Never keeps.
+	retained []string
+	// frozen says why failover is frozen; "" when it is not.
+	frozen string
+	// rollout is which revision each placed cluster gets; nil when invalid.
+	rollout *rolloutDecision
+	// colors are a BlueGreen rollout's colours; nil when none is in flight or starting.
+	colors *colors
+	// leaveAs are the clusters a BlueGreen rollout gave up in this decision, with the reason
+	// they leave for.
+	leaveAs map[string]fleetv1alpha1.LeaveReason
+	// traffic is the route the decision wants; nil when the policy manages no traffic.
+	traffic *trafficDecision
+	// grant is the GrantMissing condition; nil when the namespace is granted all it uses.
+	grant *metav1.Condition
+}
+
+// decide computes the decision for a group, feature by feature, each once and in this order:
+// validation, placement (the policy, failover, the colours of a blue/green in flight), the
+// rollout (which revision each cluster gets, a green set chosen, the clusters it gives up),
+// the copy per placed cluster, the route, the clusters left and whether their copies go, and
+// the GrantMissing condition. Each step takes what the steps before it returned; none is
+// handed the decision. It makes no API calls.
+func (r *Reconciler) decide(g *group) *decision {
+	if err := r.validate(g.hub); err != nil {
+		return invalidDecision(g, placementResult{}, err, fleetv1alpha1.ReasonValidationFailed)
+	}
+	pl := r.planPlacement(g)
+	if pl.invalid != nil {
+		return invalidDecision(g, pl, pl.invalid, pl.invalidReason)
+	}
+	rs, err := r.planRollout(g, pl, g.policy.pp)
+	if err != nil {
+		reason := fleetv1alpha1.ReasonPolicyInvalid
+		if _, ok := errors.AsType[*revision.TooLargeError](err); ok {
+			reason = reasonRevisionTooLarge
+			err = fmt.Errorf("RayService %s: %w", g.key, err)
+		}
+		return invalidDecision(g, pl, err, reason)
+	}
+	copies, foreign := r.planCopies(g, pl.in.Ungranted, rs.rollout, rs.placed)
+	td := r.planTraffic(g, rs.rollout, rs.placed)
+	departures := r.departures(g, rs.placed, rs.leaveAs, pl.rejected)
+	lv := planLeaving(g, departures, rs.rollout, rs.placed, td)
+	actions := maps.Clone(copies)
+	maps.Copy(actions, lv.actions)
+	return &decision{
+		placed: rs.placed, placedCond: pl.placedCond, result: pl.result, wake: pl.wake, frozen: pl.frozen,
+		actions: actions, foreign: foreign,
+		kept: lv.kept, departures: departures, retained: lv.retained,
+		rollout: rs.rollout, colors: rs.colors, leaveAs: rs.leaveAs,
+		traffic: td,
+		grant:   grantCondition(g, pl, rs.placed, td),
+	}
+}
+
+// invalidDecision is the decision for a RayService (or policy) that cannot be placed: the
+// placement stays as the binding has it, nothing is applied or removed, and every cluster the
+// binding lists as leaving is kept. What placement said besides (its result, a toleration's
+// end, a freeze, the colours) stays.
+func invalidDecision(g *group, pl placementResult, err error, reason string) *decision {
+	placed := g.placedBefore()
+	departures, kept := keepLeaving(g, placed)
+	return &decision{
+		invalid: err, invalidReason: reason,
+		placed:     placed,
+		placedCond: metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()},
+		result:     pl.result, wake: pl.wake, frozen: pl.frozen, colors: pl.colors,
+		actions:    map[string]propagation.Action{},
+		departures: departures, kept: kept,
+	}
+}
+
+// planCopies is the action on every placed cluster (decideCopy), and the placed clusters
+// whose RayService of that name is not the hub's.
+func (r *Reconciler) planCopies(g *group, ungranted map[string]string, ro *rolloutDecision, placed []string) (map[string]propagation.Action, []string) {
+	actions := make(map[string]propagation.Action, len(placed))
+	var foreign []string
+	for _, name := range placed {
+		a, isForeign := r.decideCopy(g, ungranted, ro, name)
+		actions[name] = a
+		if isForeign {
+			foreign = append(foreign, name)
+		}
+	}
+	return actions, foreign
+}
+
+// decideCopy is the action on one placed cluster: the copy of the revision the rollout gives
+// it, applied when the member's copy differs (propagation.ForPlaced). A member that refused
+// this spec is not asked again every resync: it would give the same answer. foreign is set
+// when the member's RayService of that name is not the hub's.
+func (r *Reconciler) decideCopy(g *group, ungranted map[string]string, ro *rolloutDecision, name string) (a propagation.Action, foreign bool) {
+	m := g.members[name]
+	if m == nil || m.readErr != nil {
+		return propagation.ForPlaced(propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Unreachable: unreachableErr(m)}), false
+	}
+	p := propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Copy: m.copy, SpecUnread: m.specErr}
+	if why, no := ungranted[name]; no && !slices.Contains(g.placedBefore(), name) {
+		// Placement never chooses such a member; this keeps any other path from writing there.
+		p.DesiredErr = errors.New(why)
+		return propagation.ForPlaced(p), false
+	}
+	if propagation.OwnershipOf(r.opts.HubName, g.hub, m.copy) == propagation.Foreign {
+		return propagation.ForPlaced(p), true
+	}
+	rev := ro.target
+	if planned, ok := ro.plan.Apply[name]; ok {
+		rev = planned
+	}
+	p.Desired, p.DesiredErr = r.copyOf(g, ro, name, rev)
+	if m.covered != "" && p.Desired != nil {
+		// A spec that cannot be hashed leaves DesiredDigest empty: drift, and so re-applied.
+		p.Covered = m.covered
+		p.DesiredDigest, _ = propagation.SpecHash(&p.Desired.Spec)
+	}
+	_, p.Refused = g.refusals[name]
+	return propagation.ForPlaced(p), false
+}
+
+// placementResult is what placement decided: the clusters, the Placed condition and the
+// label of the decision, and what the later steps need of its input.
+type placementResult struct {
+	// invalid is why the policy cannot be used (invalidReason its condition reason).
+	invalid       error
+	invalidReason string
+	result        string
+	placedCond    metav1.Condition
+	placed        []string
+	wake          time.Time
+	frozen        string
+	overrides     []fleetv1alpha1.ClusterOverride
+	// in is the planner's input, for a green set planned after it.
+	in placement.Input
+	// colors are the colours of a blue/green rollout in flight, each planned on its own.
+	colors *colors
+	// rejected says why each member not chosen was not.
+	rejected map[string]string
+}
+
+// planPlacement resolves the policy and plans. A policy that is missing leaves the placement
+// as it was: moving copies because of a typo in an annotation would be worse. A policy that
+// fails its own check stops the RayService (invalid) once, before placement, rather than on
+// every cluster its overrides select.
+func (r *Reconciler) planPlacement(g *group) placementResult {
+	policy := placement.BuiltInPolicy()
+	var overrides []fleetv1alpha1.ClusterOverride
+	if !g.policy.builtIn {
+		if g.policy.pp == nil {
+			return placementResult{result: resultPolicyNotFound, placed: g.placedBefore(),
+				placedCond: metav1.Condition{Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonPolicyNotFound,
+					Message: fmt.Sprintf("PlacementPolicy %q not found in namespace %q; placement unchanged", g.policy.name, g.key.Namespace)}}
+		}
+		var err error
+		if policy, err = policyOf(g.policy.pp); err != nil {
+			return placementResult{invalid: err, invalidReason: fleetv1alpha1.ReasonPolicyInvalid, result: resultPolicyInvalid}
+		}
+		overrides = g.policy.pp.Spec.Overrides
+	}
+
+	in := placement.Input{
+		Demand:  placement.DemandOf(g.hub),
+		Policy:  policy,
+		Members: membersOf(g.memberClusters, r.memberViews),
+		Current: g.placedBefore(),
+		Held:    heldBy(g),
+		Refused: refusedForPlanning(g),
+		// Members the namespace was not granted get no new copy.
+		Ungranted: ungranted(g),
+		Now:       g.now,
+		// Judged once per reconcile, when the group was read.
+		PodSecurity: g.podSecurity,
+		// One failover at a time: a second one waits until the first one's replacement serves.
+		FailingOver: failingOver(g),
+	}
+	var plan placement.Decision
+	var cols *colors
+	if bg := blueGreenInFlight(g); bg != nil {
+		plan, cols = r.placeBlueGreen(g, in, bg)
+	} else {
+		plan = r.reserved.Plan(g.key, in)
+	}
+	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue
+	switch {
+	case len(plan.Clusters) == 0:
+		result, reason, status = resultNone, fleetv1alpha1.ReasonNoClusterFits, metav1.ConditionFalse
+	case !plan.Placed:
+		result, reason, status = resultPartial, fleetv1alpha1.ReasonInsufficientClusters, metav1.ConditionFalse
+	}
+	cond := metav1.Condition{Status: status, Reason: reason, Message: plan.Message}
+	if len(plan.Clusters) == 0 && g.grants.None() {
+		cond.Reason, cond.Message = fleetv1alpha1.ReasonNotGranted, g.grants.NoneMessage()
+	}
+	return placementResult{result: result, placedCond: cond, placed: plan.Clusters, wake: plan.Wake, frozen: plan.Frozen,
+		overrides: overrides, in: in, colors: cols, rejected: plan.Rejected}
+}
+
+// appliedHash is the spec hash the hub applies (or has applied) on a cluster this reconcile,
+// "" when it does not know.
+func (d *decision) appliedHash(name string) string {
+	if a, ok := d.actions[name]; ok && a.Desired != nil && a.Err == nil {
+		return a.Desired.Annotations[labels.SpecHash]
+	}
+	return ""
+}

@@ -1,0 +1,194 @@
+package fleet
+
+// Phase: plan. Traffic: the route and its weights.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayfleet/rayfleet/hub/dataplane"
+	"github.com/rayfleet/rayfleet/hub/rollout"
+	"github.com/rayfleet/rayfleet/hub/traffic"
+	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/serveaddress"
+)
+
+// drainDelay is how long a copy that is leaving stays after the gateway accepted a route that
+// sends it no traffic: requests already on their way to it finish.
+const drainDelay = 15 * time.Second
+
+// trafficDecision is the route a decision wants in the traffic cluster.
+type trafficDecision struct {
+	spec fleetv1alpha1.TrafficSpec
+	// weights are the placed clusters' weights; a cluster not listed gets none.
+	weights map[string]int32
+	// unserved says, for each placed cluster that cannot take traffic, why.
+	unserved map[string]string
+	// kept says, for each placed cluster that takes traffic only because its serve endpoint
+	// answers the hub's probe, what the control plane sees of it.
+	kept map[string]string
+	// probeTargets are the serve addresses the hub's probes watch for this RayService
+	// (address → cluster).
+	probeTargets map[string]string
+	objs         *traffic.Objects
+	// err is why the route could not be built (too many backends, an address that does not
+	// parse); nothing is written then.
+	err error
+	// offTimes are, per cluster, since when the gateway has sent it no traffic (the accepted
+	// route has no weight for it); absent while it may still get some.
+	offTimes map[string]metav1.Time
+	// keptWithoutGrant names the grant the namespace lacks for a route the hub wrote before
+	// grants were required, and keeps; "" when the traffic is granted.
+	keptWithoutGrant string
+}
+
+// trafficSpec is the policy's traffic, nil when it manages none.
+func trafficSpec(g *group) *fleetv1alpha1.TrafficSpec {
+	if g.policy.pp == nil {
+		return nil
+	}
+	return g.policy.pp.Spec.Traffic
+}
+
+// planTraffic computes the route: each placed cluster's weight from the rollout's split
+// (rollout.Weights) and its reported serve address.
+func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string) *trafficDecision {
+	spec := trafficSpec(g)
+	if spec == nil || ro == nil {
+		return nil
+	}
+	var percent int32
+	if bg := ro.plan.Status.BlueGreen; bg != nil {
+		percent = bg.GreenPercent
+	}
+	td := &trafficDecision{spec: *spec, unserved: map[string]string{}, kept: map[string]string{},
+		probeTargets: r.probeTargets(g, placed)}
+	if td.err, td.keptWithoutGrant = trafficGrant(g, spec); td.err != nil {
+		// Nothing is written: the weights in force are the route's, if there is one.
+		td.weights = g.route.state.Weights
+		return td
+	}
+	facts := r.backendsOf(g, placed)
+	whys := dataplane.Unserved(facts)
+	td.weights = weights(g, ro.clusters, placed, ro.plan.Colors, percent, whys)
+	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec, Imports: g.route.imports}
+	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
+		if why := whys[name]; why != "" {
+			td.unserved[name] = why
+		} else if view := facts[name].View; view != "" {
+			td.kept[name] = view
+		}
+		b := traffic.Backend{Cluster: name, Weight: td.weights[name]}
+		if b.Weight == 0 {
+			continue
+		}
+		if spec.BackendKind != fleetv1alpha1.BackendServiceImport {
+			// ServiceImport backends are found by name; only Service backends need the address.
+			var err error
+			if b.Host, b.Port, err = traffic.ParseAddress(backendAddress(g, name)); err != nil {
+				td.err = fmt.Errorf("cluster %s: serve address: %w", name, err)
+				return td
+			}
+		}
+		in.Backends = append(in.Backends, b)
+	}
+	td.objs, td.err = traffic.Desired(in)
+	td.offTimes = offTimes(g, placed, td.weights)
+	return td
+}
+
+// weights splits the traffic over the placed clusters: by colour with green getting
+// greenPercent, each colour by serve endpoints (as the rollout bounded them in clusters), none
+// to a cluster that cannot take traffic (unserved[name] != "").
+func weights(g *group, clusters []rollout.Cluster, placed []string, colors map[string]fleetv1alpha1.Color, greenPercent int32,
+	unserved map[string]string) map[string]int32 {
+	endpoints := make(map[string]int32, len(clusters))
+	for _, c := range clusters {
+		endpoints[c.Name] = c.Endpoints
+	}
+	backends := make([]rollout.Backend, 0, len(placed))
+	for _, name := range placed {
+		n := endpoints[name]
+		if m := g.members[name]; m != nil && m.readErr != nil {
+			// Kept by the probe while unreadable: it weighs what it last reported.
+			if last := lastStatus(g, name); last != nil {
+				n = last.NumServeEndpoints
+			}
+		}
+		backends = append(backends, rollout.Backend{Name: name, Color: colors[name], Serving: unserved[name] == "",
+			Endpoints: n})
+	}
+	return rollout.Weights(backends, greenPercent)
+}
+
+// checkServeAddress checks a member's serve address addr against what its MemberCluster
+// grants and the traffic cluster's own addresses: a member is trusted with no more than that.
+func (r *Reconciler) checkServeAddress(mc *fleetv1alpha1.MemberCluster, addr string) error {
+	host, _, err := traffic.ParseAddress(addr)
+	if err != nil {
+		return err
+	}
+	policy, err := serveaddress.PolicyOf(mc.Spec.ServeAddresses, r.opts.TrafficCluster)
+	if err != nil {
+		return fmt.Errorf("MemberCluster %s: %w", mc.Name, err)
+	}
+	return policy.Check(host)
+}
+
+// exportsServe reports whether the policy routes to ServiceImports: the members then export
+// their serve Services (labels.ServeExport) and report no address the hub needs.
+func exportsServe(g *group) bool {
+	spec := trafficSpec(g)
+	return spec != nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport
+}
+
+// serveAddress is the serve address the member's spoke reported on its copy.
+func serveAddress(m *memberRecord) string {
+	if m == nil || m.copy == nil {
+		return ""
+	}
+	return m.copy.Annotations[labels.ServeAddress]
+}
+
+// offTimes are, for the clusters the binding lists, since when the accepted route sends them
+// nothing: kept from the binding while that holds, now when it starts to, dropped when the
+// route gives them weight again or the gateway has not accepted the route.
+func offTimes(g *group, placed []string, weights map[string]int32) map[string]metav1.Time {
+	out := map[string]metav1.Time{}
+	if g.route.err != nil || !g.route.state.Accepted || g.binding == nil {
+		return out
+	}
+	now := metav1.NewTime(g.now.Truncate(time.Second))
+	for i := range g.binding.Status.Clusters {
+		cs := &g.binding.Status.Clusters[i]
+		if g.route.state.Weights[cs.Name] != 0 {
+			continue
+		}
+		if cs.TrafficOffTime != nil {
+			out[cs.Name] = *cs.TrafficOffTime
+			continue
+		}
+		out[cs.Name] = now
+	}
+	for _, name := range placed {
+		if _, listed := out[name]; !listed && g.route.state.Weights[name] == 0 && weights[name] == 0 {
+			out[name] = now
+		}
+	}
+	return out
+}
+
+// draining reports whether cluster name may still get traffic: the policy manages traffic
+// and the gateway has not accepted a route without it a drain delay ago.
+func (td *trafficDecision) draining(g *group, name string) bool {
+	if td == nil {
+		return false
+	}
+	off, ok := td.offTimes[name]
+	return !ok || g.now.Before(off.Add(drainDelay))
+}
