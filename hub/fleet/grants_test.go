@@ -101,6 +101,14 @@ func TestDecideGrants(t *testing.T) {
 		wantMessage: []string{"namespace team has no NamespaceGrant for the hub's cluster as traffic cluster, which the existing route already routes"},
 		wantTraffic: true,
 	}, {
+		name:   "an upgrade: the route an earlier hub wrote in the Gateway's namespace is kept",
+		grants: []fleetv1alpha1.NamespaceGrant{*grantAllMembersOnly()}, policy: policy(web), binding: placedOn("a", "b"),
+		route:      routeRead{state: traffic.State{Message: "the route does not exist"}, legacy: routed.state},
+		wantPlaced: []string{"a", "b"}, wantPlacedR: fleetv1alpha1.ReasonClustersChosen,
+		wantGrant:   fleetv1alpha1.ReasonKeptWithoutGrant,
+		wantMessage: []string{"namespace team has no NamespaceGrant for the hub's cluster as traffic cluster, which the existing route already routes"},
+		wantTraffic: true,
+	}, {
 		name:   "a routed RayService whose policy asks for another hostname is refused",
 		grants: []fleetv1alpha1.NamespaceGrant{*grantAllMembersOnly()}, route: routed, binding: placedOn("a", "b"),
 		policy:     policy(&fleetv1alpha1.TrafficSpec{ParentRef: web.ParentRef, Hostnames: []string{"b.example.com"}, PathPrefix: "/"}),

@@ -50,12 +50,17 @@ func trafficGrant(g *group, spec *fleetv1alpha1.TrafficSpec) (refused error, kep
 }
 
 // routedAlready reports whether the route read in the traffic cluster (spec's cluster) exists
-// and matches spec's Gateway, hostnames and path prefix.
+// and matches spec's Gateway, hostnames and path prefix: the route in the RayService's
+// namespace, or before the move the one an earlier hub wrote in the Gateway's.
 func routedAlready(rr routeRead, spec *fleetv1alpha1.TrafficSpec) bool {
-	if rr.err != nil || !rr.state.Exists {
+	st := rr.state
+	if !st.Exists {
+		st = rr.legacy
+	}
+	if rr.err != nil || !st.Exists {
 		return false
 	}
-	m := rr.state.Matches
+	m := st.Matches
 	path := spec.PathPrefix
 	if path == "" {
 		path = "/"

@@ -275,6 +275,9 @@ type routeRead struct {
 	// err is why the route could not be read (the traffic cluster unreachable, no rights).
 	err   error
 	state traffic.State
+	// legacy is the route an earlier hub wrote in the Gateway's namespace, read only while
+	// the route in the RayService's namespace does not exist (the move not begun).
+	legacy traffic.State
 	// imports are the ServiceImports of the route's namespace, for ServiceImport backends;
 	// nil when not read or not readable.
 	imports traffic.Imports
@@ -307,7 +310,10 @@ func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha
 	key := traffic.Key(g.key)
 	state, err := traffic.Observe(ctx, reader, key, g.holding())
 	rr := routeRead{state: state, err: err}
-	if err == nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport {
+	if legacy, ok := traffic.LegacyKey(g.key, spec); ok && err == nil && !state.Exists {
+		rr.legacy, rr.err = traffic.ObserveLegacy(ctx, reader, legacy, r.opts.HubName, g.holding())
+	}
+	if rr.err == nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport {
 		imports, ierr := traffic.ObserveImports(ctx, reader, key.Route.Namespace)
 		if ierr != nil {
 			// The legacy export names carry the traffic meanwhile.

@@ -56,6 +56,13 @@ func TestMoveFromGatewayNamespace(t *testing.T) {
 	if len(oldBackends) != 5 {
 		t.Fatalf("earlier backends = %v, want 5", oldBackends)
 	}
+	members := []string{"us", "eu", "ap"}
+	if st, err := ObserveLegacy(ctx, e.c, legacy, "rayfleet", members); err != nil || !st.Exists || st.Matches.Gateway == "" {
+		t.Fatalf("ObserveLegacy of this hub's earlier route = %+v, %v; want it read", st, err)
+	}
+	if st, err := ObserveLegacy(ctx, e.c, legacy, "another-hub", members); err != nil || st.Exists {
+		t.Fatalf("ObserveLegacy as another hub = %+v, %v; want no route of its own", st, err)
+	}
 	e.apply(demo)
 
 	retire := func(step string, wantRemains bool) {

@@ -82,10 +82,16 @@ func Observe(ctx context.Context, r client.Reader, key RouteKey, members []strin
 		}
 		return State{}, fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
 	}
-	st := State{Exists: true, Generation: route.Generation, Weights: weights(key, &route, members), Matches: matchesOf(&route)}
-	v := accepted(&route)
+	return stateOf(key, &route, members), nil
+}
+
+// stateOf is what a route that exists says: its weights per member, matches and the
+// gateway's verdict.
+func stateOf(key RouteKey, route *gwv1.HTTPRoute, members []string) State {
+	st := State{Exists: true, Generation: route.Generation, Weights: weights(key, route, members), Matches: matchesOf(route)}
+	v := accepted(route)
 	st.Accepted, st.Refused, st.Reason, st.Message = v.ok, v.reason != "", v.reason, v.message
-	return st, nil
+	return st
 }
 
 // weights are route's weights per member, found by the names Desired gives each member's
