@@ -217,6 +217,8 @@ func (r *Reconciler) planPlacement(g *group) placementResult {
 		PodSecurity: g.podSecurity,
 		// One failover at a time: a second one waits until the first one's replacement serves.
 		FailingOver: failingOver(g),
+		// A member the hub cannot see but whose users are served is not failed over.
+		Serving: r.servingMembers(g, g.placedBefore()),
 	}
 	var plan placement.Decision
 	var cols *colors

@@ -100,6 +100,22 @@ func backendAddress(g *group, name string) string {
 	return serveAddress(m)
 }
 
+// servingMembers are the members in names whose backend for the RayService answers the hub's
+// probe now, with nothing in its copy against routing to it (placement.Input.Serving); nil
+// when the hub does not probe the RayService's backends.
+func (r *Reconciler) servingMembers(g *group, names []string) map[string]bool {
+	if r.opts.Probes == nil || exportsServe(g) || trafficSpec(g) == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, name := range names {
+		if b := r.backendOf(g, name); b.Probe == dataplane.Serving && b.CopyWhy == "" {
+			out[name] = true
+		}
+	}
+	return out
+}
+
 // probeTargets are the serve addresses of the placed clusters whose address the hub may route
 // to (address → cluster): those the probes watch, whether they take traffic now or not, so
 // that one taken off is seen to recover.

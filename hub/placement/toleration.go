@@ -27,8 +27,9 @@ type toleration struct {
 // workload: without this the planner drops it at once. Past its toleration a member is left
 // (the RayService fails over) only one at a time, the longest not Ready first, never while
 // another failover is in flight (in.FailingOver), and never while failover is frozen (see
-// frozen). A member with a zero NotReadySince (one leaving the fleet on purpose) is not
-// tolerated. members is changed in place.
+// frozen), nor while the hub's probe finds its serve endpoint answering (in.Serving). A
+// member with a zero NotReadySince (one leaving the fleet on purpose) is not tolerated.
+// members is changed in place.
 func tolerate(members []Member, in *Input) toleration {
 	freeze := frozen(members, &in.Policy)
 	var out toleration
@@ -39,6 +40,13 @@ func tolerate(members []Member, in *Input) toleration {
 			continue
 		}
 		until := m.NotReadySince.Add(in.Policy.Toleration)
+		if !in.Now.Before(until) && in.Serving[m.Name] {
+			// Not a candidate for failover at all, so it holds no other member back either.
+			out.notes = append(out.notes, fmt.Sprintf("%s: %s since %s, past its toleration, kept: its serve endpoint answers the hub's probe",
+				m.Name, m.NotReadyReason, stamp(m.NotReadySince)))
+			m.Ready, m.NotReadyReason = true, ""
+			continue
+		}
 		if !in.Now.Before(until) {
 			expired = append(expired, m)
 			continue

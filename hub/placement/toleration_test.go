@@ -36,8 +36,11 @@ func TestTolerate(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name        string
-		holders     []string
+		name    string
+		holders []string
+		serving []string
+		// ready are more Ready members the policy names, so that failover is not frozen.
+		ready       []string
 		toleration  time.Duration
 		wantReady   []string
 		wantNotes   []string
@@ -66,6 +69,22 @@ func TestTolerate(t *testing.T) {
 		holders: []string{"long"}, toleration: 5 * time.Minute,
 		wantReady: []string{"ok"},
 	}, {
+		name:    "past the window a member whose serve endpoint answers keeps the RayService",
+		holders: []string{"long"}, serving: []string{"long"}, toleration: 5 * time.Minute,
+		wantReady: []string{"long", "ok"},
+		wantNotes: []string{"long: not ready: AgentReady is False since 2026-01-01T11:50:00Z, past its toleration, kept: its serve endpoint answers the hub's probe"},
+	}, {
+		name:    "a serving member kept holds no other failover back",
+		holders: []string{"long", "unknown"}, serving: []string{"long"}, ready: []string{"r1", "r2"}, toleration: time.Minute,
+		wantReady: []string{"long", "ok", "r1", "r2"},
+		wantNotes: []string{"long: not ready: AgentReady is False since 2026-01-01T11:50:00Z, past its toleration, kept: its serve endpoint answers the hub's probe"},
+	}, {
+		name:    "a serving member within its window is tolerated as any other",
+		holders: []string{"blip"}, serving: []string{"blip"}, toleration: 5 * time.Minute,
+		wantReady:   []string{"blip", "ok"},
+		wantNotes:   []string{"blip: not ready: AgentReady is False since 2026-01-01T11:59:00Z, tolerated until 2026-01-01T12:04:00Z"},
+		wantWakeSet: 4 * time.Minute,
+	}, {
 		name:    "the window's end is exclusive",
 		holders: []string{"edge"}, toleration: 5 * time.Minute,
 		wantReady: []string{"ok"},
@@ -87,10 +106,19 @@ func TestTolerate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			members := fleet()
+			for _, name := range tt.ready {
+				members = append(members, Member{Name: name, Ready: true})
+			}
 			// The policy names the holders and one Ready member only, so that the fleet's other
 			// not Ready members do not freeze failover (TestFailoverFreezeAndOneAtATime does).
 			in := Input{Current: tt.holders, Now: t0,
-				Policy: Policy{Toleration: tt.toleration, Names: append(slices.Clone(tt.holders), "ok")}}
+				Policy: Policy{Toleration: tt.toleration, Names: append(slices.Concat(tt.holders, tt.ready), "ok")}}
+			for _, name := range tt.serving {
+				if in.Serving == nil {
+					in.Serving = map[string]bool{}
+				}
+				in.Serving[name] = true
+			}
 			got := tolerate(members, &in)
 			var ready []string
 			for _, m := range members {

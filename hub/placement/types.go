@@ -125,6 +125,11 @@ type Input struct {
 	// being Ready, its replacement not done yet); "" when none. While one failover is in
 	// flight no other is started: the other members past their toleration keep the RayService.
 	FailingOver string
+	// Serving names the current members whose serve endpoint for this RayService answers the
+	// hub's probe (hub/dataplane) now. Past its toleration such a member keeps the RayService:
+	// it is the hub that lost sight of it, not the users (a partition), and failing over would
+	// move working traffic. nil when the hub does not probe.
+	Serving map[string]bool
 }
 
 // Decision is the planner's answer.
