@@ -13,11 +13,8 @@
 package rayreal
 
 import (
-	"archive/tar"
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -474,30 +471,9 @@ func podReady(p *corev1.Pod) bool {
 // writes the archive.
 func imageName(t *testing.T, archive, make string) string {
 	t.Helper()
-	f, err := os.Open(archive)
+	name, err := localcluster.ArchiveImageName(archive)
 	if err != nil {
 		t.Fatalf("%v (%s)", err, make)
 	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			t.Fatalf("%s has no manifest.json", archive)
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", archive, err)
-		}
-		if h.Name != "manifest.json" {
-			continue
-		}
-		var manifest []struct{ RepoTags []string }
-		if err := json.NewDecoder(tr).Decode(&manifest); err != nil {
-			t.Fatalf("decoding %s's manifest.json: %v", archive, err)
-		}
-		if len(manifest) == 0 || len(manifest[0].RepoTags) == 0 {
-			t.Fatalf("%s names no image", archive)
-		}
-		return strings.TrimSpace(manifest[0].RepoTags[0])
-	}
+	return name
 }
