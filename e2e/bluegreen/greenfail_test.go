@@ -41,8 +41,8 @@ type endpointRun struct {
 	req         *requester
 	blue, green string
 	rev1        string
-	// windows are the stretches [kill, route without green accepted + gatewayLag] in which
-	// requests may fail.
+	// windows are the stretches [kill, Traefik routing without green + appliedMargin] in
+	// which requests may fail.
 	windows []window
 }
 
@@ -88,19 +88,19 @@ func TestBlueGreenGreenEndpointFails(t *testing.T) {
 
 	// First failure, healed before the deadline: green's share comes back, the shift goes on.
 	healed = false
-	detect1, off1 := x.fail()
+	detect1, off1, served1 := x.fail()
 	x.expectPaused(25)
 	heal := time.Now()
 	x.heal()
 	healed = true
 	back, percent := x.shareBack(heal)
-	expectOnly(t, "while green's endpoint failed", x.req.between(off1.Add(gatewayLag), heal), blue, rev1)
+	expectOnly(t, "while green's endpoint failed", x.req.between(served1, heal), blue, rev1)
 	t.Logf("green %s back at %d%% %v after the heal", green, percent, back.Sub(heal).Round(time.Millisecond))
 
 	// Second failure, past the deadline: the shift reverts and the revision fails.
 	healed = false
 	kill2 := time.Now()
-	detect2, off2 := x.fail()
+	detect2, off2, _ := x.fail()
 	stepTime := x.expectPaused(percent)
 	reverted := x.expectReverted(stepTime)
 	x.heal()
@@ -123,10 +123,11 @@ func TestBlueGreenGreenEndpointFails(t *testing.T) {
 	}
 }
 
-// fail makes green's serve endpoint fail and waits for the hub to write, and the gateway to
-// accept, a route giving blue everything. It returns how long the hub took to write it and
-// when the gateway accepted it, and records the window in which requests may fail.
-func (x *endpointRun) fail() (detect time.Duration, off time.Time) {
+// fail makes green's serve endpoint fail and waits for the hub to write, the gateway to accept
+// and Traefik to route by a route giving blue everything. It returns how long the hub took to
+// write it, when the gateway accepted it and from when requests are routed by it, and records
+// the window in which requests may fail.
+func (x *endpointRun) fail() (detect time.Duration, off, served time.Time) {
 	t := x.t
 	t.Helper()
 	kill := time.Now()
@@ -137,14 +138,15 @@ func (x *endpointRun) fail() (detect time.Duration, off time.Time) {
 	off = waitAccepted(t, x.routes, blueOnly, kill, timeout)
 	written, _ := x.routes.changedTo(blueOnly, kill)
 	detect = written.Sub(kill)
-	x.windows = append(x.windows, window{from: kill, to: off.Add(gatewayLag)})
-	t.Logf("green %s's endpoint failing: route without it written after %v, accepted after %v",
-		x.green, detect.Round(time.Millisecond), off.Sub(kill).Round(time.Millisecond))
+	served = waitApplied(t, x.routes, blueOnly, kill)
+	x.windows = append(x.windows, window{from: kill, to: served})
+	t.Logf("green %s's endpoint failing: route without it written after %v, accepted after %v, routed by after %v",
+		x.green, detect.Round(time.Millisecond), off.Sub(kill).Round(time.Millisecond), served.Add(-appliedMargin).Sub(kill).Round(time.Millisecond))
 	if detect > offWithin {
 		t.Errorf("the hub wrote a route without green %s %v after its endpoint failed, want within %v; route:%s",
 			x.green, detect.Round(time.Millisecond), offWithin, x.routes.history())
 	}
-	return detect, off
+	return detect, off, served
 }
 
 // heal makes green's serve endpoint serve again.

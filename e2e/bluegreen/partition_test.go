@@ -73,11 +73,10 @@ func TestPartitionKeepsServingMember(t *testing.T) {
 	x.placed()
 	both := map[string]int32{x.victim: 5000, x.other: 5000}
 	served := waitAccepted(t, routes, both, time.Time{}, firstRevisionTimeout)
-	// The gateway reports the route accepted before it serves it (gatewayLag).
 	probe := &requester{url: gatewayURL(), client: &http.Client{Timeout: requestTimeout}}
 	eventually(t, func(g gomega.Gomega) { g.Expect(probe.get(t.Context()).err).NotTo(gomega.HaveOccurred()) })
 	x.req = startRequests(t, gatewayURL())
-	expectAnsweredBy(t, "both members serving", waitAnswers(t, x.req, served.Add(gatewayLag), 100), x.other, x.victim)
+	expectAnsweredBy(t, "both members serving", waitAnswers(t, x.req, waitApplied(t, routes, both, served), 100), x.other, x.victim)
 	before := x.workloads()
 
 	cut := time.Now()

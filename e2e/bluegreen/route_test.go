@@ -38,11 +38,15 @@ type routeState struct {
 	// accepted is whether the gateway accepted this generation: Accepted True at it for the
 	// Gateway, and no ResolvedRefs False at it.
 	accepted bool
+	// applied are the weights Traefik routes by, per member, read from its API; nil when it
+	// has no configuration for the route.
+	applied map[string]int32
 }
 
 // same reports whether two reads show the same route.
 func (s routeState) same(o routeState) bool {
-	return s.exists == o.exists && s.generation == o.generation && s.accepted == o.accepted && maps.Equal(s.weights, o.weights)
+	return s.exists == o.exists && s.generation == o.generation && s.accepted == o.accepted &&
+		maps.Equal(s.weights, o.weights) && maps.Equal(s.applied, o.applied) && (s.applied == nil) == (o.applied == nil)
 }
 
 // String is the state in one line, for logs and failure messages.
@@ -50,7 +54,11 @@ func (s routeState) String() string {
 	if !s.exists {
 		return s.at.Format("15:04:05.000") + " no route"
 	}
-	return fmt.Sprintf("%s gen %d %s accepted=%v", s.at.Format("15:04:05.000"), s.generation, weightsText(s.weights), s.accepted)
+	applied := "none"
+	if s.applied != nil {
+		applied = weightsText(s.applied)
+	}
+	return fmt.Sprintf("%s gen %d %s accepted=%v applied=%s", s.at.Format("15:04:05.000"), s.generation, weightsText(s.weights), s.accepted, applied)
 }
 
 // weightsText is weights in a stable order: "eu=2500,us=7500".
@@ -68,6 +76,7 @@ type routeRecorder struct {
 	mu       sync.Mutex
 	states   []routeState
 	errs     int
+	lastErr  error
 	stop     context.CancelFunc
 	done     chan struct{}
 }
@@ -97,6 +106,7 @@ func (r *routeRecorder) run(ctx context.Context) {
 		switch {
 		case err != nil:
 			r.errs++
+			r.lastErr = err
 		case len(r.states) == 0 || !r.states[len(r.states)-1].same(s):
 			r.states = append(r.states, s)
 		}
@@ -121,6 +131,17 @@ func (r *routeRecorder) snapshot() []routeState {
 func (r *routeRecorder) acceptedAt(want map[string]int32, since time.Time) (at time.Time, ok bool) {
 	for _, s := range r.snapshot() {
 		if !s.at.Before(since) && s.exists && s.accepted && maps.Equal(s.weights, want) {
+			return s.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// appliedAt is when the recorder first saw Traefik route by exactly weights want, at or after
+// since; ok is false when it has not (yet).
+func (r *routeRecorder) appliedAt(want map[string]int32, since time.Time) (at time.Time, ok bool) {
+	for _, s := range r.snapshot() {
+		if !s.at.Before(since) && s.applied != nil && maps.Equal(s.applied, want) {
 			return s.at, true
 		}
 	}
@@ -158,7 +179,7 @@ func (r *routeRecorder) history() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.errs > 0 {
-		fmt.Fprintf(&b, "\n  (%d reads failed)", r.errs)
+		fmt.Fprintf(&b, "\n  (%d reads failed, the last: %v)", r.errs, r.lastErr)
 	}
 	return b.String()
 }
@@ -236,6 +257,9 @@ func readRoute(ctx context.Context, ns, name string) (routeState, error) {
 		}
 	}
 	s.accepted = routeAccepted(route)
+	if s.applied, err = readApplied(ctx, route.Namespace, route.Name, byBackend); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 

@@ -66,11 +66,10 @@ func TestServeAddressRefused(t *testing.T) {
 	x := &refusal{t: t, ns: ns, name: name, victim: victim, other: other, routes: routes}
 
 	served := waitAccepted(t, routes, x.both(), time.Time{}, firstRevisionTimeout)
-	// The gateway reports the route accepted before it serves it (gatewayLag).
 	probe := &requester{url: gatewayURL(), client: &http.Client{Timeout: requestTimeout}}
 	eventually(t, func(g gomega.Gomega) { g.Expect(probe.get(t.Context()).err).NotTo(gomega.HaveOccurred()) })
 	x.req = startRequests(t, gatewayURL())
-	expectAnsweredBy(t, "both members serving", waitAnswers(t, x.req, served.Add(gatewayLag), 100), other, victim)
+	expectAnsweredBy(t, "both members serving", waitAnswers(t, x.req, waitApplied(t, routes, x.both(), served), 100), other, victim)
 	before := memberCopy(gomega.NewWithT(t), victim, ns, name)
 	honest := before.Annotations[labels.ServeAddress]
 	_, port, err := net.SplitHostPort(honest)
@@ -182,7 +181,7 @@ func (x *refusal) refused(address, whyPart string, act func() time.Time, off tim
 		g.Expect(backendHosts(g, x.ns, x.name)).NotTo(gomega.ContainElement(host), "addresses of the route's backends")
 	})
 	t.Logf("TrafficShifting: %s", trafficShifting(gomega.NewWithT(t), x.ns, x.name).Message)
-	from := off.Add(gatewayLag)
+	from := waitApplied(t, x.routes, map[string]int32{x.other: 10000}, off)
 	if x.checkedUntil.After(from) {
 		from = x.checkedUntil
 	}
@@ -200,7 +199,7 @@ func (x *refusal) servedAgain(why string, since time.Time) time.Time {
 	t.Helper()
 	back := waitAccepted(t, x.routes, x.both(), since, timeout)
 	t.Logf("%s: the gateway accepted a route with %s %v later", why, x.victim, back.Sub(since).Round(time.Millisecond))
-	expectAnsweredBy(t, "after "+why, waitAnswers(t, x.req, back.Add(gatewayLag), 100), x.other, x.victim)
+	expectAnsweredBy(t, "after "+why, waitAnswers(t, x.req, waitApplied(t, x.routes, x.both(), back), 100), x.other, x.victim)
 	eventually(t, func(g gomega.Gomega) {
 		c := trafficShifting(g, x.ns, x.name)
 		g.Expect(c).NotTo(gomega.BeNil(), "TrafficShifting")

@@ -70,6 +70,21 @@ func waitAccepted(t *testing.T, routes *routeRecorder, want map[string]int32, si
 	return at
 }
 
+// waitApplied waits until the recorder saw Traefik route by weights want at or after since, and
+// returns the time from which every request sent is routed by them: the first read showing
+// them, plus appliedMargin.
+func waitApplied(t *testing.T, routes *routeRecorder, want map[string]int32, since time.Time) time.Time {
+	t.Helper()
+	var at time.Time
+	eventually(t, func(g gomega.Gomega) {
+		var ok bool
+		at, ok = routes.appliedAt(want, since)
+		g.Expect(ok).To(gomega.BeTrue(), "traefik routing by %s since %s; route so far:%s",
+			weightsText(want), since.Format("15:04:05.000"), routes.history())
+	})
+	return at.Add(appliedMargin)
+}
+
 // waitAnswers waits until at least n requests were sent in [from, ∞), and returns them.
 func waitAnswers(t *testing.T, req *requester, from time.Time, n int) []answer {
 	t.Helper()

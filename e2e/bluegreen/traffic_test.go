@@ -86,7 +86,7 @@ func TestBlueGreenTraffic(t *testing.T) {
 	}
 	atResumed := waitAccepted(t, x.routes, weightsFor(blue, green1, resumed), back, stepTimeout)
 	// Some answers at that share before the undo, well within the interval to the next step.
-	waitAnswers(t, x.req, atResumed.Add(gatewayLag), 100)
+	waitAnswers(t, x.req, waitApplied(t, x.routes, weightsFor(blue, green1, resumed), atResumed), 100)
 	x.undo(green1)
 
 	change2 := newVersion(t, ns, name, "3")
@@ -105,7 +105,7 @@ func TestBlueGreenTraffic(t *testing.T) {
 	if rev := waitRetired(t, ns, name, green2, rev1, retireBy); rev != x.revs[2] {
 		t.Errorf("good revision %s after the rollout, want %s", rev, x.revs[2])
 	}
-	expectOnly(t, "after green took everything", waitAnswers(t, x.req, full.Add(gatewayLag), 100), green2, x.revs[2])
+	expectOnly(t, "after green took everything", waitAnswers(t, x.req, waitApplied(t, x.routes, weightsFor(blue, green2, 100), full), 100), green2, x.revs[2])
 	retired := time.Now()
 	x.req.close()
 
@@ -269,7 +269,7 @@ func (x *trafficRun) undo(green string) {
 		t.Errorf("green %s's copy was gone by %s, %v after the gateway accepted a route without it, within the %v drain",
 			green, lastPresent.Format("15:04:05.000"), lastPresent.Sub(off).Round(time.Millisecond), drainDelay)
 	}
-	expectOnly(t, "after the undo", waitAnswers(t, x.req, off.Add(gatewayLag), 100), x.blue, x.revs[0])
+	expectOnly(t, "after the undo", waitAnswers(t, x.req, waitApplied(t, x.routes, weightsFor(x.blue, green, 0), off), 100), x.blue, x.revs[0])
 	x.lastGreen(green, off)
 }
 

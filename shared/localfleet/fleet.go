@@ -160,6 +160,10 @@ type Fleet struct {
 	// GatewayURL is where the hub's Gateway serves (http://127.0.0.1:<port>), with
 	// Options.Traffic; "" otherwise.
 	GatewayURL string
+	// GatewayAdminURL is Traefik's API (http://127.0.0.1:<port>), with Options.Traffic: what
+	// it reads there is the configuration Traefik routes by, which the route's status only
+	// promises (Traefik applies it up to its providers' throttle later).
+	GatewayAdminURL string
 	// Traefik is the Gateway's data plane on the hub, with Options.Traffic.
 	Traefik *localcluster.Process
 	// LoadBalancers are the load balancer stand-ins by member name, with Options.Traffic.

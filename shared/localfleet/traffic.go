@@ -112,11 +112,19 @@ func (f *Fleet) startTraffic(ctx context.Context) error {
 		return err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	adminPort, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
+	admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(adminPort))
 	args := []string{
 		"--global.checknewversion=false", "--global.sendanonymoususage=false",
 		"--log.level=INFO", "--log.nocolor=true", "--accesslog=true",
 		"--entryPoints." + traefikEntryPoint + ".address=" + addr,
 		"--providers.kubernetesgateway=true",
+		// The API on its own loopback entrypoint: read-only, no Gateway listener uses that port.
+		"--api=true", "--api.insecure=true", "--api.dashboard=false",
+		"--entryPoints.traefik.address=" + admin,
 		// Without it Traefik leaves the Gateway's status.addresses empty.
 		"--providers.kubernetesgateway.statusaddress.ip=127.0.0.1",
 	}
@@ -130,6 +138,7 @@ func (f *Fleet) startTraffic(ctx context.Context) error {
 	f.mu.Lock()
 	f.Traefik = p
 	f.GatewayURL = "http://" + addr
+	f.GatewayAdminURL = "http://" + admin
 	f.mu.Unlock()
 	return f.waitGateway(ctx, p)
 }

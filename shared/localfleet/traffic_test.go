@@ -28,7 +28,8 @@ import (
 const e2eServeIP = "10.99.0.1"
 
 // TestTrafficFleet starts a one-member fleet with a traffic path: Traefik has the hub's Gateway
-// Accepted and Programmed at 127.0.0.1 and answers on GatewayURL (404: no route yet), and the
+// Accepted and Programmed at 127.0.0.1 and answers on GatewayURL (404: no route yet), its API
+// on GatewayAdminURL only, and the
 // member's load balancer stand-in gives a LoadBalancer Service its serve IP, which the member's
 // hub guard lets the hub ask for. Inside a network
 // namespace with e2eServeIP (see TrafficOptions), the member's stand-in uses it and a request
@@ -72,6 +73,15 @@ func TestTrafficFleet(t *testing.T) {
 	g.Expect(f.GatewayURL).To(gomega.HavePrefix("http://127.0.0.1:"))
 
 	resp, err := http.Get(f.GatewayURL + "/nothing-routed-here")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusNotFound))
+	// Traefik's API answers on its own port, and the Gateway's listener does not serve it.
+	resp, err = http.Get(f.GatewayAdminURL + "/api/http/services")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK))
+	resp, err = http.Get(f.GatewayURL + "/api/http/services")
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusNotFound))
