@@ -122,7 +122,9 @@ func serveConfig(version string) string {
 }
 
 // testRayService creates a RayService with the test Serve app and waits until Ray reports the
-// application RUNNING and the RayService Ready, then asks the app through the serve Service.
+// application RUNNING and the RayService Ready, then asks the app through the serve Service,
+// updates the Serve config in place, upgrades the cluster with zero downtime (testUpgrade) and
+// deploys an application that fails.
 func testRayService(t *testing.T, env *env) {
 	g := gomega.NewWithT(t)
 	ctx := t.Context()
@@ -169,6 +171,9 @@ func testRayService(t *testing.T, env *env) {
 	g.Expect(got.Status.ActiveServiceStatus.RayClusterName).To(gomega.Equal(active), "updated in place")
 	g.Expect(got.Status.PendingServiceStatus.RayClusterName).To(gomega.BeEmpty())
 	t.Logf("serve config v1 -> v2 answered in place %s after the update", time.Since(updated).Round(time.Second))
+
+	// A cluster change: a second RayCluster, the Service moved to it, no request lost.
+	testUpgrade(t, env, rs, "http://"+svc.Spec.ClusterIP+":8000/")
 
 	// An application raising at import: Ray's DEPLOY_FAILED and its message reach the status.
 	updateServeConfig(t, c, rs, serveConfig("v2")+brokenApp)
