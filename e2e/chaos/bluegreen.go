@@ -13,13 +13,19 @@ var BlueGreenRows = []TestRow{
 		Done: "a RayService on 2 of 3 members (no rollout; failover toleration {toleration}), a request every 20 ms " +
 			"through Traefik; the proxy the hub reaches one member's API server through (shared/localfleet/partition) " +
 			"accepts and holds every connection and forwards nothing, in either direction, for {partition}, while the " +
-			"member, its spoke and its serve endpoint run on; then it forwards again",
+			"member, its spoke and its serve endpoint run on; then it forwards again. Then the member is partitioned " +
+			"again, its serve endpoint failing too (503), until the RayService has failed over and 15s more; then " +
+			"both are healed",
 		Checked: "the hub finds the member not Ready; past its failover toleration it stays placed (its serve endpoint " +
 			"answers the hub's probe) and TrafficShifting says it keeps its traffic; the route keeps both members at " +
 			"50 % from before the partition to after the heal; the partitioned member answers 0.5 ± 0.1 of the " +
 			"requests during the partition; 0 failed requests; checked every second during the partition and for 10s " +
 			"after the member is Ready again: the same two members placed, none leaving, no copy on the third member, " +
-			"every copy and RayCluster on both members with its UID (and each copy its generation)",
+			"every copy and RayCluster on both members with its UID (and each copy its generation). Partitioned " +
+			"again with its endpoint failing: the RayService fails over to the third member (the partitioned one " +
+			"leaving as FailedOver); the partitioned member's copy and RayClusters keep their UIDs, none deleted, while " +
+			"the hub cannot see it; healed, the copy is deleted (a Purged event, the binding forgets the member) no " +
+			"earlier than the hub finds the member Ready again",
 		Figures: []Label{
 			{Key: "victim", Name: "partitioned member"},
 			{Key: "detect_not_ready", Name: "detect (partition → not Ready on the hub)"},
@@ -30,6 +36,8 @@ var BlueGreenRows = []TestRow{
 			{Key: "requests_during", Name: "requests during the partition"},
 			{Key: "victim_share_during", Name: "share of those the partitioned member answered"},
 			{Key: "failed", Name: "failed"},
+			{Key: "failover_after_endpoint_failed", Name: "second partition: endpoint failed → replacement Ready"},
+			{Key: "purged_after_ready", Name: "Ready on the hub again → copy deleted"},
 		},
 	},
 	{
@@ -67,8 +75,8 @@ var BlueGreenRows = []TestRow{
 const Notes = `## Beyond the table
 
 - Row 8's member stays placed past its failover toleration only because the hub's probe finds
-  its serve endpoint answering (the binding's Placed message says so); that it fails over once
-  the endpoint stops answering too is checked by hub/fleet's ` + "`TestFleetServingMemberIsNotFailedOver`" + `.
+  its serve endpoint answering (the binding's Placed message says so). ` + "`make e2e`" + ` runs the row
+  with a 30 s partition and without its second one, for time.
 - A partition during a blue/green shift is checked by e2e/bluegreen's ` + "`TestBlueGreenTraffic`" + `, not
   measured here: its second rollout partitions green at 25 % until the shift is seen paused, then
   heals it; the shift resumes and finishes with no failed request.

@@ -13,7 +13,7 @@ import (
 // them: the FIGURE lines as the tests print them through t.Log, amid other lines.
 const sampleLog = `=== RUN   TestPartitionKeepsServingMember
     partition_test.go:89: 05:10:01.000: eu partitioned from the hub
-    partition_test.go:147: FIGURE partition victim=eu detect_not_ready=12.7s partition=120.0s recover_ready=8.2s requests=5819 failed=0 requests_during=4803 victim_share_during=0.5 route_changes=0 toleration=10.0s test=151.3s
+    partition_test.go:147: FIGURE partition victim=eu detect_not_ready=12.7s partition=120.0s recover_ready=8.2s requests=5819 failed=0 requests_during=4803 victim_share_during=0.5 route_changes=0 toleration=10.0s failover_after_endpoint_failed=31.2s purged_after_ready=1.0s test=151.3s
 --- PASS: TestPartitionKeepsServingMember (151.32s)
 === RUN   TestBlueGreenGreenEndpointFails
     greenfail_test.go:98: FIGURE bluegreen-greenfail detect_route_written=3.5s detect_route_accepted=3.6s window=5.5s last_failure_after_kill=3.5s recover_share_accepted=2.4s detect2_route_written=3.3s detect2_route_accepted=3.4s window2=5.3s last_failure2_after_kill=3.3s kill2_to_reverted=37.9s deadline=45.0s requests=2626 failed_in_windows=77 failed_outside=0
@@ -68,7 +68,8 @@ func TestBlueGreenRowsFromTestLog(t *testing.T) {
 		"for 120.0s, while the member",
 		"| partitioned member: eu; detect (partition → not Ready on the hub): 12.7s; partition: 120.0s; " +
 			"recover (heal → Ready on the hub, at the next membership probe): 8.2s; route changes: 0; requests: 5819; " +
-			"requests during the partition: 4803; share of those the partitioned member answered: 0.5; failed: 0 | 0 | passed (2m31s) |",
+			"requests during the partition: 4803; share of those the partitioned member answered: 0.5; failed: 0; " +
+			"second partition: endpoint failed → replacement Ready: 31.2s; Ready on the hub again → copy deleted: 1.0s | 0 | passed (2m31s) |",
 		"| 10 | green's serve endpoint killed mid-shift | blue/green (step 25 % every 10 s, progress deadline 45.0s)",
 		"second failure → reverted: 37.9s; requests: 2626; failed in the windows: 77; failed outside them: 0 | 0 | passed (1m0s) |",
 		"2 of 2 scenarios passed; member workloads lost in all: 0.",
