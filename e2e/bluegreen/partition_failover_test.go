@@ -162,8 +162,8 @@ func (x *partitionRun) victimKept(g gomega.Gomega, before workloadUIDs) {
 	g.Expect(now).To(gomega.Equal(want), "copy and RayClusters on %s (UID/generation)", x.victim)
 }
 
-// waitVictimCopyDeleting waits until the victim's copy (the one with uid) is being deleted and
-// returns its deletionTimestamp.
+// waitVictimCopyDeleting waits until the victim's copy (the one with uid) is being deleted,
+// releases it and returns its deletionTimestamp.
 func (x *partitionRun) waitVictimCopyDeleting(uid types.UID) time.Time {
 	var at time.Time
 	eventuallyFor(x.t, 2*time.Minute, func(g gomega.Gomega) {
@@ -174,6 +174,7 @@ func (x *partitionRun) waitVictimCopyDeleting(uid types.UID) time.Time {
 		g.Expect(c.DeletionTimestamp).NotTo(gomega.BeNil(), "the copy on %s being deleted", x.victim)
 		at = c.DeletionTimestamp.Time
 	})
+	x.releaseVictimCopy()
 	return at
 }
 

@@ -99,12 +99,8 @@ func FromTestLog(rows []TestRow, log TestLog) []Result {
 	for _, row := range rows {
 		values := log.Figures[row.Figure]
 		var missing []string
-		pairs := make([]string, 0, 2*len(values))
-		for k, v := range values {
-			pairs = append(pairs, "{"+k+"}", v)
-		}
-		fill := strings.NewReplacer(pairs...)
-		r := Result{Order: row.Order, Scenario: row.Scenario, Done: fill.Replace(row.Done), Checked: fill.Replace(row.Checked)}
+		fill := func(text string) string { return fillIn(text, values) }
+		r := Result{Order: row.Order, Scenario: row.Scenario, Done: fill(row.Done), Checked: fill(row.Checked)}
 		for _, l := range row.Figures {
 			v, ok := values[l.Key]
 			if !ok {
@@ -147,4 +143,15 @@ func placeholders(text string, values map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// fillIn replaces each {key} in text with its value, or with "?" when values lacks it (a test
+// that failed before printing its FIGURE line).
+func fillIn(text string, values map[string]string) string {
+	return placeholder.ReplaceAllStringFunc(text, func(m string) string {
+		if v, ok := values[m[1:len(m)-1]]; ok {
+			return v
+		}
+		return "?"
+	})
 }

@@ -110,6 +110,9 @@ func TestFromTestLogFails(t *testing.T) {
 			if r.Failure != tc.failure || r.Passed != (tc.failure == "") {
 				t.Errorf("passed %v, failure %q; want failure %q", r.Passed, r.Failure, tc.failure)
 			}
+			if want := map[bool]string{true: "for 2.0s", false: "for ?"}[strings.Contains(tc.log, "span=")]; r.Done != want {
+				t.Errorf("done %q, want %q", r.Done, want)
+			}
 		})
 	}
 }
