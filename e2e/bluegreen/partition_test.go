@@ -61,7 +61,9 @@ const quietAfterHeal = 10 * time.Second
 // endpoint run on. The hub finds it not Ready, yet keeps its weight, since the hub's probe of
 // its serve address still succeeds (TrafficShifting says so): the route never changes, every
 // request is answered, both members answering their halves; past the failover toleration
-// nothing is placed elsewhere and no copy or RayCluster is replaced. Healed, the member is Ready again and nothing moves.
+// nothing is placed elsewhere and no copy or RayCluster is replaced. Healed, the member is
+// Ready again and nothing moves. At full length the member is then partitioned again with its
+// serve endpoint failing too, and fails over (failoverWhilePartitioned).
 func TestPartitionKeepsServingMember(t *testing.T) {
 	const ns, name = "partition", "plum"
 	waitMembersReady(t)
@@ -138,11 +140,13 @@ func TestPartitionKeepsServingMember(t *testing.T) {
 			x.victim, share, shareTolerance/100, count(during))
 	}
 	all := x.req.all()
+	expectNoFailures(t, routes, all)
+	f := x.failoverWhilePartitioned()
 	t.Log(figureLine("partition", "victim", x.victim, "detect_not_ready", notReady.Sub(cut), "partition", heal.Sub(cut),
 		"recover_ready", readyAgain.Sub(heal), "requests", len(all), "failed", count(all).failed,
 		"requests_during", len(during), "victim_share_during", math.Round(share*1000)/1000,
-		"route_changes", changes, "toleration", toleration, "test", time.Since(began)))
-	expectNoFailures(t, routes, all)
+		"route_changes", changes, "toleration", toleration,
+		"failover_after_endpoint_failed", f.failover, "purged_after_ready", f.purged, "test", time.Since(began)))
 }
 
 // partitionSpec places a RayService on two of the three members at once (no rollout, no soak),

@@ -23,6 +23,9 @@ const (
 	// envFull runs every scenario at full length; without it (make e2e, .ci/run) every
 	// scenario runs shortened: shorter outages and storms, fewer RayServices.
 	envFull = "RAYFLEET_CHAOS_FULL"
+	// envTestLog is the `go test -v` output of the tests of BlueGreenRows, which `make chaos`
+	// runs first; unset, the table has no such rows.
+	envTestLog = "RAYFLEET_CHAOS_TEST_LOG"
 )
 
 // full reports whether this is `make chaos`'s full run.
@@ -44,6 +47,11 @@ var collected struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if path := os.Getenv(envTestLog); path != "" {
+		if !collectTestLog(path) {
+			code = 1
+		}
+	}
 	if path := os.Getenv(envTable); path != "" {
 		if err := writeTable(path); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e/chaos:", err)
@@ -78,6 +86,36 @@ func scenario(t *testing.T, order int, name, done, checked string) *Result {
 	return r
 }
 
+// collectTestLog adds the rows of BlueGreenRows made from the test log at path (a missing file
+// is a log of tests that did not run) and reports whether all of them passed.
+func collectTestLog(path string) bool {
+	var log TestLog
+	f, err := os.Open(path)
+	switch {
+	case err == nil:
+		log, err = ParseTestLog(f)
+		_ = f.Close()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e/chaos: %s: %v\n", path, err)
+			return false
+		}
+	case !os.IsNotExist(err):
+		fmt.Fprintln(os.Stderr, "e2e/chaos:", err)
+		return false
+	}
+	passed := true
+	collected.mu.Lock()
+	defer collected.mu.Unlock()
+	for _, r := range FromTestLog(BlueGreenRows, log) {
+		if !r.Passed {
+			fmt.Fprintf(os.Stderr, "e2e/chaos: row %d (%s) failed: %s\n", r.Order, r.Scenario, r.Failure)
+			passed = false
+		}
+		collected.rows = append(collected.rows, &r)
+	}
+	return passed
+}
+
 // writeTable renders the collected rows to path.
 func writeTable(path string) error {
 	collected.mu.Lock()
@@ -92,15 +130,11 @@ func writeTable(path string) error {
 	}
 	// Before the file is opened: truncating the committed table makes the tree dirty.
 	h := Header{Commit: commit(), Date: time.Now(), CPUs: runtime.NumCPU(), Command: command}
-	previous, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("reading the table: %w", err)
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	if err = Render(f, h, rows, Kept(string(previous))); err != nil {
+	if err = Render(f, h, rows, Notes); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("writing the table to %s: %w", path, err)
 	}

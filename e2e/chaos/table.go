@@ -1,8 +1,9 @@
 // Package chaos runs the faults a fleet meets on a local fleet (see shared/localfleet) and
 // records what happened: each scenario is an end-to-end test (build tag e2e) that asserts its
 // outcome and fills one Result; `make chaos` runs them all and renders the results as
-// RESULTS.md with Render. The count that matters in every row is Lost: member workloads lost or
-// deleted when nothing asked for it, which must be 0.
+// RESULTS.md with Render, together with the rows e2e/bluegreen measures, made from its test
+// log (BlueGreenRows, FromTestLog). The count that matters in every row is Lost: member
+// workloads lost or deleted when nothing asked for it, which must be 0.
 package chaos
 
 import (
@@ -62,10 +63,8 @@ type Header struct {
 }
 
 // Render writes the results as a Markdown document: the run's header, one table row per
-// scenario ordered by Order, the totals, then kept: the sections of the previous document that
-// other packages measure (see Kept), carried over as they were, so that writing this package's
-// rows again loses none of theirs.
-func Render(w io.Writer, h Header, results []Result, kept string) error {
+// scenario ordered by Order, the totals, then notes (Markdown, "" for none).
+func Render(w io.Writer, h Header, results []Result, notes string) error {
 	rows := slices.Clone(results)
 	slices.SortStableFunc(rows, func(a, b Result) int { return a.Order - b.Order })
 	var b strings.Builder
@@ -94,8 +93,8 @@ func Render(w io.Writer, h Header, results []Result, kept string) error {
 			cell(r.Checked), cell(strings.Join(figures, "; ")), r.Lost, cell(verdict), r.Duration.Round(time.Second))
 	}
 	fmt.Fprintf(&b, "\n%d of %d scenarios passed; member workloads lost in all: %d.\n", passed, len(rows), lost)
-	if kept != "" {
-		b.WriteString("\n" + kept)
+	if notes != "" {
+		b.WriteString("\n" + notes)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -105,19 +104,4 @@ func Render(w io.Writer, h Header, results []Result, kept string) error {
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.Join(strings.Fields(s), " ")
-}
-
-// keptHeading starts the sections of RESULTS.md that other packages' tests measure (rows that
-// need a fleet this package does not run); Kept carries them over when the table is rendered again.
-const keptHeading = "## Rows run in "
-
-// Kept is the part of a previous RESULTS.md from its first kept section on, "" when it has none.
-func Kept(previous string) string {
-	if strings.HasPrefix(previous, keptHeading) {
-		return previous
-	}
-	if i := strings.Index(previous, "\n"+keptHeading); i >= 0 {
-		return previous[i+1:]
-	}
-	return ""
 }

@@ -34,44 +34,13 @@ func TestRender(t *testing.T) {
 	}
 }
 
-func TestKept(t *testing.T) {
-	section := "## Rows run in e2e/bluegreen\n\n| 10 | x |\n"
-	for _, tc := range []struct {
-		name, previous, want string
-	}{
-		{name: "no file", previous: "", want: ""},
-		{name: "only the generated table", previous: "# Chaos results\n\n| 1 | a |\n", want: ""},
-		{name: "a kept section after the table", previous: "# Chaos results\n\n| 1 | a |\n\n" + section, want: section},
-		{name: "a heading that only mentions it", previous: "# Chaos results\n\nsee ## Rows run in x\n", want: ""},
-		{name: "the file is the section", previous: section, want: section},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Kept(tc.previous); got != tc.want {
-				t.Errorf("Kept = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestRenderKeepsOtherPackagesRows renders a table over a previous RESULTS.md that has a section
-// another package measures, twice in a row, as two `make chaos` runs would: the section comes
-// through both unchanged, after the new rows.
-func TestRenderKeepsOtherPackagesRows(t *testing.T) {
-	section := "## Rows run in e2e/bluegreen\n\nMeasured by hand.\n\n| # | scenario |\n|---|---|\n| 8 | partition |\n| 10 | green fails |\n"
+func TestRenderNotes(t *testing.T) {
 	h := Header{Commit: "abc", Date: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC), CPUs: 2, Command: "make chaos"}
-	previous := "# Chaos results\n\n| 1 | old row |\n\n1 of 1 scenarios passed; member workloads lost in all: 0.\n\n" + section
-	for run := 1; run <= 2; run++ {
-		var out strings.Builder
-		if err := Render(&out, h, []Result{{Order: 1, Scenario: "new row", Passed: true}}, Kept(previous)); err != nil {
-			t.Fatal(err)
-		}
-		got := out.String()
-		if !strings.HasSuffix(got, "\n\n"+section) {
-			t.Fatalf("run %d: the kept section is not at the end, unchanged:\n%s", run, got)
-		}
-		if strings.Contains(got, "old row") || !strings.Contains(got, "| 1 | new row |") {
-			t.Fatalf("run %d: the generated rows are not the new ones:\n%s", run, got)
-		}
-		previous = got
+	var out strings.Builder
+	if err := Render(&out, h, []Result{{Order: 1, Scenario: "a", Passed: true}}, "## Notes\n\n- one\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.HasSuffix(got, "member workloads lost in all: 0.\n\n## Notes\n\n- one\n") {
+		t.Errorf("the notes do not follow the totals:\n%s", got)
 	}
 }
