@@ -51,7 +51,7 @@ var BlueGreenRows = []TestRow{
 		Checked: "the hub writes a route without green within 10 s; TrafficShifting `ShiftPaused` names green's " +
 			"failing endpoint; healed, green's share comes back; failing past the deadline the shift reverts " +
 			"(revision failed, green unplaced) no earlier than the deadline, and green healed after gets nothing " +
-			"back; requests fail only in the windows [failure, route without green accepted + 2 s gateway lag], " +
+			"back; requests fail only in the windows [failure, Traefik routing without green (read from its API) + 0.3 s], " +
 			"each with the fault's 503; blue's copy keeps its UID",
 		Figures: []Label{
 			{Key: "detect_route_written", Name: "detect (failure → route without green written)"},
