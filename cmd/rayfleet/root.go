@@ -49,7 +49,13 @@ Shell completion: 'source <(rayfleet completion bash)'; zsh, fish and powershell
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: name},
+		// Connection flags may come before the command; the command decides whether it takes
+		// them.
+		PersistentPreRunE: checkConnectionFlags,
 	}
+	hub := newHubFlags()
+	hub.registerConnection(root.PersistentFlags())
+	takesHub(root, true)
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
@@ -58,10 +64,10 @@ Shell completion: 'source <(rayfleet completion bash)'; zsh, fish and powershell
 	root.SetUsageFunc(func(cmd *cobra.Command) error { return writeUsage(cmd.ErrOrStderr(), cmd) })
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
-		newJoinCommand(s),
-		newUnjoinCommand(s),
-		newStatusCommand(s),
-		newRolloutCommand(s),
+		newJoinCommand(s, hub),
+		newUnjoinCommand(s, hub),
+		newStatusCommand(s, hub),
+		newRolloutCommand(s, hub),
 		newDevCommand(s),
 		&cobra.Command{
 			Use:   "version",
@@ -109,8 +115,62 @@ func help(cmd *cobra.Command, _ []string) {
 // connectionFlag marks the flags of kubectl's ConfigFlags, listed apart in the usage.
 const connectionFlag = "rayfleet.io/connection"
 
+// hubAnnotation marks the commands that reach the hub, and so take the connection flags; its
+// value says whether they take -n too.
+const hubAnnotation = "rayfleet.io/hub"
+
+// Values of hubAnnotation.
+const (
+	hubWithNamespace    = "namespace"
+	hubWithoutNamespace = "no-namespace"
+)
+
+// takesHub marks cmd as taking the connection flags (they select the hub); withNamespace says
+// it takes -n as well. Group commands that list such commands are marked too, since the flags
+// may be given before the command.
+func takesHub(cmd *cobra.Command, withNamespace bool) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[hubAnnotation] = hubWithoutNamespace
+	if withNamespace {
+		cmd.Annotations[hubAnnotation] = hubWithNamespace
+	}
+}
+
+// takesConnectionFlag says whether cmd takes the connection flag name.
+func takesConnectionFlag(cmd *cobra.Command, name string) bool {
+	switch cmd.Annotations[hubAnnotation] {
+	case hubWithNamespace:
+		return true
+	case hubWithoutNamespace:
+		return name != "namespace"
+	default:
+		return false
+	}
+}
+
+// checkConnectionFlags refuses the connection flags given to a command that does not use
+// them: they are persistent, so cobra parses them for every command.
+func checkConnectionFlags(cmd *cobra.Command, _ []string) error {
+	var refused []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if _, ok := f.Annotations[connectionFlag]; ok && !takesConnectionFlag(cmd, f.Name) {
+			refused = append(refused, "--"+f.Name)
+		}
+	})
+	switch {
+	case len(refused) == 0:
+		return nil
+	case cmd.Annotations[hubAnnotation] != "":
+		return usageError(cmd, "-n/--namespace is not taken here: --hub-namespace and --member-namespace name the namespaces")
+	default:
+		return usageError(cmd, fmt.Sprintf("%s reaches no hub, so it takes no connection flags: %s", cmd.CommandPath(), strings.Join(refused, ", ")))
+	}
+}
+
 // writeUsage prints the usage line, the description, the commands and the flags: the command's
-// own, then the connection flags it shares with kubectl.
+// own, then the connection flags it shares with kubectl, if it takes them.
 func writeUsage(w io.Writer, cmd *cobra.Command) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage: %s\n", cmd.UseLine())
@@ -126,18 +186,22 @@ func writeUsage(w io.Writer, cmd *cobra.Command) error {
 		}
 	}
 	own, connection := pflag.NewFlagSet("own", pflag.ContinueOnError), pflag.NewFlagSet("connection", pflag.ContinueOnError)
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if _, ok := f.Annotations[connectionFlag]; ok {
-			connection.AddFlag(f)
-		} else {
+	sortFlags := func(f *pflag.Flag) {
+		_, isConnection := f.Annotations[connectionFlag]
+		switch {
+		case !isConnection:
 			own.AddFlag(f)
+		case takesConnectionFlag(cmd, f.Name):
+			connection.AddFlag(f)
 		}
-	})
+	}
+	cmd.LocalFlags().VisitAll(sortFlags)
+	cmd.InheritedFlags().VisitAll(sortFlags)
 	if own.HasAvailableFlags() {
 		fmt.Fprintf(&b, "\nFlags:\n%s", own.FlagUsages())
 	}
 	if connection.HasAvailableFlags() {
-		fmt.Fprintf(&b, "\nConnection flags (kubectl's; they select the hub):\n%s", connection.FlagUsages())
+		fmt.Fprintf(&b, "\nConnection flags (kubectl's; they select the hub, before or after the command):\n%s", connection.FlagUsages())
 	}
 	if cmd.HasAvailableSubCommands() {
 		fmt.Fprintf(&b, "\nRun '%s <command> --help' for a command's flags.\n", cmd.CommandPath())
