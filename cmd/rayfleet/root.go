@@ -9,8 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
+
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 )
 
 // pluginPrefix is how kubectl finds plugins on PATH: `kubectl rayfleet` runs kubectl-rayfleet.
@@ -256,7 +259,24 @@ func codeOf(cmd *cobra.Command, err error, stderr io.Writer) int {
 	case errors.As(err, &code):
 		return int(code)
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
+		fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), errorText(err))
 		return 1
 	}
+}
+
+// errorText is err as printed. A write the member's guard refused is the API server's Forbidden,
+// whose text names the policy and binding before the guard's message; it is printed as the
+// guard's rule and message instead, after what the command was doing.
+func errorText(err error) string {
+	rule, denial, ok := hubpolicy.ParseDenial(err)
+	var status *apierrors.StatusError
+	if !ok || !errors.As(err, &status) {
+		return err.Error()
+	}
+	guard := fmt.Sprintf("refused by the member's guard, rule %s: %s", rule, strings.TrimPrefix(denial, "hubPolicy/"+rule+": "))
+	text := err.Error()
+	if i := strings.LastIndex(text, status.Error()); i >= 0 {
+		return text[:i] + guard
+	}
+	return guard
 }
