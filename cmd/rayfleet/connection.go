@@ -50,7 +50,8 @@ func (h *hubFlags) registerAliases(cmd *cobra.Command, withNamespace bool) {
 	fs.StringVar(&h.alias.context, "hub-context", "", "kubeconfig context of the hub: the same as --context")
 }
 
-// completeNamespaces has the shell complete -n with the hub's namespaces, as kubectl does.
+// completeNamespaces has the shell complete -n with the hub's namespaces, as kubectl does. cmd
+// holds -n (the root command): a flag has one completion, whichever command it is given to.
 func (h *hubFlags) completeNamespaces(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		fail := cobra.ShellCompDirectiveError | cobra.ShellCompDirectiveNoFileComp

@@ -291,7 +291,6 @@ func (o *statusOptions) command() *cobra.Command {
 		},
 	}
 	o.hub.registerAliases(cmd, true)
-	o.hub.completeNamespaces(cmd)
 	cmd.Flags().BoolVarP(&o.args.allNamespaces, "all-namespaces", "A", false, "RayServices of every namespace")
 	o.print = addPrintFlags(cmd, true)
 	return cmd

@@ -137,7 +137,6 @@ func (o *rolloutOptions) command(v rolloutVerb) *cobra.Command {
 	cmd.ValidArgsFunction = o.completeTarget
 	fs := cmd.Flags()
 	o.hub.registerAliases(cmd, true)
-	o.hub.completeNamespaces(cmd)
 	switch v.name {
 	case "status":
 		fs.BoolVarP(&a.watch, "watch", "w", false, "print the rollout again on every change until it is Complete (exit 0) or Stalled (exit 1)")

@@ -58,6 +58,7 @@ Shell completion: 'source <(rayfleet completion bash)'; zsh, fish and powershell
 	}
 	hub := newHubFlags()
 	hub.registerConnection(root.PersistentFlags())
+	hub.completeNamespaces(root)
 	takesHub(root, true)
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
