@@ -105,11 +105,12 @@ func TestConnectionFlagsRun(t *testing.T) {
 		{name: "namespace of join", args: []string{"join", "-n", "serve", "--name", "m1", "--member-context", "m"},
 			wantCode: 2, wantStderr: "rayfleet join: -n/--namespace is not taken here"},
 		{name: "dev takes none", args: []string{"--context", "h", "dev", "status"},
-			wantCode: 2, wantStderr: "rayfleet dev status: rayfleet dev status reaches no hub, so it takes no connection flags: --context"},
+			wantCode: 2, wantStderr: "rayfleet dev status: it reaches no hub, so it takes no connection flags: --context"},
 		{name: "version takes none", args: []string{"version", "--server", "https://h:6443"},
 			wantCode: 2, wantStderr: "takes no connection flags: --server"},
 		{name: "help of a command", args: []string{"--kubeconfig", "h.yaml", "status", "--help"},
 			wantStdout: "Connection flags (kubectl's; they select the hub, before or after the command):"},
+		{name: "help command", args: []string{"--kubeconfig", "h.yaml", "help", "status"}, wantStdout: "Usage: rayfleet status [flags]"},
 		{name: "root without a command", args: []string{"--kubeconfig", "h.yaml"}, wantCode: 2, wantStderr: "Usage: rayfleet <command>"},
 	}
 	for _, tt := range tests {

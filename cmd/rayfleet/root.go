@@ -157,6 +157,10 @@ func takesConnectionFlag(cmd *cobra.Command, name string) bool {
 // checkConnectionFlags refuses the connection flags given to a command that does not use
 // them: they are persistent, so cobra parses them for every command.
 func checkConnectionFlags(cmd *cobra.Command, _ []string) error {
+	// `help` prints the help of another command, as --help does whatever else is given.
+	if cmd.Name() == "help" && cmd.Parent() == cmd.Root() {
+		return nil
+	}
 	var refused []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if _, ok := f.Annotations[connectionFlag]; ok && !takesConnectionFlag(cmd, f.Name) {
@@ -169,7 +173,7 @@ func checkConnectionFlags(cmd *cobra.Command, _ []string) error {
 	case cmd.Annotations[hubAnnotation] != "":
 		return usageError(cmd, "-n/--namespace is not taken here: --hub-namespace and --member-namespace name the namespaces")
 	default:
-		return usageError(cmd, fmt.Sprintf("%s reaches no hub, so it takes no connection flags: %s", cmd.CommandPath(), strings.Join(refused, ", ")))
+		return usageError(cmd, "it reaches no hub, so it takes no connection flags: "+strings.Join(refused, ", "))
 	}
 }
 
