@@ -14,32 +14,44 @@ import (
 	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
 )
 
-// hubFlags select the hub: kubectl's connection flags, and --hub-kubeconfig and --hub-context,
-// which name the same as --kubeconfig and --context.
+// hubFlags select the hub: kubectl's connection flags, persistent on the root command so that
+// they go anywhere on the command line as kubectl's do, and --hub-kubeconfig and --hub-context
+// of the commands that reach the hub, which name the same as --kubeconfig and --context.
 type hubFlags struct {
 	config *genericclioptions.ConfigFlags
 	alias  clusterFlags
 }
 
-// register adds the hub's flags to fs; withNamespace adds -n/--namespace.
-func (h *hubFlags) register(fs *pflag.FlagSet, withNamespace bool) {
-	h.config = genericclioptions.NewConfigFlags(true)
+// newHubFlags returns the hub's flags, not yet registered.
+func newHubFlags() *hubFlags {
+	config := genericclioptions.NewConfigFlags(true)
 	// No discovery is done, so there is nothing to cache.
-	h.config.CacheDir = nil
-	if !withNamespace {
-		h.config.Namespace = nil
-	}
+	config.CacheDir = nil
+	return &hubFlags{config: config}
+}
+
+// registerConnection adds kubectl's connection flags to fs, marked for the usage and for
+// checkConnectionFlags.
+func (h *hubFlags) registerConnection(fs *pflag.FlagSet) {
 	connection := pflag.NewFlagSet("connection", pflag.ContinueOnError)
 	h.config.AddFlags(connection)
 	connection.VisitAll(func(f *pflag.Flag) {
 		f.Annotations = map[string][]string{connectionFlag: nil}
 		fs.AddFlag(f)
 	})
+}
+
+// registerAliases adds --hub-kubeconfig and --hub-context to cmd and marks it as one that
+// reaches the hub; withNamespace says it takes -n too.
+func (h *hubFlags) registerAliases(cmd *cobra.Command, withNamespace bool) {
+	takesHub(cmd, withNamespace)
+	fs := cmd.Flags()
 	fs.StringVar(&h.alias.kubeconfig, "hub-kubeconfig", "", "kubeconfig file of the hub: the same as --kubeconfig")
 	fs.StringVar(&h.alias.context, "hub-context", "", "kubeconfig context of the hub: the same as --context")
 }
 
-// completeNamespaces has the shell complete -n with the hub's namespaces, as kubectl does.
+// completeNamespaces has the shell complete -n with the hub's namespaces, as kubectl does. cmd
+// holds -n (the root command): a flag has one completion, whichever command it is given to.
 func (h *hubFlags) completeNamespaces(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		fail := cobra.ShellCompDirectiveError | cobra.ShellCompDirectiveNoFileComp
@@ -85,13 +97,8 @@ func (h *hubFlags) merged() clusterFlags {
 	return c
 }
 
-// namespace is -n's value, "" when not given or not taken.
-func (h *hubFlags) namespace() string {
-	if h.config.Namespace == nil {
-		return ""
-	}
-	return *h.config.Namespace
-}
+// namespace is -n's value, "" when not given.
+func (h *hubFlags) namespace() string { return *h.config.Namespace }
 
 // connect builds a client for the hub c (complete's answer) selects, with the rest of the
 // connection flags.

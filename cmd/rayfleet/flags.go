@@ -129,11 +129,13 @@ List instead.
 // joinOptions are `rayfleet join`'s flags and where it writes.
 type joinOptions struct {
 	streams
-	hub  hubFlags
+	hub  *hubFlags
 	args joinArgs
 }
 
-func newJoinCommand(s streams) *cobra.Command { return (&joinOptions{streams: s}).command() }
+func newJoinCommand(s streams, hub *hubFlags) *cobra.Command {
+	return (&joinOptions{streams: s, hub: hub}).command()
+}
 
 func (o *joinOptions) command() *cobra.Command {
 	a := &o.args
@@ -152,7 +154,7 @@ func (o *joinOptions) command() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	o.hub.register(fs, false)
+	o.hub.registerAliases(cmd, false)
 	a.member.register(fs, "member", "member")
 	fs.StringVar(&a.name, "name", "", "name of the member (a DNS label); names the MemberCluster and the kubeconfig Secret")
 	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
@@ -217,11 +219,13 @@ func (o *joinOptions) complete(cmd *cobra.Command, args []string) error {
 // unjoinOptions are `rayfleet unjoin`'s flags and where it writes.
 type unjoinOptions struct {
 	streams
-	hub  hubFlags
+	hub  *hubFlags
 	args unjoinArgs
 }
 
-func newUnjoinCommand(s streams) *cobra.Command { return (&unjoinOptions{streams: s}).command() }
+func newUnjoinCommand(s streams, hub *hubFlags) *cobra.Command {
+	return (&unjoinOptions{streams: s, hub: hub}).command()
+}
 
 func (o *unjoinOptions) command() *cobra.Command {
 	a := &o.args
@@ -238,7 +242,7 @@ func (o *unjoinOptions) command() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	o.hub.register(fs, false)
+	o.hub.registerAliases(cmd, false)
 	a.member.register(fs, "member", "member (optional: also removes the hub's identity there)")
 	fs.StringVar(&a.name, "name", "", "name of the member")
 	fs.StringVar(&a.hubNamespace, "hub-namespace", labels.DefaultHubNamespace, "the hub's namespace, holding the kubeconfig Secrets")
@@ -264,12 +268,14 @@ func (o *unjoinOptions) complete(cmd *cobra.Command, args []string) error {
 // statusOptions are `rayfleet status`'s flags and where it writes.
 type statusOptions struct {
 	streams
-	hub   hubFlags
+	hub   *hubFlags
 	print *genericclioptions.PrintFlags
 	args  statusArgs
 }
 
-func newStatusCommand(s streams) *cobra.Command { return (&statusOptions{streams: s}).command() }
+func newStatusCommand(s streams, hub *hubFlags) *cobra.Command {
+	return (&statusOptions{streams: s, hub: hub}).command()
+}
 
 func (o *statusOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
@@ -284,8 +290,7 @@ func (o *statusOptions) command() *cobra.Command {
 			return status(cmd.Context(), o)
 		},
 	}
-	o.hub.register(cmd.Flags(), true)
-	o.hub.completeNamespaces(cmd)
+	o.hub.registerAliases(cmd, true)
 	cmd.Flags().BoolVarP(&o.args.allNamespaces, "all-namespaces", "A", false, "RayServices of every namespace")
 	o.print = addPrintFlags(cmd, true)
 	return cmd

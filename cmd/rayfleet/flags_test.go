@@ -118,7 +118,7 @@ func checkParse[T any](t *testing.T, got *T, err error, want *T, wantErr string)
 	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
 	}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(joinArgs{}, unjoinArgs{}, statusArgs{}, clusterFlags{})); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(joinArgs{}, unjoinArgs{}, statusArgs{}, rolloutArgs{}, clusterFlags{})); diff != "" {
 		t.Errorf("parsed flags (-want +got):\n%s", diff)
 	}
 }

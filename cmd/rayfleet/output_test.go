@@ -107,6 +107,8 @@ func (h *rolloutHub) testCompletion(t *testing.T) {
 		{name: "no hub", args: []string{"rollout", "status", "--hub-kubeconfig", "/nonexistent", ""}, want: ":5\n"},
 		{name: "-n", args: []string{"rollout", "history", "--hub-kubeconfig", h.file, "-n", "se"}, want: "serve\n:4\n"},
 		{name: "status's -n", args: []string{"status", "--hub-kubeconfig", h.file, "--namespace", "kube-p"}, want: "kube-public\n:4\n"},
+		{name: "connection flags before the command", args: []string{"--kubeconfig", h.file, "-n", "serve", "rollout", "pause", "b"}, want: "bare\n:4\n"},
+		{name: "-n before the command", args: []string{"--kubeconfig", h.file, "-n", "kube-p"}, want: "kube-public\n:4\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -8,15 +9,33 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// parseOnly parses args with cmd, attached to a root command as rayfleet's are, and completes
-// its options without running it.
-func parseOnly(cmd *cobra.Command, args []string, stderr io.Writer, complete func(cmd *cobra.Command, args []string) error) error {
+// parseOnly parses argv (the command's path, its flags and arguments, connection flags
+// anywhere) with cmd attached under a root command holding hub's connection flags as
+// rayfleet's does, and completes its options without running it. group, when not empty, is the
+// group command cmd belongs to.
+func parseOnly(cmd *cobra.Command, group string, hub *hubFlags, argv []string, stderr io.Writer, complete func(cmd *cobra.Command, args []string) error) error {
 	root := &cobra.Command{Use: "rayfleet"}
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(cmd)
+	hub.registerConnection(root.PersistentFlags())
+	parent := root
+	if group != "" {
+		parent = &cobra.Command{Use: group}
+		root.AddCommand(parent)
+	}
+	parent.AddCommand(cmd)
+	found, args, err := root.Find(argv)
+	if err != nil {
+		return err
+	}
+	if found != cmd {
+		return fmt.Errorf("%v runs %s, not %s", argv, found.CommandPath(), cmd.CommandPath())
+	}
 	if err := cmd.ParseFlags(args); err != nil {
 		return cmd.FlagErrorFunc()(cmd, err)
+	}
+	if err := checkConnectionFlags(cmd, nil); err != nil {
+		return err
 	}
 	return complete(cmd, cmd.Flags().Args())
 }
@@ -27,34 +46,49 @@ func testStreams(stderr io.Writer) streams {
 }
 
 func parseJoin(args []string, stderr io.Writer) (*joinArgs, error) {
-	o := &joinOptions{streams: testStreams(stderr)}
-	if err := parseOnly(o.command(), args, stderr, o.complete); err != nil {
+	return parseJoinLine(append([]string{"join"}, args...), stderr)
+}
+
+// parseJoinLine parses a command line naming join anywhere.
+func parseJoinLine(argv []string, stderr io.Writer) (*joinArgs, error) {
+	o := &joinOptions{streams: testStreams(stderr), hub: newHubFlags()}
+	if err := parseOnly(o.command(), "", o.hub, argv, stderr, o.complete); err != nil {
 		return nil, err
 	}
 	return &o.args, nil
 }
 
 func parseUnjoin(args []string, stderr io.Writer) (*unjoinArgs, error) {
-	o := &unjoinOptions{streams: testStreams(stderr)}
-	if err := parseOnly(o.command(), args, stderr, o.complete); err != nil {
+	o := &unjoinOptions{streams: testStreams(stderr), hub: newHubFlags()}
+	if err := parseOnly(o.command(), "", o.hub, append([]string{"unjoin"}, args...), stderr, o.complete); err != nil {
 		return nil, err
 	}
 	return &o.args, nil
 }
 
 func parseStatus(args []string, stderr io.Writer) (*statusArgs, error) {
-	o := &statusOptions{streams: testStreams(stderr)}
-	if err := parseOnly(o.command(), args, stderr, o.complete); err != nil {
+	return parseStatusLine(append([]string{"status"}, args...), stderr)
+}
+
+// parseStatusLine parses a command line naming status anywhere.
+func parseStatusLine(argv []string, stderr io.Writer) (*statusArgs, error) {
+	o := &statusOptions{streams: testStreams(stderr), hub: newHubFlags()}
+	if err := parseOnly(o.command(), "", o.hub, argv, stderr, o.complete); err != nil {
 		return nil, err
 	}
 	return &o.args, nil
 }
 
 func parseRollout(verb string, args []string, stderr io.Writer) (*rolloutArgs, error) {
-	o := &rolloutOptions{streams: testStreams(stderr)}
+	return parseRolloutLine(verb, append([]string{"rollout", verb}, args...), stderr)
+}
+
+// parseRolloutLine parses a command line naming `rollout verb` anywhere.
+func parseRolloutLine(verb string, argv []string, stderr io.Writer) (*rolloutArgs, error) {
+	o := &rolloutOptions{streams: testStreams(stderr), hub: newHubFlags()}
 	for _, v := range rolloutVerbs {
 		if v.name == verb {
-			if err := parseOnly(o.command(v), args, stderr, o.complete); err != nil {
+			if err := parseOnly(o.command(v), "rollout", o.hub, argv, stderr, o.complete); err != nil {
 				return nil, err
 			}
 			return &o.args, nil

@@ -63,6 +63,8 @@ func TestKubectlPlugin(t *testing.T) {
 		{name: "a command's usage", args: []string{"rollout", "status", "-h"}, wantStdout: "Usage: kubectl rayfleet rollout status <namespace>/<name> [flags]"},
 		{name: "usage error", args: []string{"rollout", "undo"}, wantCode: 2, wantStderr: "kubectl rayfleet rollout undo: the RayService is required"},
 		{name: "completion", args: []string{"completion", "bash"}, wantStdout: "# bash completion V2 for rayfleet"},
+		{name: "connection flags before the command", args: []string{"--kubeconfig", "/nonexistent/kubeconfig", "--insecure-skip-tls-verify", "status"},
+			wantCode: 1, wantStderr: "kubectl rayfleet status: loading the hub's kubeconfig: stat /nonexistent/kubeconfig"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

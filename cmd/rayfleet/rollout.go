@@ -21,7 +21,7 @@ per-cluster revision and rollout phase) and in the RayService's ControllerRevisi
 <name> is looked up in -n's namespace, else the hub context's.`
 
 // newRolloutCommand builds `rayfleet rollout` and its commands.
-func newRolloutCommand(s streams) *cobra.Command {
+func newRolloutCommand(s streams, hub *hubFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout <command> <namespace>/<name>",
 		Short: "Show and steer a RayService's rollout: status, history, pause, resume, approve, undo.",
@@ -29,8 +29,9 @@ func newRolloutCommand(s streams) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRun,
 	}
+	takesHub(cmd, true)
 	for _, v := range rolloutVerbs {
-		cmd.AddCommand((&rolloutOptions{streams: s}).command(v))
+		cmd.AddCommand((&rolloutOptions{streams: s, hub: hub}).command(v))
 	}
 	return cmd
 }

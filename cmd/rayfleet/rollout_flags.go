@@ -96,7 +96,7 @@ func (a *rolloutArgs) key(defaultNamespace string) types.NamespacedName {
 type rolloutOptions struct {
 	streams
 	verb  string
-	hub   hubFlags
+	hub   *hubFlags
 	print *genericclioptions.PrintFlags
 	args  rolloutArgs
 }
@@ -136,8 +136,7 @@ func (o *rolloutOptions) command(v rolloutVerb) *cobra.Command {
 	}
 	cmd.ValidArgsFunction = o.completeTarget
 	fs := cmd.Flags()
-	o.hub.register(fs, true)
-	o.hub.completeNamespaces(cmd)
+	o.hub.registerAliases(cmd, true)
 	switch v.name {
 	case "status":
 		fs.BoolVarP(&a.watch, "watch", "w", false, "print the rollout again on every change until it is Complete (exit 0) or Stalled (exit 1)")

@@ -9,8 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
+
+	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 )
 
 // pluginPrefix is how kubectl finds plugins on PATH: `kubectl rayfleet` runs kubectl-rayfleet.
@@ -49,7 +52,14 @@ Shell completion: 'source <(rayfleet completion bash)'; zsh, fish and powershell
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: name},
+		// Connection flags may come before the command; the command decides whether it takes
+		// them.
+		PersistentPreRunE: checkConnectionFlags,
 	}
+	hub := newHubFlags()
+	hub.registerConnection(root.PersistentFlags())
+	hub.completeNamespaces(root)
+	takesHub(root, true)
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
@@ -58,10 +68,10 @@ Shell completion: 'source <(rayfleet completion bash)'; zsh, fish and powershell
 	root.SetUsageFunc(func(cmd *cobra.Command) error { return writeUsage(cmd.ErrOrStderr(), cmd) })
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
-		newJoinCommand(s),
-		newUnjoinCommand(s),
-		newStatusCommand(s),
-		newRolloutCommand(s),
+		newJoinCommand(s, hub),
+		newUnjoinCommand(s, hub),
+		newStatusCommand(s, hub),
+		newRolloutCommand(s, hub),
 		newDevCommand(s),
 		&cobra.Command{
 			Use:   "version",
@@ -109,8 +119,66 @@ func help(cmd *cobra.Command, _ []string) {
 // connectionFlag marks the flags of kubectl's ConfigFlags, listed apart in the usage.
 const connectionFlag = "rayfleet.io/connection"
 
+// hubAnnotation marks the commands that reach the hub, and so take the connection flags; its
+// value says whether they take -n too.
+const hubAnnotation = "rayfleet.io/hub"
+
+// Values of hubAnnotation.
+const (
+	hubWithNamespace    = "namespace"
+	hubWithoutNamespace = "no-namespace"
+)
+
+// takesHub marks cmd as taking the connection flags (they select the hub); withNamespace says
+// it takes -n as well. Group commands that list such commands are marked too, since the flags
+// may be given before the command.
+func takesHub(cmd *cobra.Command, withNamespace bool) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[hubAnnotation] = hubWithoutNamespace
+	if withNamespace {
+		cmd.Annotations[hubAnnotation] = hubWithNamespace
+	}
+}
+
+// takesConnectionFlag says whether cmd takes the connection flag name.
+func takesConnectionFlag(cmd *cobra.Command, name string) bool {
+	switch cmd.Annotations[hubAnnotation] {
+	case hubWithNamespace:
+		return true
+	case hubWithoutNamespace:
+		return name != "namespace"
+	default:
+		return false
+	}
+}
+
+// checkConnectionFlags refuses the connection flags given to a command that does not use
+// them: they are persistent, so cobra parses them for every command.
+func checkConnectionFlags(cmd *cobra.Command, _ []string) error {
+	// `help` prints the help of another command, as --help does whatever else is given.
+	if cmd.Name() == "help" && cmd.Parent() == cmd.Root() {
+		return nil
+	}
+	var refused []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if _, ok := f.Annotations[connectionFlag]; ok && !takesConnectionFlag(cmd, f.Name) {
+			refused = append(refused, "--"+f.Name)
+		}
+	})
+	switch {
+	case len(refused) == 0:
+		return nil
+	case cmd.Annotations[hubAnnotation] != "":
+		return usageError(cmd, "-n/--namespace is not taken here: --hub-namespace and --member-namespace name the namespaces")
+	default:
+		return usageError(cmd, "it reaches no hub, so it takes no connection flags: "+strings.Join(refused, ", "))
+	}
+}
+
 // writeUsage prints the usage line, the description, the commands and the flags: the command's
-// own, then the connection flags it shares with kubectl.
+// own, then the connection flags it shares with kubectl, if it takes them.
 func writeUsage(w io.Writer, cmd *cobra.Command) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage: %s\n", cmd.UseLine())
@@ -126,18 +194,22 @@ func writeUsage(w io.Writer, cmd *cobra.Command) error {
 		}
 	}
 	own, connection := pflag.NewFlagSet("own", pflag.ContinueOnError), pflag.NewFlagSet("connection", pflag.ContinueOnError)
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if _, ok := f.Annotations[connectionFlag]; ok {
-			connection.AddFlag(f)
-		} else {
+	sortFlags := func(f *pflag.Flag) {
+		_, isConnection := f.Annotations[connectionFlag]
+		switch {
+		case !isConnection:
 			own.AddFlag(f)
+		case takesConnectionFlag(cmd, f.Name):
+			connection.AddFlag(f)
 		}
-	})
+	}
+	cmd.LocalFlags().VisitAll(sortFlags)
+	cmd.InheritedFlags().VisitAll(sortFlags)
 	if own.HasAvailableFlags() {
 		fmt.Fprintf(&b, "\nFlags:\n%s", own.FlagUsages())
 	}
 	if connection.HasAvailableFlags() {
-		fmt.Fprintf(&b, "\nConnection flags (kubectl's; they select the hub):\n%s", connection.FlagUsages())
+		fmt.Fprintf(&b, "\nConnection flags (kubectl's; they select the hub, before or after the command):\n%s", connection.FlagUsages())
 	}
 	if cmd.HasAvailableSubCommands() {
 		fmt.Fprintf(&b, "\nRun '%s <command> --help' for a command's flags.\n", cmd.CommandPath())
@@ -192,7 +264,24 @@ func codeOf(cmd *cobra.Command, err error, stderr io.Writer) int {
 	case errors.As(err, &code):
 		return int(code)
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
+		fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), errorText(err))
 		return 1
 	}
+}
+
+// errorText is err as printed. A write the member's guard refused is the API server's Forbidden,
+// whose text names the policy and binding before the guard's message; it is printed as the
+// guard's rule and message instead, after what the command was doing.
+func errorText(err error) string {
+	rule, denial, ok := hubpolicy.ParseDenial(err)
+	var status *apierrors.StatusError
+	if !ok || !errors.As(err, &status) {
+		return err.Error()
+	}
+	guard := fmt.Sprintf("refused by the member's guard, rule %s: %s", rule, strings.TrimPrefix(denial, "hubPolicy/"+rule+": "))
+	text := err.Error()
+	if i := strings.LastIndex(text, status.Error()); i >= 0 {
+		return text[:i] + guard
+	}
+	return guard
 }

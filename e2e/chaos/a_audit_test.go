@@ -3,19 +3,15 @@
 package chaos
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/hubpolicy"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/auditlog"
 )
 
 // memberWrite is one write a member's audit log recorded (memberAuditPolicy: RayServices,
@@ -45,25 +41,6 @@ func (w memberWrite) String() string {
 // status reports whether the write is of a status subresource.
 func (w memberWrite) status() bool { return w.Subresource == "status" }
 
-// memberAuditLine is the part of an audit.k8s.io/v1 Event read here.
-type memberAuditLine struct {
-	Verb  string `json:"verb"`
-	Stage string `json:"stage"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
-}
-
 // hubOnMember is who the hub acts as on a member: the ServiceAccount `rayfleet join` makes.
 var hubOnMember = hubpolicy.HubUsername(hubaccess.DefaultNamespace, hubaccess.ServiceAccountName)
 
@@ -81,36 +58,18 @@ func memberWrites(t *testing.T, f *localfleet.Fleet, from, to time.Time) []membe
 // readMemberWrites reads one member's audit log; see memberWrites.
 func readMemberWrites(t *testing.T, member, path string, from, to time.Time) []memberWrite {
 	t.Helper()
-	file, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("opening the audit log of %s: %v", member, err)
-	}
-	defer func() { _ = file.Close() }()
 	var out []memberWrite
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		var ev memberAuditLine
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			// An API server stopped mid-write leaves a torn last line; the restarted one
-			// appends after it.
-			continue
-		}
-		at := ev.RequestReceivedTimestamp.Time
+	err := auditlog.Read(path, true, func(ev auditlog.Event) {
+		at := ev.RequestReceivedTimestamp
 		user := ev.User.Username
-		if ev.Stage != "ResponseComplete" || ev.ObjectRef == nil || at.Before(from) || !at.Before(to) ||
-			(user != hubOnMember && user != localfleet.SpokeUser) {
-			continue
+		if !ev.Completed() || at.Before(from) || !at.Before(to) || (user != hubOnMember && user != localfleet.SpokeUser) {
+			return
 		}
-		w := memberWrite{Member: member, At: at, User: user, Verb: ev.Verb, Resource: ev.ObjectRef.Resource,
-			Subresource: ev.ObjectRef.Subresource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
-		if ev.ResponseStatus != nil {
-			w.Code = ev.ResponseStatus.Code
-		}
-		out = append(out, w)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading the audit log of %s: %v", member, err)
+		out = append(out, memberWrite{Member: member, At: at, User: user, Verb: ev.Verb, Resource: ev.ObjectRef.Resource,
+			Subresource: ev.ObjectRef.Subresource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name, Code: ev.Code()})
+	})
+	if err != nil {
+		t.Fatalf("the audit log of %s: %v", member, err)
 	}
 	return out
 }

@@ -3,12 +3,9 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -26,6 +23,7 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/auditlog"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
@@ -192,33 +190,21 @@ func bHubWrites(t *testing.T, f *localfleet.Fleet, ns string, from, to time.Time
 	t.Helper()
 	var out []bWrite
 	for member, c := range f.Members {
-		file, err := os.Open(c.AuditLogPath())
-		if err != nil {
-			t.Fatalf("opening the audit log of %s: %v", member, err)
-		}
-		sc := bufio.NewScanner(file)
-		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-		for sc.Scan() {
-			var ev memberAuditLine
-			if json.Unmarshal(sc.Bytes(), &ev) != nil {
-				continue // a line cut short by a write in progress
-			}
-			ref, at := ev.ObjectRef, ev.RequestReceivedTimestamp.Time
-			if ev.Stage != "ResponseComplete" || ev.User.Username != hubOnMember || ref == nil ||
+		err := auditlog.Read(c.AuditLogPath(), true, func(ev auditlog.Event) {
+			ref, at := ev.ObjectRef, ev.RequestReceivedTimestamp
+			if !ev.Completed() || ev.User.Username != hubOnMember ||
 				ref.Resource != "rayservices" || ref.Subresource != "" || (ns != "" && ref.Namespace != ns) ||
-				at.Before(from) || !at.Before(to) || ev.ResponseStatus == nil || ev.ResponseStatus.Code >= 300 {
-				continue
+				at.Before(from) || !at.Before(to) || ev.Code() == 0 || ev.Code() >= 300 {
+				return
 			}
 			verb := ev.Verb
-			if ev.ResponseStatus.Code == http.StatusCreated {
+			if ev.Code() == http.StatusCreated {
 				verb = "create" // the hub applies its copies (a patch), which creates a missing one
 			}
 			out = append(out, bWrite{member: member, namespace: ref.Namespace, name: ref.Name, verb: verb, at: at})
-		}
-		err = sc.Err()
-		_ = file.Close()
+		})
 		if err != nil {
-			t.Fatalf("reading the audit log of %s: %v", member, err)
+			t.Fatalf("the audit log of %s: %v", member, err)
 		}
 	}
 	slices.SortFunc(out, func(a, b bWrite) int { return a.at.Compare(b.at) })

@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +30,7 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/auditlog"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
@@ -177,33 +176,21 @@ type cWrites struct {
 // received in [from, to), from the member's audit log (memberAuditPolicy).
 func cHubRayServiceWrites(t *testing.T, f *localfleet.Fleet, member, ns string, from, to time.Time) cWrites {
 	t.Helper()
-	path := f.Members[member].AuditLogPath()
-	file, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("opening the audit log of %s: %v", member, err)
-	}
-	defer func() { _ = file.Close() }()
 	var n cWrites
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		var ev memberAuditLine
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			continue // a line cut short by a stop of the API server
-		}
-		ref, at := ev.ObjectRef, ev.RequestReceivedTimestamp.Time
-		if ev.Stage != "ResponseComplete" || ev.User.Username != hubOnMember || ref == nil || ref.Resource != "rayservices" ||
-			ref.Namespace != ns || at.Before(from) || !at.Before(to) || ev.ResponseStatus == nil || ev.ResponseStatus.Code >= 300 {
-			continue
+	err := auditlog.Read(f.Members[member].AuditLogPath(), true, func(ev auditlog.Event) {
+		ref, at := ev.ObjectRef, ev.RequestReceivedTimestamp
+		if !ev.Completed() || ev.User.Username != hubOnMember || ref.Resource != "rayservices" ||
+			ref.Namespace != ns || at.Before(from) || !at.Before(to) || ev.Code() == 0 || ev.Code() >= 300 {
+			return
 		}
 		if ref.Subresource == "status" {
 			n.Status++
 		} else {
 			n.Spec++
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading the audit log of %s: %v", member, err)
+	})
+	if err != nil {
+		t.Fatalf("the audit log of %s: %v", member, err)
 	}
 	return n
 }

@@ -3,12 +3,9 @@
 package fleet
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +21,7 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/hubaccess"
 	"github.com/rayfleet/rayfleet/shared/hubpolicy"
+	"github.com/rayfleet/rayfleet/shared/localfleet/auditlog"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
@@ -149,25 +147,6 @@ func rayServiceOf(s observed) *rayv1.RayService {
 	return rs
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the tests read.
-type auditEvent struct {
-	Verb  string `json:"verb"`
-	Stage string `json:"stage"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
-}
-
 // hubUsername is who the hub acts as on a member (the ServiceAccount `rayfleet join` makes).
 var hubUsername = hubpolicy.HubUsername(hubaccess.DefaultNamespace, hubaccess.ServiceAccountName)
 
@@ -183,38 +162,26 @@ type writeCount struct {
 // server in [from, to), from its audit log (see memberAuditPolicy).
 func hubWrites(t *testing.T, member, ns, name string, from, to time.Time) writeCount {
 	t.Helper()
-	path := fleet.Members[member].AuditLogPath()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("opening the audit log of %s: %v", member, err)
-	}
-	defer func() { _ = f.Close() }()
 	count := writeCount{verbs: map[string]int{}, first: map[string]time.Time{}}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("audit log of %s: %v", member, err)
-		}
+	err := auditlog.Read(fleet.Members[member].AuditLogPath(), false, func(ev auditlog.Event) {
 		ref := ev.ObjectRef
-		at := ev.RequestReceivedTimestamp.Time
-		if ev.Stage != "ResponseComplete" || ev.User.Username != hubUsername || ref == nil ||
+		at := ev.RequestReceivedTimestamp
+		if !ev.Completed() || ev.User.Username != hubUsername ||
 			ref.Resource != "rayservices" || ref.Subresource != "" || ref.Namespace != ns || ref.Name != name ||
 			at.Before(from) || !at.Before(to) {
-			continue
+			return
 		}
 		count.attempted++
 		count.verbs[ev.Verb]++
 		if _, seen := count.first[ev.Verb]; !seen {
 			count.first[ev.Verb] = at
 		}
-		if ev.ResponseStatus != nil && ev.ResponseStatus.Code < 300 {
+		if ev.ResponseStatus != nil && ev.Code() < 300 {
 			count.accepted++
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading the audit log of %s: %v", member, err)
+	})
+	if err != nil {
+		t.Fatalf("the audit log of %s: %v", member, err)
 	}
 	return count
 }

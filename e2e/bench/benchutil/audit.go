@@ -6,12 +6,11 @@
 package benchutil
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"time"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet/auditlog"
 )
 
 // AuditPolicy records every write made by user and nothing else, at level (Metadata is enough
@@ -27,23 +26,6 @@ rules:
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 `, level, user)
-}
-
-// auditEvent is the part of an audit.k8s.io/v1 Event the benchmarks read.
-type auditEvent struct {
-	Stage string `json:"stage"`
-	Verb  string `json:"verb"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
 // WriteKey is a resource (with subresource) and verb, e.g. "rayclusters/status update".
@@ -81,31 +63,15 @@ func (w Window) contains(t time.Time) bool {
 // window; split divides them into before and after a moment of interest.
 func CountWrites(path, user string, window Window, split time.Time) (WriteCounts, error) {
 	wc := WriteCounts{ByKey: map[WriteKey]int{}, Failures: map[string]int{}}
-	f, err := os.Open(path)
-	if err != nil {
-		return wc, fmt.Errorf("opening audit log: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return wc, fmt.Errorf("parsing audit event: %w", err)
+	err := auditlog.Read(path, false, func(ev auditlog.Event) {
+		if ev.Completed() && ev.User.Username == user && window.contains(ev.StageTimestamp) {
+			wc.add(ev, split)
 		}
-		if ev.Stage != "ResponseComplete" || ev.User.Username != user || ev.ObjectRef == nil ||
-			!window.contains(ev.StageTimestamp) {
-			continue
-		}
-		wc.add(ev, split)
-	}
-	if err := sc.Err(); err != nil {
-		return wc, fmt.Errorf("reading audit log: %w", err)
-	}
-	return wc, nil
+	})
+	return wc, err
 }
 
-func (wc *WriteCounts) add(ev auditEvent, split time.Time) {
+func (wc *WriteCounts) add(ev auditlog.Event, split time.Time) {
 	resource := ev.ObjectRef.Resource
 	if ev.ObjectRef.Subresource != "" {
 		resource += "/" + ev.ObjectRef.Subresource

@@ -3,7 +3,6 @@ package benchutil
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet/auditlog"
 )
 
 // AuditPolicyVerbs records the requests of user with the given verbs and nothing else, at
@@ -89,7 +90,7 @@ func (t *auditTail) rotated() (bool, error) {
 
 // next calls fn for every complete event appended since the last call; a line still being
 // written is kept for the next call.
-func (t *auditTail) next(fn func(auditEvent)) error {
+func (t *auditTail) next(fn func(auditlog.Event)) error {
 	for {
 		chunk, err := t.r.ReadBytes('\n')
 		t.buffer = append(t.buffer, chunk...)
@@ -103,8 +104,7 @@ func (t *auditTail) next(fn func(auditEvent)) error {
 		if err != nil {
 			return fmt.Errorf("reading audit log: %w", err)
 		}
-		var ev auditEvent
-		if jerr := json.Unmarshal(t.buffer, &ev); jerr == nil {
+		if ev, jerr := auditlog.Parse(t.buffer); jerr == nil {
 			fn(ev)
 		}
 		t.buffer = t.buffer[:0]
@@ -135,7 +135,7 @@ func WaitQuietFor(ctx context.Context, paths []string, user string, resources []
 	defer ticker.Stop()
 	for {
 		for _, t := range tails {
-			err := t.next(func(ev auditEvent) {
+			err := t.next(func(ev auditlog.Event) {
 				if ev.User.Username != user || ev.ObjectRef == nil {
 					return
 				}
@@ -200,29 +200,14 @@ func CountWritesIn(path, user string, windows []Window) ([]WriteCounts, error) {
 
 // countFileIn adds the events of one audit log file to out, by window.
 func countFileIn(path, user string, windows []Window, out []WriteCounts) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("opening audit log: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return fmt.Errorf("parsing audit event in %s: %w", path, err)
-		}
-		if ev.Stage != "ResponseComplete" || ev.User.Username != user || ev.ObjectRef == nil {
-			continue
+	return auditlog.Read(path, false, func(ev auditlog.Event) {
+		if !ev.Completed() || ev.User.Username != user {
+			return
 		}
 		for i, w := range windows {
 			if w.contains(ev.StageTimestamp) {
 				out[i].add(ev, time.Time{})
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading audit log %s: %w", path, err)
-	}
-	return nil
+	})
 }

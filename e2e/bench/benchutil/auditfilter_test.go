@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet/auditlog"
 )
 
 func TestAuditPolicyVerbs(t *testing.T) {
@@ -94,7 +96,7 @@ func TestAuditTail(t *testing.T) {
 	var seen []string
 	collect := func() {
 		t.Helper()
-		if err := tail.next(func(ev auditEvent) { seen = append(seen, ev.ObjectRef.Resource) }); err != nil {
+		if err := tail.next(func(ev auditlog.Event) { seen = append(seen, ev.ObjectRef.Resource) }); err != nil {
 			t.Fatal(err)
 		}
 	}

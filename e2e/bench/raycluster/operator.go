@@ -17,7 +17,7 @@ import (
 )
 
 // The operators the benchmark can measure. Both run as processes with the same client
-// identity (spokeUser), so the audit log counts either one's writes the same way.
+// identity (spokebench.SpokeUser), so the audit log counts either one's writes the same way.
 const (
 	operatorSpoke = "spoke"
 	// operatorKubeRay is KubeRay's own operator, built by the user (it is not part of the
@@ -46,10 +46,10 @@ func newOperator(cfg config) (operator, error) {
 	case operatorSpoke:
 		bin, args := cfg.operatorBin, cfg.operatorArgs
 		if bin == "" {
-			bin = cfg.spokeBin
+			bin = cfg.SpokeBin
 		}
 		if args == "" {
-			args = cfg.spokeArgs
+			args = cfg.SpokeArgs
 		}
 		return operator{kind: operatorSpoke, bin: bin, args: strings.Fields(args)}, nil
 	case operatorKubeRay:

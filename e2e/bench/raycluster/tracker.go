@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
-	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/e2e/bench/internal/spokebench"
 )
 
 // readyTracker records when each RayCluster was created and when it was first seen ready,
@@ -27,21 +24,10 @@ func newReadyTracker(want int) *readyTracker {
 	return &readyTracker{Readiness: benchutil.NewReadiness(want), pods: newPodStages()}
 }
 
-// watch starts an informer on RayClusters in ns that feeds the tracker; it returns once the
-// informer has synced.
+// watch starts informers on RayClusters and Pods in ns that feed the tracker; it returns once
+// they have synced.
 func (t *readyTracker) watch(ctx context.Context, cfg *rest.Config, ns string) error {
-	c, err := cache.New(cfg, cache.Options{
-		Scheme:            localcluster.Scheme,
-		DefaultNamespaces: map[string]cache.Config{ns: {}},
-	})
-	if err != nil {
-		return fmt.Errorf("creating RayCluster cache: %w", err)
-	}
-	inf, err := c.GetInformer(ctx, &rayv1.RayCluster{})
-	if err != nil {
-		return fmt.Errorf("getting RayCluster informer: %w", err)
-	}
-	observe := func(obj any) {
+	return spokebench.Informers(ctx, cfg, ns, spokebench.Watch{Object: &rayv1.RayCluster{}, Kind: "RayCluster", Observe: func(obj any) {
 		rc, ok := obj.(*rayv1.RayCluster)
 		if !ok {
 			return
@@ -52,33 +38,11 @@ func (t *readyTracker) watch(ctx context.Context, cfg *rest.Config, ns string) e
 		if rc.Status.State == rayv1.Ready {
 			t.MarkReady(rc.Name, time.Now())
 		}
-	}
-	if _, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, obj any) { observe(obj) },
-	}); err != nil {
-		return fmt.Errorf("watching RayClusters: %w", err)
-	}
-	podInf, err := c.GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		return fmt.Errorf("getting Pod informer: %w", err)
-	}
-	observePod := func(obj any) {
+	}}, spokebench.Watch{Object: &corev1.Pod{}, Kind: "Pod", Observe: func(obj any) {
 		if pod, ok := obj.(*corev1.Pod); ok {
 			t.pods.observe(pod, time.Now())
 		}
-	}
-	if _, err = podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    observePod,
-		UpdateFunc: func(_, obj any) { observePod(obj) },
-	}); err != nil {
-		return fmt.Errorf("watching Pods: %w", err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return fmt.Errorf("RayCluster cache did not sync")
-	}
-	return nil
+	}})
 }
 
 // stages returns the per-stage durations since creation (see podStages).

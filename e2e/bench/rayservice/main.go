@@ -6,7 +6,7 @@
 // minute by kind (no config is submitted again), API writes per reconcile (counted exactly
 // from the API server's audit log, by the spoke's own client certificate; the target is 0),
 // and the spoke's memory and CPU.
-// It imports only benchutil and shared/ (the local fleet and test helpers), never hub/, spoke/
+// It imports only benchutil, spokebench and shared/ (the local fleet and test helpers), never hub/, spoke/
 // or cmd/: it measures bin/spoke as a process.
 //
 //	go run ./e2e/bench/rayservice -services 100 -workers 1 -nodes 4 -steady 60s
@@ -14,29 +14,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
+	"github.com/rayfleet/rayfleet/e2e/bench/internal/spokebench"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
-
-// spokeUser is the identity of the spoke's client certificate; the audit policy records its
-// writes only.
-const spokeUser = "rayfleet-spoke"
-
-// benchNamespace holds the benchmark's RayServices.
-const benchNamespace = "bench"
 
 // maxSteadyCallsPerMinute is the spoke's budget of dashboard and proxy calls for one settled
 // RayService: a read of its applications every 10 s, no proxy health check.
@@ -44,12 +36,8 @@ const maxSteadyCallsPerMinute = 6
 
 // config is the command line.
 type config struct {
-	services, workers, nodes, parallel int
-	spokeBin, spokeArgs                string
-	timeout, settle, steady            time.Duration
-	deployDelay                        time.Duration
-	keep                               bool
-	auditLevel                         string
+	spokebench.Flags
+	steady, deployDelay time.Duration
 }
 
 func main() {
@@ -59,22 +47,17 @@ func main() {
 
 func parseFlags() config {
 	var c config
-	flag.IntVar(&c.services, "services", 100, "RayServices to create at once")
-	flag.IntVar(&c.workers, "workers", 1, "workers in each RayService's one worker group")
-	flag.IntVar(&c.nodes, "nodes", 4, "fake kwok Nodes")
-	flag.IntVar(&c.parallel, "parallel", 0, "concurrent creates (default: all RayServices at once)")
-	flag.StringVar(&c.spokeBin, "spoke", benchutil.DefaultSpokeBinary(), "spoke binary")
-	flag.StringVar(&c.spokeArgs, "spoke-args", "", "extra spoke flags, space separated (e.g. --max-concurrent-reconciles=8)")
-	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up when not all RayServices are Ready by then")
-	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after all are Ready, wait until the spoke has not written for this long")
+	c.Register(flag.CommandLine, spokebench.Usage{
+		CountName: "services", CountDefault: 100, Count: "RayServices to create at once",
+		WorkersDefault: 1, Workers: "workers in each RayService's one worker group",
+		Parallel: "concurrent creates (default: all RayServices at once)",
+		Timeout:  "give up when not all RayServices are Ready by then",
+		Settle:   "after all are Ready, wait until the spoke has not written for this long",
+	})
 	flag.DurationVar(&c.steady, "steady", time.Minute, "how long the steady state is watched")
 	flag.DurationVar(&c.deployDelay, "deploy-delay", time.Second, "how long the dashboard stand-in takes to bring a Serve config to RUNNING")
-	flag.BoolVar(&c.keep, "keep", false, "keep the control plane's state dir (logs, audit log)")
-	flag.StringVar(&c.auditLevel, "audit-level", "Metadata", "audit level of the spoke's writes: Metadata, or Request to keep their bodies")
 	flag.Parse()
-	if c.parallel <= 0 {
-		c.parallel = c.services
-	}
+	c.Complete()
 	return c
 }
 
@@ -83,45 +66,32 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	podsPerNode := (cfg.services*(cfg.workers+1))/cfg.nodes + 1
-	cluster, err := localcluster.Start(ctx, localcluster.Options{
-		Scheduler: true,
-		// The EndpointSlice controller: a RayService is Ready once its serve Service has
-		// ready endpoints.
-		ControllerManager: true,
-		Nodes: localcluster.FakeNodes(cfg.nodes, localcluster.NodeSpec{
-			CPU: "100000", Memory: "100Ti", Pods: max(250, 2*podsPerNode),
-		}),
-		CRDDirs:     []string{crdDir},
-		AuditPolicy: benchutil.AuditPolicy(spokeUser, cfg.auditLevel),
-		KeepState:   cfg.keep,
-	})
+	// The kube-controller-manager runs the EndpointSlice controller: a RayService is Ready once
+	// its serve Service has ready endpoints.
+	cluster, err := spokebench.Start(ctx, cfg.Flags, []string{crdDir}, true)
 	if err != nil {
-		return fmt.Errorf("starting the member control plane: %w", err)
+		return err
 	}
 	defer cluster.Stop()
-	if cfg.keep {
-		fmt.Fprintln(os.Stderr, "bench: state and logs in", cluster.Dir)
-	}
 	dash := raydashboard.New(raydashboard.Options{DeployDelay: cfg.deployDelay})
 	dashURL, err := dash.Start("127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("starting the Ray dashboard stand-in: %w", err)
 	}
 	defer func() { _ = dash.Close() }()
-	kubeconfig, _, err := cluster.UserKubeconfig(spokeUser)
+	kubeconfig, _, err := cluster.UserKubeconfig(spokebench.SpokeUser)
 	if err != nil {
 		return err
 	}
 	args := append([]string{
 		"--dashboard-address-template=" + raydashboard.DashboardTemplate(dashURL),
 		"--serve-proxy-address-template=" + raydashboard.ProxyTemplate(dashURL),
-	}, strings.Fields(cfg.spokeArgs)...)
-	spoke, err := cluster.StartManager(ctx, "spoke", cfg.spokeBin, kubeconfig, args, nil)
+	}, strings.Fields(cfg.SpokeArgs)...)
+	spoke, err := cluster.StartManager(ctx, "spoke", cfg.SpokeBin, kubeconfig, args, nil)
 	if err != nil {
 		return err
 	}
-	if err = cluster.CreateNamespace(ctx, benchNamespace); err != nil {
+	if err = cluster.CreateNamespace(ctx, spokebench.Namespace); err != nil {
 		return err
 	}
 	res, err := measure(ctx, cfg, cluster, spoke, dash)
@@ -157,40 +127,33 @@ type result struct {
 	// dashboardToReady counts the dashboard calls by operation up to the moment all were Ready.
 	dashboardToReady map[string]int
 	steady           steadyState
-	controlPlane     []componentCPU
-}
-
-type componentCPU struct {
-	name string
-	cpu  time.Duration
+	controlPlane     []spokebench.ComponentCPU
 }
 
 func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spoke *localcluster.Manager,
 	dash *raydashboard.Server,
 ) (result, error) {
 	var res result
-	tracker := benchutil.NewReadiness(cfg.services)
-	if err := watchReady(ctx, cluster.Config, benchNamespace, tracker); err != nil {
+	tracker := benchutil.NewReadiness(cfg.Count)
+	if err := watchReady(ctx, cluster.Config, spokebench.Namespace, tracker); err != nil {
 		return res, err
 	}
 	start := time.Now()
-	if err := createServices(ctx, cfg, cluster.Client, tracker); err != nil {
+	if err := spokebench.CreateAll(ctx, cfg.Flags, cluster.Client, tracker, "RayService", func(i int) client.Object {
+		return newRayService(fmt.Sprintf("rs-%04d", i), cfg.Workers)
+	}); err != nil {
 		return res, err
 	}
-	select {
-	case <-tracker.AllDone():
-	case <-spoke.Done():
-		return res, errors.New("the spoke exited before all RayServices were Ready")
-	case <-time.After(cfg.timeout - time.Since(start)):
-		return res, fmt.Errorf("only %d of %d RayServices Ready after %v", tracker.ReadyCount(), cfg.services, cfg.timeout)
-	case <-ctx.Done():
-		return res, ctx.Err()
+	if err := spokebench.WaitAllReady(ctx, cfg.Flags, tracker, spoke, start, spokebench.Wait{
+		Exited: "the spoke exited before all RayServices were Ready", Ready: "RayServices Ready",
+	}); err != nil {
+		return res, err
 	}
 	var readyAt time.Time
 	res.latencies, readyAt = tracker.Latencies()
 	res.total = readyAt.Sub(start)
 	res.dashboardToReady = dashboardTotals(dash)
-	if err := benchutil.WaitQuiet(ctx, cluster.AuditLogPath(), cfg.settle); err != nil {
+	if err := benchutil.WaitQuiet(ctx, cluster.AuditLogPath(), cfg.Settle); err != nil {
 		return res, err
 	}
 	var err error
@@ -200,48 +163,22 @@ func measure(ctx context.Context, cfg config, cluster *localcluster.Cluster, spo
 	if res.usage, err = spoke.Usage(); err != nil {
 		return res, err
 	}
-	for _, p := range cluster.Components() {
-		if u, usageErr := p.Usage(); usageErr == nil {
-			res.controlPlane = append(res.controlPlane, componentCPU{p.Name, u.CPU})
-		}
-	}
+	res.controlPlane = spokebench.ControlPlaneCPU(cluster)
 	res.reconcile = map[string]map[string]float64{}
 	for _, c := range []string{"rayservice", "raycluster"} {
 		if res.reconcile[c], err = benchutil.ReconcileTotals(ctx, spoke.MetricsURL, c); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: reading the spoke's metrics:", err)
 		}
 	}
-	res.writes, err = benchutil.CountWrites(cluster.AuditLogPath(), spokeUser, benchutil.Window{}, readyAt)
+	res.writes, err = benchutil.CountWrites(cluster.AuditLogPath(), spokebench.SpokeUser, benchutil.Window{}, readyAt)
 	return res, err
-}
-
-// createServices creates the RayServices with cfg.parallel concurrent creates, recording each
-// one's creation time just before its request is sent.
-func createServices(ctx context.Context, cfg config, c client.Client, tracker *benchutil.Readiness) error {
-	sem := make(chan struct{}, cfg.parallel)
-	errs := make([]error, cfg.services)
-	var wg sync.WaitGroup
-	for i := range cfg.services {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			name := fmt.Sprintf("rs-%04d", i)
-			rs := newRayService(name, cfg.workers)
-			tracker.MarkCreated(name, time.Now())
-			if err := c.Create(ctx, rs); err != nil {
-				errs[i] = fmt.Errorf("creating RayService %s: %w", name, err)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // newRayService is a RayService with one worker group of workers Pods and the one-application
 // Serve config.
 func newRayService(name string, workers int) *rayv1.RayService {
 	n := int32(workers)
-	return raybuilder.MakeRayService(name, benchNamespace).Replicas(0, n).ReplicaBounds(0, n, n).Obj()
+	return raybuilder.MakeRayService(name, spokebench.Namespace).Replicas(0, n).ReplicaBounds(0, n, n).Obj()
 }
 
 // intsToFloats converts counts for benchutil.Sum.

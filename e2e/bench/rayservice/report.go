@@ -7,16 +7,17 @@ import (
 	"text/tabwriter"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
+	"github.com/rayfleet/rayfleet/e2e/bench/internal/spokebench"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
 
 // printReport writes the figures as an aligned table.
 func printReport(out io.Writer, cfg config, r result) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	n := float64(cfg.services)
+	n := float64(cfg.Count)
 	pct, round := benchutil.Percentile, benchutil.Round
 	fmt.Fprintf(w, "RayService benchmark: %d RayServices x (1 head + %d workers) on %d kwok Nodes, dashboard deploy delay %v, spoke args %q\n",
-		cfg.services, cfg.workers, cfg.nodes, cfg.deployDelay, cfg.spokeArgs)
+		cfg.Count, cfg.Workers, cfg.Nodes, cfg.deployDelay, cfg.SpokeArgs)
 	fmt.Fprintf(w, "time to all Ready\t%v\n", round(r.total))
 	fmt.Fprintf(w, "per-RayService create->Ready p50 / p90 / p99 / max\t%v / %v / %v / %v\n",
 		round(pct(r.latencies, 0.50)), round(pct(r.latencies, 0.90)),
@@ -24,11 +25,7 @@ func printReport(out io.Writer, cfg config, r result) {
 	fmt.Fprintf(w, "dashboard calls until all Ready, per RayService\t%s\n", perOp(r.dashboardToReady, n, 1))
 	fmt.Fprintf(w, "spoke peak RSS (VmHWM)\t%.1f MiB\n", float64(r.usage.PeakRSSBytes)/(1<<20))
 	fmt.Fprintf(w, "spoke CPU (user+system, whole run)\t%.2f s\n", r.usage.CPU.Seconds())
-	cp := make([]string, 0, len(r.controlPlane))
-	for _, c := range r.controlPlane {
-		cp = append(cp, fmt.Sprintf("%s %.1f s", c.name, c.cpu.Seconds()))
-	}
-	fmt.Fprintf(w, "control plane CPU (whole run)\t%s\n", strings.Join(cp, ", "))
+	spokebench.PrintControlPlaneCPU(w, r.controlPlane)
 	for _, c := range []string{"rayservice", "raycluster"} {
 		if len(r.reconcile[c]) > 0 {
 			fmt.Fprintf(w, "%s reconciles by result (whole run)\t%s\n", c, benchutil.FormatTotals(r.reconcile[c], n, "service"))
@@ -55,20 +52,8 @@ func printReport(out io.Writer, cfg config, r result) {
 	}
 	fmt.Fprintf(w, "  spoke CPU\t%.2f s (%.1f%% of one core)\n", s.cpu.Seconds(), 100*s.cpu.Seconds()/s.window.Seconds())
 
-	per := func(v int) string { return fmt.Sprintf("%d\t%.2f", v, float64(v)/n) }
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "spoke API writes, whole run (audit log)\ttotal\tper RayService")
-	for _, k := range r.writes.SortedKeys() {
-		fmt.Fprintf(w, "  %s %s\t%s\n", k.Resource, k.Verb, per(r.writes.ByKey[k]))
-	}
-	fmt.Fprintf(w, "all writes\t%s\n", per(r.writes.Total))
-	fmt.Fprintf(w, "  of which before all were Ready\t%s\n", per(r.writes.BeforeSplit))
-	fmt.Fprintf(w, "status writes\t%s\n", per(r.writes.Status))
-	fmt.Fprintf(w, "409 conflicts\t%s\n", per(r.writes.Conflicts))
-	fmt.Fprintf(w, "other failed writes (non-2xx)\t%s\n", per(r.writes.Failed))
-	for _, k := range r.writes.SortedFailures() {
-		fmt.Fprintf(w, "  failed: %s\t%d\n", k, r.writes.Failures[k])
-	}
+	spokebench.PrintWrites(w, "spoke API writes, whole run (audit log)\ttotal\tper RayService", r.writes, n, "Ready")
 	_ = w.Flush()
 }
 

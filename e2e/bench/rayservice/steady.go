@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
+	"github.com/rayfleet/rayfleet/e2e/bench/internal/spokebench"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 )
@@ -49,7 +50,7 @@ func watchSteadyState(ctx context.Context, d time.Duration, cluster *localcluste
 		cpu        time.Duration
 	}
 	var clusters rayv1.RayClusterList
-	if err := cluster.Client.List(ctx, &clusters, client.InNamespace(benchNamespace)); err != nil {
+	if err := cluster.Client.List(ctx, &clusters, client.InNamespace(spokebench.Namespace)); err != nil {
 		return steadyState{}, fmt.Errorf("listing the RayClusters: %w", err)
 	}
 	take := func() (snapshot, error) {
@@ -103,7 +104,7 @@ func watchSteadyState(ctx context.Context, d time.Duration, cluster *localcluste
 	for r, n := range after.reconciles {
 		st.reconciles[r] = n - before.reconciles[r]
 	}
-	st.writes, err = benchutil.CountWrites(cluster.AuditLogPath(), spokeUser,
+	st.writes, err = benchutil.CountWrites(cluster.AuditLogPath(), spokebench.SpokeUser,
 		benchutil.Window{From: before.at, To: after.at}, after.at)
 	return st, err
 }
