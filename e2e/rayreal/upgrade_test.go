@@ -24,7 +24,7 @@ const upgradeDeletionDelay = 10
 const v2, v3 = `{"version":"v2"}`, `{"version":"v3"}`
 
 // requestEvery is how often the upgrade's client asks the serve Service.
-const requestEvery = 100 * time.Millisecond
+const requestEvery = 50 * time.Millisecond
 
 // served is one request to the serve Service: when it was sent, what answered, or why not.
 type served struct {
@@ -90,7 +90,8 @@ func (c *serveClient) since(from time.Time) []served {
 // (v3) together, which KubeRay upgrades with zero downtime: a second RayCluster comes up beside
 // the first, Serve is deployed on it, the serve Service moves to it, and the first is deleted
 // after rayClusterDeletionDelaySeconds. A client asks the serve Service all along, through
-// the Node's kube-proxy: no request fails, and once the old cluster is gone only v3 answers.
+// the Node's kube-proxy, a connection per request: no request fails, v3 answers before the old
+// cluster is gone (the Service moved), and only v3 once it is.
 func testUpgrade(t *testing.T, env *env, rs *rayv1.RayService, url string) {
 	g := gomega.NewWithT(t)
 	ctx := t.Context()
@@ -157,6 +158,10 @@ func testUpgrade(t *testing.T, env *env, rs *rayv1.RayService, url string) {
 		case a.body == v3 && firstV3 < 0:
 			firstV3 = a.sent.Sub(changed)
 		}
+	}
+	if firstV3 < 0 || changed.Add(firstV3).After(gone) {
+		t.Errorf("v3 first answered %v after the change, not before the old cluster went (%v after it)",
+			firstV3.Round(time.Millisecond), gone.Sub(changed).Round(time.Millisecond))
 	}
 	for _, a := range requests.since(gone) {
 		if a.err == nil {

@@ -53,7 +53,9 @@ func (c *Cluster) StartNodeProxy() (*NodeProxy, error) {
 			}
 			return DialInNetNS(ctx, nsPath, net.JoinHostPort(ip, port))
 		},
-		MaxIdleConnsPerHost: 8,
+		// A connection per request, as from curl: kube-proxy balances connections, and a kept
+		// one would stay on an endpoint the Service no longer selects.
+		DisableKeepAlives: true,
 	}
 	rp := &httputil.ReverseProxy{
 		// A proxy request carries the absolute URL; it is sent on as it is.
