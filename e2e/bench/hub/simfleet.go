@@ -30,6 +30,7 @@ import (
 	"github.com/rayfleet/rayfleet/e2e/bench/hub/simmembers"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
@@ -205,9 +206,13 @@ func (f *simFleet) startHub(ctx context.Context, cfg config, bin string, extra .
 
 // join creates what `rayfleet join` leaves on the hub for every member: its kubeconfig Secret
 // (which the MemberCluster controller checks; simhub engages the members without reading it)
-// and its labelled MemberCluster.
+// and its labelled MemberCluster; and the hub admin's grant of every member to the bench's
+// namespace, without which nothing is placed.
 func (f *simFleet) join(ctx context.Context) error {
 	if err := f.hub.CreateNamespace(ctx, labels.DefaultHubNamespace); err != nil {
+		return err
+	}
+	if err := localfleet.CreateGrant(ctx, f.hubClient); err != nil {
 		return err
 	}
 	path, _, err := f.member.UserKubeconfig(hubUser)
