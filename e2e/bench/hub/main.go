@@ -82,37 +82,49 @@ func main() {
 	benchutil.Main(func(ctx context.Context) error { return run(ctx, cfg) })
 }
 
+// parseFlags reads the command line; the smoke test gives its own arguments.
 func parseFlags() config {
+	c, err := parseArgs(flag.CommandLine, os.Args[1:])
+	if err != nil { // flag.CommandLine has said why
+		os.Exit(2)
+	}
+	return c
+}
+
+// parseArgs reads args into a config with fs, which holds every flag afterwards.
+func parseArgs(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
 	var hubArgs string
-	flag.IntVar(&c.services, "services", 1000, "RayServices to create on the hub")
-	flag.IntVar(&c.members, "members", 3, "member control planes")
-	flag.IntVar(&c.parallel, "parallel", 100, "concurrent creates")
-	flag.StringVar(&c.hubBin, "hub", filepath.Join(localfleet.DefaultRayFleetBin(), "hub"), "hub binary")
-	flag.StringVar(&hubArgs, "hub-args", "", "extra hub flags, space separated (e.g. --max-concurrent-reconciles=32)")
-	flag.DurationVar(&c.statusInterval, "status-interval", 20*time.Millisecond,
+	fs.IntVar(&c.services, "services", 1000, "RayServices to create on the hub")
+	fs.IntVar(&c.members, "members", 3, "member control planes")
+	fs.IntVar(&c.parallel, "parallel", 100, "concurrent creates")
+	fs.StringVar(&c.hubBin, "hub", filepath.Join(localfleet.DefaultRayFleetBin(), "hub"), "hub binary")
+	fs.StringVar(&hubArgs, "hub-args", "", "extra hub flags, space separated (e.g. --max-concurrent-reconciles=32)")
+	fs.DurationVar(&c.statusInterval, "status-interval", 20*time.Millisecond,
 		"pace of the member status changes: one copy turned Ready every interval")
-	flag.DurationVar(&c.reportInterval, "report-interval", 2*time.Second,
+	fs.DurationVar(&c.reportInterval, "report-interval", 2*time.Second,
 		"how often the harness rewrites each member's ClusterReport, as a spoke's --report-interval (-sim: default 10s, the spoke's)")
-	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
-	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after the last change, wait until the hub has not written for this long")
-	flag.BoolVar(&c.keep, "keep", false, "keep the control planes' state dirs (logs, audit logs)")
-	flag.StringVar(&c.auditLevel, "audit-level", "Metadata", "audit level of the hub's writes: Metadata, or Request to keep their bodies")
-	spokeArgs := c.rollout.bindFlags(flag.CommandLine)
-	c.sim.bindFlags(flag.CommandLine)
-	flag.Parse()
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
+	fs.DurationVar(&c.settle, "settle", 3*time.Second, "after the last change, wait until the hub has not written for this long")
+	fs.BoolVar(&c.keep, "keep", false, "keep the control planes' state dirs (logs, audit logs)")
+	fs.StringVar(&c.auditLevel, "audit-level", "Metadata", "audit level of the hub's writes: Metadata, or Request to keep their bodies")
+	spokeArgs := c.rollout.bindFlags(fs)
+	c.sim.bindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
 	// -floor is a mode of the scale benchmark: its fleet, its workload, its defaults.
 	c.sim.enabled = c.sim.enabled || c.sim.floor
 	if c.sim.enabled {
 		set := map[string]bool{}
-		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		simDefaults(&c, set)
 	}
 	c.hubArgs = strings.Fields(hubArgs)
 	c.rollout.spokeArgs = strings.Fields(*spokeArgs)
 	c.parallel = max(1, c.parallel)
 	c.members = max(1, c.members)
-	return c
+	return c, nil
 }
 
 func run(ctx context.Context, cfg config) error {
