@@ -349,6 +349,9 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 	if !o.d.wake.IsZero() {
 		after = min(after, max(o.d.wake.Sub(g.now), time.Millisecond))
 	}
+	if o.d.traffic != nil && len(o.d.traffic.pending) > 0 {
+		after = min(after, pendingRetry)
+	}
 	if o.d.rollout != nil && o.d.rollout.plan.RequeueAfter > 0 {
 		// A soak ending or a deadline passing changes the rollout without any event.
 		after = min(after, o.d.rollout.plan.RequeueAfter)

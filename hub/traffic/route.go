@@ -55,6 +55,9 @@ type Backend struct {
 	Port int32
 	// Weight is the member's share; 0 leaves it out of the route.
 	Weight int32
+	// Pending is set when the member's backend objects are to be written but the route gives
+	// it no weight yet (Unresolved).
+	Pending bool
 }
 
 // Input is everything Desired builds from.
@@ -131,6 +134,9 @@ func Desired(in Input) (*Objects, error) {
 	objs := &Objects{Route: route(in, key)}
 	rule := &objs.Route.Spec.Rules[0]
 	for _, b := range routed {
+		if b.Pending && in.Spec.BackendKind == fleetv1alpha1.BackendServiceImport {
+			continue
+		}
 		if in.Spec.BackendKind == fleetv1alpha1.BackendServiceImport {
 			rule.BackendRefs = append(rule.BackendRefs, importRef(importFor(key, b.Cluster, in.Imports), b))
 			continue
@@ -143,6 +149,9 @@ func Desired(in Input) (*Objects, error) {
 		if slice != nil {
 			objs.EndpointSlices = append(objs.EndpointSlices, slice)
 		}
+		if b.Pending {
+			continue
+		}
 		rule.BackendRefs = append(rule.BackendRefs, gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{
 			BackendObjectReference: gwv1.BackendObjectReference{
 				Group: ptr.To(gwv1.Group(corev1.GroupName)),
@@ -154,6 +163,31 @@ func Desired(in Input) (*Objects, error) {
 		}})
 	}
 	return objs, nil
+}
+
+// Unresolved are the members among backends (Service backends with a weight and an address)
+// whose Service, or EndpointSlice for an IP, live does not hold: Gateway API answers 500 for
+// the share of a reference that does not resolve, so the route gives such a member weight only
+// once a read shows its objects, which Write makes before the route meanwhile. Nil live (not
+// read) and ServiceImport backends, which the member's export makes, hold nothing back.
+func Unresolved(in Input, live *Live) map[string]bool {
+	out := map[string]bool{}
+	if live == nil || in.Spec.BackendKind == fleetv1alpha1.BackendServiceImport {
+		return out
+	}
+	has := liveBackends(live)
+	key := Key(in.RayService)
+	for _, b := range in.Backends {
+		if b.Weight <= 0 || b.Host == "" || b.Port <= 0 {
+			continue
+		}
+		name := BackendName(key, b.Cluster)
+		_, isIP := netip.ParseAddr(b.Host)
+		if has["Service/"+name] == nil || (isIP == nil && has["EndpointSlice/"+name] == nil) {
+			out[b.Cluster] = true
+		}
+	}
+	return out
 }
 
 // routedBackends are the backends that get a backendRef, by member name; more than a rule
