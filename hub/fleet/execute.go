@@ -388,11 +388,16 @@ func (r *Reconciler) applyTraffic(ctx context.Context, g *group, td *trafficDeci
 			return nil, fmt.Errorf("traffic cluster %s: %w", td.spec.Cluster, err)
 		}
 	}
-	if err := traffic.Apply(ctx, w, reader, td.objs); err != nil {
+	if g.route.live == nil {
+		err = traffic.Apply(ctx, w, reader, td.objs)
+	} else {
+		err = traffic.Write(ctx, w, reader, td.objs, g.route.live)
+	}
+	if err != nil {
 		return nil, err
 	}
 	legacy, ok := traffic.LegacyKey(g.key, &td.spec)
-	if !ok {
+	if !ok || r.legacyGone.has(td.spec.Cluster, legacy) {
 		return nil, nil
 	}
 	remains, err := traffic.RetireLegacy(ctx, w, reader, legacy, r.opts.HubName, g.route.state)
@@ -403,7 +408,49 @@ func (r *Reconciler) applyTraffic(ctx context.Context, g *group, td *trafficDeci
 	if remains {
 		return &legacy.Route, nil
 	}
+	if err == nil {
+		r.legacyGone.add(td.spec.Cluster, legacy)
+	}
 	return nil, nil
+}
+
+// legacyRoutes remembers, by traffic cluster, the routes earlier hubs wrote in a Gateway's
+// namespace (traffic.LegacyKey) that are gone: no later hub writes one, so that once retired
+// (or found absent) a route is not looked for again at every resync.
+type legacyRoutes struct {
+	mu   sync.Mutex
+	gone map[legacyRoute]bool
+}
+
+type legacyRoute struct {
+	cluster string
+	key     traffic.RouteKey
+}
+
+func (l *legacyRoutes) has(cluster string, key traffic.RouteKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gone[legacyRoute{cluster, key}]
+}
+
+func (l *legacyRoutes) add(cluster string, key traffic.RouteKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone == nil {
+		l.gone = map[legacyRoute]bool{}
+	}
+	l.gone[legacyRoute{cluster, key}] = true
+}
+
+// forget drops what is remembered of the RayService key.
+func (l *legacyRoutes) forget(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.gone {
+		if k.key.RayService == key {
+			delete(l.gone, k)
+		}
+	}
 }
 
 // recordRefusal notes a member's refusal of the copy and, when it is new (another rule, or a

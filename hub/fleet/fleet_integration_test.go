@@ -33,6 +33,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/testing/envtest"
@@ -109,6 +110,9 @@ type fleetOptions struct {
 	hubUsers map[string]rest.ImpersonationConfig
 	// probes, when set, probe the serve addresses; it runs in the manager.
 	probes *dataplane.Prober
+	// hubCalls, when set, counts the requests the hub manager (the reconciler's cache and
+	// clients) sends the hub's API server.
+	hubCalls *apiCalls
 }
 
 // startFleetWith starts a hub and o's members with the hub reconciler running.
@@ -149,7 +153,11 @@ func startFleetWith(t *testing.T, o fleetOptions) *fleetHarness {
 	}
 	// The hub cache keeps RayServices without their specs, as bin/hub's does.
 	specs := NewHubSpecs()
-	mgr, err := mcmanager.New(envs[0].Config, provider, ctrl.Options{
+	hubConfig := rest.CopyConfig(envs[0].Config)
+	if o.hubCalls != nil {
+		hubConfig.Wrap(o.hubCalls.wrap)
+	}
+	mgr, err := mcmanager.New(hubConfig, provider, ctrl.Options{
 		Scheme:     envs[0].Scheme,
 		Cache:      cache.Options{ByObject: map[client.Object]cache.ByObject{&rayv1.RayService{}: {Transform: specs.Transform(nil)}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -162,8 +170,20 @@ func startFleetWith(t *testing.T, o fleetOptions) *fleetHarness {
 	// The tests step a fake clock past soaks and deadlines, whose real-time timers would not
 	// fire: every RayService resyncs every second instead, as one waiting on something unwatched
 	// does (TestRequeueAfterSettled covers the choice).
+	informers := traffic.NewInformers(func(_ context.Context, cluster string) (*rest.Config, error) {
+		if cluster == "" {
+			return hubConfig, nil
+		}
+		if env, ok := memberEnvs[cluster]; ok {
+			return env.Config, nil
+		}
+		return nil, fmt.Errorf("member %s is not engaged", cluster)
+	}, envs[0].Scheme, labels.DefaultHubName)
+	if err := mgr.GetLocalManager().Add(informers); err != nil {
+		t.Fatal(err)
+	}
 	r := NewReconciler(mgr.GetLocalManager(), members, Options{Resync: time.Second, SettledResync: time.Second, Clock: clk,
-		MetricsRegisterer: prometheus.NewRegistry(), Specs: specs, Probes: o.probes})
+		MetricsRegisterer: prometheus.NewRegistry(), Specs: specs, Probes: o.probes, TrafficInformers: informers})
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ package fleet
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,10 +40,18 @@ type trafficDecision struct {
 	// offTimes are, per cluster, since when the gateway has sent it no traffic (the accepted
 	// route has no weight for it); absent while it may still get some.
 	offTimes map[string]metav1.Time
+	// pending are the clusters the route gives no weight yet because their backend objects
+	// are only being made (traffic.Unresolved).
+	pending []string
 	// keptWithoutGrant names the grant the namespace lacks for a route the hub wrote before
 	// grants were required, and keeps; "" when the traffic is granted.
 	keptWithoutGrant string
 }
+
+// pendingRetry is how soon a RayService whose route holds back a backend being made is
+// reconciled again: the informers show the objects the executor wrote within a moment, and a
+// blue/green step waits on it.
+const pendingRetry = time.Second
 
 // trafficSpec is the policy's traffic, nil when it manages none.
 func trafficSpec(g *group) *fleetv1alpha1.TrafficSpec {
@@ -75,29 +81,20 @@ func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string)
 	}
 	facts := r.backendsOf(g, placed)
 	whys := dataplane.Unserved(facts)
-	td.weights = weights(g, ro.clusters, placed, ro.plan.Colors, percent, whys)
-	in := traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec, Imports: g.route.imports}
-	for _, name := range slices.Sorted(maps.Keys(td.weights)) {
-		if why := whys[name]; why != "" {
-			td.unserved[name] = why
-		} else if view := facts[name].View; view != "" {
-			td.kept[name] = view
-		}
-		b := traffic.Backend{Cluster: name, Weight: td.weights[name]}
-		if b.Weight == 0 {
-			continue
-		}
-		if spec.BackendKind != fleetv1alpha1.BackendServiceImport {
-			// ServiceImport backends are found by name; only Service backends need the address.
-			var err error
-			if b.Host, b.Port, err = traffic.ParseAddress(backendAddress(g, name)); err != nil {
-				td.err = fmt.Errorf("cluster %s: serve address: %w", name, err)
-				return td
-			}
-		}
-		in.Backends = append(in.Backends, b)
+	split := weights(g, ro.clusters, placed, ro.plan.Colors, percent, whys)
+	in := traffic.PlanInput{
+		Route: traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec, Imports: g.route.imports},
+		Live:  g.route.live,
 	}
-	td.objs, td.err = traffic.Desired(in)
+	for name, w := range split {
+		in.Shares = append(in.Shares, traffic.Share{Cluster: name, Weight: w, Unserved: whys[name], View: facts[name].View,
+			Address: backendAddress(g, name)})
+	}
+	plan := traffic.Plan(in)
+	td.weights, td.unserved, td.kept, td.pending, td.objs, td.err = plan.Weights, plan.Unserved, plan.Kept, plan.Pending, plan.Objects, plan.Err
+	if td.err != nil {
+		return td
+	}
 	td.offTimes = offTimes(g, placed, td.weights)
 	return td
 }

@@ -275,6 +275,9 @@ type routeRead struct {
 	// err is why the route could not be read (the traffic cluster unreachable, no rights).
 	err   error
 	state traffic.State
+	// live is the route and its backends as they are, for the executor to write only what
+	// differs; nil when not read.
+	live *traffic.Live
 	// legacy is the route an earlier hub wrote in the Gateway's namespace, read only while
 	// the route in the RayService's namespace does not exist (the move not begun).
 	legacy traffic.State
@@ -301,15 +304,20 @@ func (rr routeRead) acceptedWeights(want map[string]int32) bool {
 	return true
 }
 
-// readRoute reads the RayService's route in the traffic cluster, uncached.
+// readRoute reads the RayService's route and backends in the traffic cluster: from the
+// traffic informers once they have synced, else uncached.
 func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha1.TrafficSpec) routeRead {
 	reader, _, err := r.trafficClients(ctx, spec)
 	if err != nil {
 		return routeRead{err: err}
 	}
 	key := traffic.Key(g.key)
-	state, err := traffic.Observe(ctx, reader, key, g.holding())
-	rr := routeRead{state: state, err: err}
+	cached, ok := r.opts.TrafficInformers.Reader(ctx, spec.Cluster, key.Route.Namespace)
+	if !ok {
+		cached = reader
+	}
+	state, live, err := traffic.Read(ctx, cached, key, r.opts.HubName, g.holding())
+	rr := routeRead{state: state, live: live, err: err}
 	if legacy, ok := traffic.LegacyKey(g.key, spec); ok && err == nil && !state.Exists {
 		rr.legacy, rr.err = traffic.ObserveLegacy(ctx, reader, legacy, r.opts.HubName, g.holding())
 	}

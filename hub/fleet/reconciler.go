@@ -47,6 +47,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/membership"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/cachememo"
 	"github.com/rayfleet/rayfleet/shared/finalizer"
@@ -108,6 +109,9 @@ type Options struct {
 	// Probes probes the serve addresses the routes send traffic to, from the hub; nil leaves
 	// each backend's health to the control plane's view (MemberCluster Ready, the copy read).
 	Probes *dataplane.Prober
+	// TrafficInformers read the routes and their backends without calling the traffic
+	// clusters' API servers; nil reads them uncached.
+	TrafficInformers *traffic.Informers
 }
 
 // Reconciler reconciles hub RayServices. Build it with NewReconciler.
@@ -152,6 +156,8 @@ type memory struct {
 	// ownWrites remembers the copies as the hub last wrote them, so that their watch events
 	// coming back queue no reconcile.
 	ownWrites *ownWrites
+	// legacyGone remembers the routes earlier hubs wrote in Gateway namespaces that are gone.
+	legacyGone legacyRoutes
 }
 
 // Forget drops what is remembered of the RayService key, which is gone.
@@ -160,6 +166,7 @@ func (m *memory) Forget(key types.NamespacedName) {
 	m.reserved.Forget(key)
 	m.validSpecs.Forget(key)
 	m.bindingStatuses.Forget(key)
+	m.legacyGone.forget(key)
 }
 
 // NewReconciler returns a reconciler using the hub manager's client and event recorder and
@@ -341,6 +348,9 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 	}
 	if !o.d.wake.IsZero() {
 		after = min(after, max(o.d.wake.Sub(g.now), time.Millisecond))
+	}
+	if o.d.traffic != nil && len(o.d.traffic.pending) > 0 {
+		after = min(after, pendingRetry)
 	}
 	if o.d.rollout != nil && o.d.rollout.plan.RequeueAfter > 0 {
 		// A soak ending or a deadline passing changes the rollout without any event.

@@ -40,6 +40,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/policy"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/sweep"
+	"github.com/rayfleet/rayfleet/hub/traffic"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/manageropts"
 	"github.com/rayfleet/rayfleet/shared/scheme"
@@ -302,6 +303,19 @@ func setupControllers(mgr mcmanager.Manager, f flags, specs *fleet.HubSpecs, min
 	if err != nil {
 		return err
 	}
+	informers := traffic.NewInformers(func(ctx context.Context, name string) (*rest.Config, error) {
+		if name == "" {
+			return local.GetConfig(), nil
+		}
+		cl, err := mgr.GetCluster(ctx, multicluster.ClusterName(name))
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", name, err)
+		}
+		return cl.GetConfig(), nil
+	}, local.GetScheme(), f.hubName)
+	if err = local.Add(informers); err != nil {
+		return err
+	}
 	rayServices := fleet.NewReconciler(local, membership.NewClients(mgr), fleet.Options{
 		Resync:                  f.resync,
 		MaxConcurrentReconciles: f.manager.MaxConcurrentReconciles,
@@ -309,6 +323,7 @@ func setupControllers(mgr mcmanager.Manager, f flags, specs *fleet.HubSpecs, min
 		Specs:                   specs,
 		TrafficCluster:          tc,
 		Probes:                  probes,
+		TrafficInformers:        informers,
 	})
 	if err = rayServices.SetupWithManager(mgr); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -23,49 +24,105 @@ import (
 // chart's hubTraffic.namespaces) grant them per RayService namespace, so there are no RBAC
 // markers here.
 
-// Apply server-side applies objs (as the hub's field manager, taking over fields others
-// changed), the backends before the route that refers to them. The RayService's other backends
-// in the route's namespace go only once the gateway accepted a route that no longer refers to
-// them (make-before-break): those the route as read before this write refers to stay, and
-// nothing goes while that route is not accepted. An object of the same name that is not the
-// hub's for this RayService (a user's Service, another hub's or another RayService's) is not
-// overwritten: Apply fails naming it.
+// Apply reads what the traffic cluster holds for objs' RayService through r (Read) and writes
+// objs over it (Write).
 func Apply(ctx context.Context, w client.Client, r client.Reader, objs *Objects) error {
 	if objs == nil || objs.Route == nil {
 		return errors.New("applying traffic: no route")
 	}
-	var live gwv1.HTTPRoute
-	err := r.Get(ctx, client.ObjectKeyFromObject(objs.Route), &live)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", objs.Route.Name, objs.Route.Namespace, err)
-	case !sameOrigin(live.Labels, objs.Route.Labels):
-		return fmt.Errorf("HTTPRoute %s in namespace %s exists and is not hub %s's for RayService %s/%s (labels %v); not overwriting it",
-			live.Name, live.Namespace, objs.Route.Labels[labels.OriginHub],
-			objs.Route.Labels[labels.OriginNamespace], objs.Route.Labels[labels.OriginName], live.Labels)
+	l := objs.Route.Labels
+	key := RouteKey{Route: client.ObjectKeyFromObject(objs.Route),
+		RayService: types.NamespacedName{Namespace: l[labels.OriginNamespace], Name: l[labels.OriginName]}}
+	_, live, err := Read(ctx, r, key, l[labels.OriginHub], nil)
+	if err != nil {
+		return err
 	}
-	backends := backendObjects(objs)
-	for _, obj := range backends {
-		if err := checkOurs(ctx, w, r, objs.Route, obj); err != nil {
-			return err
-		}
+	return Write(ctx, w, r, objs, live)
+}
+
+// Write server-side applies those of objs that differ from live, as read with the group (as
+// the hub's field manager, taking over fields others changed), the backends before the route
+// that refers to them: a reference to a backend that does not exist yet is answered with 500s.
+// An object in objs and live whose fields the hub sets hold its values is not written. The
+// RayService's other backends in live go only once the gateway accepted a route that no longer
+// refers to them (make-before-break): those the live route refers to stay, and nothing goes
+// while that route is not accepted. An object of the same name that is not the hub's for this
+// RayService (a user's Service, another hub's or another RayService's) is not overwritten:
+// Write fails naming it; r, uncached, is asked about names live does not hold.
+func Write(ctx context.Context, w client.Client, r client.Reader, objs *Objects, live *Live) error {
+	if objs == nil || objs.Route == nil || live == nil {
+		return errors.New("applying traffic: no route")
 	}
+	if err := checkRoute(ctx, r, objs.Route, live.Route); err != nil {
+		return err
+	}
+	have := liveBackends(live)
 	var errs []error
-	for _, obj := range backends {
+	for _, obj := range backendObjects(objs) {
+		got, ok := have[kindName(obj)]
+		if ok && holds(got, obj) {
+			continue
+		}
+		if !ok {
+			if err := checkOurs(ctx, w, r, objs.Route, obj); err != nil {
+				return err
+			}
+		}
 		errs = append(errs, apply(ctx, w, obj))
 	}
 	// A route referring to a backend that failed would only be reported unresolved.
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := apply(ctx, w, objs.Route); err != nil {
-		return err
+	if live.Route == nil || !holdsRoute(live.Route, objs.Route) {
+		if err := apply(ctx, w, objs.Route); err != nil {
+			return err
+		}
 	}
-	if live.UID == "" || !accepted(&live).ok {
+	if live.Route == nil || !accepted(live.Route).ok {
 		return nil
 	}
-	return prune(ctx, w, r, objs.Route.Namespace, originSelector(objs.Route.Labels), kept(objs, &live))
+	wanted := kept(objs, live.Route)
+	var stale []client.Object
+	for k, obj := range have {
+		if !wanted[k] {
+			stale = append(stale, obj)
+		}
+	}
+	return deleteAll(ctx, w, stale)
+}
+
+// checkRoute fails when the route of want's name is not the hub's for want's RayService: live
+// when read, else as r reads it (an informer holds only the hub's routes).
+func checkRoute(ctx context.Context, r client.Reader, want, live *gwv1.HTTPRoute) error {
+	if live == nil {
+		var got gwv1.HTTPRoute
+		switch err := r.Get(ctx, client.ObjectKeyFromObject(want), &got); {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", want.Name, want.Namespace, err)
+		}
+		live = &got
+	}
+	if !sameOrigin(live.Labels, want.Labels) {
+		return fmt.Errorf("HTTPRoute %s in namespace %s exists and is not hub %s's for RayService %s/%s (labels %v); not overwriting it",
+			live.Name, live.Namespace, want.Labels[labels.OriginHub],
+			want.Labels[labels.OriginNamespace], want.Labels[labels.OriginName], live.Labels)
+	}
+	return nil
+}
+
+// liveBackends are live's backends by kindName.
+func liveBackends(live *Live) map[string]client.Object {
+	out := make(map[string]client.Object, len(live.Services)+len(live.EndpointSlices))
+	for i := range live.Services {
+		out[kindName(&live.Services[i])] = &live.Services[i]
+	}
+	for i := range live.EndpointSlices {
+		out[kindName(&live.EndpointSlices[i])] = &live.EndpointSlices[i]
+	}
+	return out
 }
 
 // kept are the backends ("Kind/name") Apply keeps: objs', and those the live route refers to
@@ -124,7 +181,7 @@ func Delete(ctx context.Context, w client.Client, r client.Reader, key RouteKey,
 			return fmt.Errorf("deleting HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
 		}
 	}
-	return prune(ctx, w, r, key.Route.Namespace, originSelector(origin), nil)
+	return prune(ctx, w, r, key.Route.Namespace, originSelector(origin))
 }
 
 // apply is one server-side apply of obj as the hub. Typed objects become unstructured apply
@@ -173,10 +230,8 @@ func checkOurs(ctx context.Context, w client.Client, r client.Reader, route *gwv
 	return nil
 }
 
-// prune deletes the backends in namespace that carry origin and are not in wanted ("Kind/name";
-// nil: all). Each delete is preconditioned on the UID read, so that an object recreated
-// meanwhile stays.
-func prune(ctx context.Context, w client.Client, r client.Reader, namespace string, origin client.MatchingLabels, wanted map[string]bool) error {
+// prune deletes the backends in namespace that carry origin, all of them.
+func prune(ctx context.Context, w client.Client, r client.Reader, namespace string, origin client.MatchingLabels) error {
 	opts := []client.ListOption{client.InNamespace(namespace), origin, client.HasLabels{labels.TrafficCluster}}
 	var services corev1.ServiceList
 	if err := r.List(ctx, &services, opts...); err != nil {
@@ -193,16 +248,18 @@ func prune(ctx context.Context, w client.Client, r client.Reader, namespace stri
 	for i := range endpointSlices.Items {
 		stale = append(stale, &endpointSlices.Items[i])
 	}
+	return deleteAll(ctx, w, stale)
+}
+
+// deleteAll deletes objs, each preconditioned on the UID read, so that an object recreated
+// meanwhile stays; what is gone already is no error.
+func deleteAll(ctx context.Context, w client.Client, objs []client.Object) error {
 	var errs []error
-	for _, obj := range stale {
-		kind := kindOf(w, obj)
-		if wanted[kindName(obj)] {
-			continue
-		}
+	for _, obj := range objs {
 		uid := obj.GetUID()
 		err := w.Delete(ctx, obj, client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("deleting %s %s in namespace %s: %w", kind, obj.GetName(), namespace, err))
+			errs = append(errs, fmt.Errorf("deleting %s %s in namespace %s: %w", kindOf(w, obj), obj.GetName(), obj.GetNamespace(), err))
 		}
 	}
 	return errors.Join(errs...)

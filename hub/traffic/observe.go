@@ -5,12 +5,16 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/rayfleet/rayfleet/shared/labels"
 )
 
 // State is the route as the traffic cluster has it.
@@ -71,9 +75,8 @@ func matchesOf(route *gwv1.HTTPRoute) Matches {
 	return m
 }
 
-// Observe reads the route of key and whether the gateway accepted it. It reads through r
-// uncached: on a member the hub may hold only a namespaced Role, so it keeps no informers
-// there. Weights are mapped back to the members among members through the backends' names.
+// Observe reads the route of key and whether the gateway accepted it, through r (uncached, or
+// the Informers' reader). Weights are mapped back to the members among members through the backends' names.
 func Observe(ctx context.Context, r client.Reader, key RouteKey, members []string) (State, error) {
 	var route gwv1.HTTPRoute
 	if err := r.Get(ctx, key.Route, &route); err != nil {
@@ -83,6 +86,45 @@ func Observe(ctx context.Context, r client.Reader, key RouteKey, members []strin
 		return State{}, fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
 	}
 	return stateOf(key, &route, members), nil
+}
+
+// Live is what the traffic cluster holds of the hub's for one RayService, as read with the
+// group: Apply writes only what differs from it.
+type Live struct {
+	// Route is the route, nil when there is none of this hub's for the RayService.
+	Route *gwv1.HTTPRoute
+	// Services and EndpointSlices are the backends the hub made for the RayService in the
+	// route's namespace.
+	Services       []corev1.Service
+	EndpointSlices []discoveryv1.EndpointSlice
+}
+
+// Read is Observe, and the route and backends as they are, for Apply. r may be the Informers'
+// reader: it reads nothing else.
+func Read(ctx context.Context, r client.Reader, key RouteKey, hubName string, members []string) (State, *Live, error) {
+	var route gwv1.HTTPRoute
+	st, live := State{Message: "the route does not exist"}, &Live{}
+	switch err := r.Get(ctx, key.Route, &route); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return State{}, nil, fmt.Errorf("reading HTTPRoute %s in namespace %s: %w", key.Route.Name, key.Route.Namespace, err)
+	default:
+		st, live.Route = stateOf(key, &route, members), &route
+	}
+	origin := originSelector(map[string]string{
+		labels.OriginNamespace: key.RayService.Namespace, labels.OriginName: key.RayService.Name, labels.OriginHub: hubName,
+	})
+	opts := []client.ListOption{client.InNamespace(key.Route.Namespace), origin, client.HasLabels{labels.TrafficCluster}}
+	var services corev1.ServiceList
+	if err := r.List(ctx, &services, opts...); err != nil {
+		return State{}, nil, fmt.Errorf("listing backend Services in namespace %s: %w", key.Route.Namespace, err)
+	}
+	var slices discoveryv1.EndpointSliceList
+	if err := r.List(ctx, &slices, opts...); err != nil {
+		return State{}, nil, fmt.Errorf("listing backend EndpointSlices in namespace %s: %w", key.Route.Namespace, err)
+	}
+	live.Services, live.EndpointSlices = services.Items, slices.Items
+	return st, live, nil
 }
 
 // stateOf is what a route that exists says: its weights per member, matches and the

@@ -1,9 +1,10 @@
 // Package traffic builds and writes the hub's HTTPRoute for one RayService in the traffic
 // cluster, with one weighted backend per member cluster that serves it, and reads back whether
-// the gateway accepted it. Building is pure (Desired); Apply, Observe and Delete are thin calls
-// on the clients the caller gives, so that the traffic cluster may be the hub's own or a
-// member. The weights come from the caller (the rollout's split); this package only writes
-// them.
+// the gateway accepted it. Deciding and building are pure (Plan, Desired): the split comes from
+// the caller (the rollout's), and Plan holds back a cluster whose backend objects are not there
+// yet. Read, Write, Apply and Delete are thin calls on the clients the caller gives, so that the
+// traffic cluster may be the hub's own or a member; Informers keep what Read reads, so that a
+// resync of a settled route calls no API server.
 // Of the repository it imports only shared/; it never imports other hub packages or spoke/.
 package traffic
 
@@ -55,6 +56,9 @@ type Backend struct {
 	Port int32
 	// Weight is the member's share; 0 leaves it out of the route.
 	Weight int32
+	// Pending is set when the member's backend objects are to be written but the route gives
+	// it no weight yet (Unresolved).
+	Pending bool
 }
 
 // Input is everything Desired builds from.
@@ -131,6 +135,9 @@ func Desired(in Input) (*Objects, error) {
 	objs := &Objects{Route: route(in, key)}
 	rule := &objs.Route.Spec.Rules[0]
 	for _, b := range routed {
+		if b.Pending && in.Spec.BackendKind == fleetv1alpha1.BackendServiceImport {
+			continue
+		}
 		if in.Spec.BackendKind == fleetv1alpha1.BackendServiceImport {
 			rule.BackendRefs = append(rule.BackendRefs, importRef(importFor(key, b.Cluster, in.Imports), b))
 			continue
@@ -143,6 +150,9 @@ func Desired(in Input) (*Objects, error) {
 		if slice != nil {
 			objs.EndpointSlices = append(objs.EndpointSlices, slice)
 		}
+		if b.Pending {
+			continue
+		}
 		rule.BackendRefs = append(rule.BackendRefs, gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{
 			BackendObjectReference: gwv1.BackendObjectReference{
 				Group: ptr.To(gwv1.Group(corev1.GroupName)),
@@ -154,6 +164,31 @@ func Desired(in Input) (*Objects, error) {
 		}})
 	}
 	return objs, nil
+}
+
+// Unresolved are the members among backends (Service backends with a weight and an address)
+// whose Service, or EndpointSlice for an IP, live does not hold: Gateway API answers 500 for
+// the share of a reference that does not resolve, so the route gives such a member weight only
+// once a read shows its objects, which Write makes before the route meanwhile. Nil live (not
+// read) and ServiceImport backends, which the member's export makes, hold nothing back.
+func Unresolved(in Input, live *Live) map[string]bool {
+	out := map[string]bool{}
+	if live == nil || in.Spec.BackendKind == fleetv1alpha1.BackendServiceImport {
+		return out
+	}
+	has := liveBackends(live)
+	key := Key(in.RayService)
+	for _, b := range in.Backends {
+		if b.Weight <= 0 || b.Host == "" || b.Port <= 0 {
+			continue
+		}
+		name := BackendName(key, b.Cluster)
+		_, isIP := netip.ParseAddr(b.Host)
+		if has["Service/"+name] == nil || (isIP == nil && has["EndpointSlice/"+name] == nil) {
+			out[b.Cluster] = true
+		}
+	}
+	return out
 }
 
 // routedBackends are the backends that get a backendRef, by member name; more than a rule

@@ -21,12 +21,13 @@ const mcsGroup = "multicluster.x-k8s.io"
 // cluster (the hub chart's traffic.namespaces): a RayService's route lives in its namespace, so
 // these are its HTTPRoutes and the Services and EndpointSlices standing for each member's
 // backend, and read access to the ServiceImports there (which export name of a member's serve
-// Service to route to). No watch: the hub reads routes uncached, and keeps no informers where
-// it may hold only a namespaced Role.
+// Service to route to). Watch lets the hub keep namespaced informers on its own routes and
+// backends there (hub/traffic.Informers), so that a resync calls no API server; a Role
+// without it leaves the hub reading them uncached.
 func TrafficRules() []rbacv1.PolicyRule {
 	rule := func(group, resource string) rbacv1.PolicyRule {
 		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource},
-			Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}
 	}
 	return []rbacv1.PolicyRule{
 		rule(gwv1.GroupName, "httproutes"),

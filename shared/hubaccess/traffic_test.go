@@ -6,7 +6,7 @@ import (
 )
 
 func TestTrafficRules(t *testing.T) {
-	write := []string{"create", "delete", "get", "list", "patch", "update"}
+	write := []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 	tests := []struct {
 		group, resource string
 		wantVerbs       []string
