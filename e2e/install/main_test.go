@@ -14,7 +14,6 @@ package install
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -23,12 +22,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
 
+	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
@@ -74,94 +73,38 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("real Nodes need root (network namespaces, cgroups, mounts)")
-	}
+	realnode.SkipUnavailable(t)
 	repo, err := localcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{repo: repo, k8sBin: localcluster.DefaultBinDir(), rayfleetBin: localfleet.DefaultRayFleetBin(), dir: t.TempDir()}
-	if missing := localcluster.MissingNodeTools(e.k8sBin); len(missing) > 0 {
-		t.Fatalf("node tools %v missing from %s (make node-tools)", missing, e.k8sBin)
-	}
 	for _, bin := range []string{filepath.Join(e.k8sBin, "helm"), filepath.Join(e.k8sBin, "kubectl"), filepath.Join(e.rayfleetBin, "rayfleet")} {
 		if _, err := os.Stat(bin); err != nil {
 			t.Fatalf("%v: run `make tools build` (or set RAYFLEET_K8S_BIN and RAYFLEET_BIN)", err)
 		}
 	}
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Fatalf("runc not on PATH (Debian's runc package): %v", err)
-	}
-	images := filepath.Join(e.rayfleetBin, "images")
-	rayfleetTar, pauseTar := filepath.Join(images, "rayfleet.tar"), filepath.Join(images, "pause.tar")
-	image := imageName(t, rayfleetTar)
-	i := strings.LastIndex(image, ":")
-	e.imageRepo, e.imageTag = image[:i], image[i+1:]
+	image := realnode.RayFleet(t)
+	i := strings.LastIndex(image.Name, ":")
+	e.imageRepo, e.imageTag = image.Name[:i], image.Name[i+1:]
 
-	if e.hubNS, err = createNetNS(t, "rf-install-hub", hubPrefix); err != nil {
-		t.Fatal(err)
-	}
-	if e.memberNS, err = createNetNS(t, "rf-install-m1", memberPrefix); err != nil {
-		t.Fatal(err)
-	}
-	keep := os.Getenv("RAYFLEET_E2E_KEEP") != ""
-	node := func(ns *localcluster.NetNS) *localcluster.RealNode {
-		return &localcluster.RealNode{NetNS: ns, Images: []string{pauseTar, rayfleetTar}, SandboxImage: imageName(t, pauseTar), Runc: runc}
-	}
-	opts := []localcluster.Options{
+	clusters := realnode.Start(t,
 		// No CRDDirs: the charts install their CRDs.
-		{Name: "hub", KeepState: keep, Scheduler: true, ControllerManager: true, RealNode: node(e.hubNS)},
-		{
-			Name: "member", KeepState: keep, Scheduler: true, ControllerManager: true, RealNode: node(e.memberNS),
-			// The Ray Pods' Nodes (type=kwok); the spoke runs on the real one.
-			Nodes: localcluster.FakeNodes(2, localcluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
+		realnode.Spec{Options: localcluster.Options{Name: "hub"}, Prefix: hubPrefix, Images: []realnode.Image{image}},
+		realnode.Spec{
+			Options: localcluster.Options{
+				Name: "member",
+				// The Ray Pods' Nodes (type=kwok); the spoke runs on the real one.
+				Nodes: localcluster.FakeNodes(2, localcluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
+			},
+			Prefix: memberPrefix, Images: []realnode.Image{image},
 		},
-	}
-	start := time.Now()
-	clusters := make([]*localcluster.Cluster, len(opts))
-	errs := make([]error, len(opts))
-	var wg sync.WaitGroup
-	for i, o := range opts {
-		wg.Go(func() { clusters[i], errs[i] = localcluster.Start(context.Background(), o) })
-	}
-	wg.Wait()
-	for _, c := range clusters {
-		if c != nil {
-			t.Cleanup(c.Stop)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("starting the clusters: %v", err)
-	}
-	e.hub, e.member = clusters[0], clusters[1]
-	t.Logf("hub and member, each with a Ready real Node, up in %v", time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, c := range clusters {
-				fmt.Fprintf(os.Stderr, "######## cluster %s ########\n", c.Name)
-				c.DumpLogs(os.Stderr, 100)
-			}
-		}
-	})
+	)
+	e.hub, e.hubNS = clusters[0].Cluster, clusters[0].NetNS
+	e.member, e.memberNS = clusters[1].Cluster, clusters[1].NetNS
 	e.routeHubToMember(t)
 	e.startDashboard(t)
 	return e
-}
-
-// createNetNS makes a namespace named for this process, deleted after the test.
-func createNetNS(t *testing.T, name string, prefix netip.Prefix) (*localcluster.NetNS, error) {
-	ns, err := localcluster.CreateNetNS(fmt.Sprintf("%s-%d", name, os.Getpid()), prefix)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() {
-		if err := ns.Delete(); err != nil {
-			t.Error(err)
-		}
-	})
-	return ns, nil
 }
 
 // routeHubToMember makes the member's advertised address answer in the hub's namespace too,
@@ -247,14 +190,4 @@ func step(t *testing.T, name string, f func(t *testing.T)) {
 	if !ok {
 		t.FailNow()
 	}
-}
-
-// imageName is the image an archive of make image holds.
-func imageName(t *testing.T, archive string) string {
-	t.Helper()
-	name, err := localcluster.ArchiveImageName(archive)
-	if err != nil {
-		t.Fatalf("%v (make image)", err)
-	}
-	return name
 }

@@ -6,10 +6,7 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
@@ -33,61 +30,21 @@ const podTimeout = 2 * time.Minute
 // that the Service's ClusterIP answers from the Node's namespace.
 func TestRealNodeRunsPods(t *testing.T) {
 	g := gomega.NewWithT(t)
-	if os.Geteuid() != 0 {
-		t.Skip("a real Node needs root (network namespaces, cgroups, mounts)")
-	}
-	binDir := localcluster.DefaultBinDir()
-	if missing := localcluster.MissingNodeTools(binDir); len(missing) > 0 {
-		t.Skipf("node tools %v missing from %s (make node-tools)", missing, binDir)
-	}
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Fatalf("runc not on PATH (Debian's runc package): %v", err)
-	}
-	imagesDir := filepath.Join(localfleet.DefaultRayFleetBin(), "images")
-	rayfleetImage := imageName(t, filepath.Join(imagesDir, "rayfleet.tar"))
-	pauseImage := imageName(t, filepath.Join(imagesDir, "pause.tar"))
-
-	ns, err := localcluster.CreateNetNS(fmt.Sprintf("rf-node-%d", os.Getpid()), netip.MustParsePrefix("10.200.0.1/24"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Delete(); err != nil {
-			t.Error(err)
-		}
-	})
+	realnode.SkipUnavailable(t)
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
-	start := time.Now()
-	cluster, err := localcluster.Start(ctx, localcluster.Options{
-		Name: "realnode", Scheduler: true, ControllerManager: true,
-		CRDDirs:   []string{filepath.Join(root, "charts", "rayfleet-hub", "crds")},
-		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
-		RealNode: &localcluster.RealNode{
-			NetNS:        ns,
-			Images:       []string{filepath.Join(imagesDir, "pause.tar"), filepath.Join(imagesDir, "rayfleet.tar")},
-			SandboxImage: pauseImage,
-			Runc:         runc,
+	rayfleetImage, pauseImage := realnode.RayFleet(t), realnode.Pause(t)
+	cluster := realnode.Start(t, realnode.Spec{
+		Options: localcluster.Options{
+			Name:    "realnode",
+			CRDDirs: []string{filepath.Join(root, "charts", "rayfleet-hub", "crds")},
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop := time.Now()
-		cluster.Stop()
-		t.Logf("cluster and real Node stopped in %s", time.Since(stop).Round(time.Millisecond))
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			cluster.DumpLogs(os.Stderr, 60)
-		}
-	})
-	t.Logf("cluster with a Ready real Node in %s", time.Since(start).Round(time.Millisecond))
+		Prefix: netip.MustParsePrefix("10.200.0.1/24"),
+		Images: []realnode.Image{rayfleetImage},
+	})[0]
+	ctx := t.Context()
 	c := cluster.Client
 
 	// `rayfleet status` lists hub objects with the in-cluster config: it succeeds only if the
@@ -99,9 +56,9 @@ func TestRealNodeRunsPods(t *testing.T) {
 	})).To(gomega.Succeed())
 	podStart := time.Now()
 	for _, pod := range []*corev1.Pod{
-		pod("version", rayfleetImage, corev1.RestartPolicyNever, "/rayfleet", "version"),
-		pod("status", rayfleetImage, corev1.RestartPolicyNever, "/rayfleet", "status", "--all-namespaces"),
-		pod("sandbox-only", pauseImage, corev1.RestartPolicyAlways),
+		pod("version", rayfleetImage.Name, corev1.RestartPolicyNever, "/rayfleet", "version"),
+		pod("status", rayfleetImage.Name, corev1.RestartPolicyNever, "/rayfleet", "status", "--all-namespaces"),
+		pod("sandbox-only", pauseImage.Name, corev1.RestartPolicyAlways),
 	} {
 		g.Eventually(func() error { return c.Create(ctx, pod) }, podTimeout, time.Second).Should(gomega.Succeed())
 	}
@@ -126,7 +83,7 @@ func TestRealNodeRunsPods(t *testing.T) {
 	g.Eventually(func() error {
 		dialCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		conn, err := localcluster.DialInNetNS(dialCtx, ns.Path, svc.Spec.ClusterIP+":443")
+		conn, err := localcluster.DialInNetNS(dialCtx, cluster.NetNS.Path, svc.Spec.ClusterIP+":443")
 		if err != nil {
 			return err
 		}
@@ -162,14 +119,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// imageName is the first tag in a Docker archive's manifest.json (make image writes one).
-func imageName(t *testing.T, archive string) string {
-	t.Helper()
-	name, err := localcluster.ArchiveImageName(archive)
-	if err != nil {
-		t.Fatalf("%v (make image)", err)
-	}
-	return name
 }

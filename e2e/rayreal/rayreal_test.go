@@ -21,7 +21,6 @@ import (
 	"net/netip"
 	neturl "net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,6 +36,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
@@ -262,58 +262,17 @@ func (e *env) get(ctx context.Context, url string) (string, error) {
 // and the spoke, all stopped when t ends.
 func startEnv(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a real Node needs root (network namespaces, cgroups, mounts)")
-	}
-	binDir := localcluster.DefaultBinDir()
-	if missing := localcluster.MissingNodeTools(binDir); len(missing) > 0 {
-		t.Skipf("node tools %v missing from %s (make node-tools)", missing, binDir)
-	}
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Fatalf("runc not on PATH (Debian's runc package): %v", err)
-	}
-	rfBin := localfleet.DefaultRayFleetBin()
-	imagesDir := filepath.Join(rfBin, "images")
-	pauseTar, rayTar := filepath.Join(imagesDir, "pause.tar"), filepath.Join(imagesDir, "ray.tar")
-	pauseImage := imageName(t, pauseTar, "make image")
-	rayImage := imageName(t, rayTar, "make ray-image")
-	crds, err := localcluster.SpokeCRDDir(binDir)
+	realnode.SkipUnavailable(t)
+	crds, err := localcluster.SpokeCRDDir(localcluster.DefaultBinDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, err := localcluster.CreateNetNS(fmt.Sprintf("rf-rayreal-%d", os.Getpid()), netip.MustParsePrefix("10.201.0.1/24"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Delete(); err != nil {
-			t.Error(err)
-		}
-	})
-	start := time.Now()
-	cluster, err := localcluster.Start(t.Context(), localcluster.Options{
-		Name: "rayreal", Scheduler: true, ControllerManager: true,
-		CRDDirs:   []string{crds},
-		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
-		RealNode: &localcluster.RealNode{
-			NetNS: ns, Images: []string{pauseTar, rayTar}, SandboxImage: pauseImage, Runc: runc,
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop := time.Now()
-		cluster.Stop()
-		t.Logf("cluster and real Node stopped in %s", time.Since(stop).Round(time.Millisecond))
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			cluster.DumpLogs(os.Stderr, 80)
-		}
-	})
-	t.Logf("cluster with a Ready real Node (Ray image imported) in %s", time.Since(start).Round(time.Millisecond))
+	rayImage := realnode.Ray(t)
+	cluster := realnode.Start(t, realnode.Spec{
+		Options: localcluster.Options{Name: "rayreal", CRDDirs: []string{crds}},
+		Prefix:  netip.MustParsePrefix("10.201.0.1/24"),
+		Images:  []realnode.Image{rayImage},
+	})[0].Cluster
 
 	proxy, err := cluster.StartNodeProxy()
 	if err != nil {
@@ -327,13 +286,13 @@ func startEnv(t *testing.T) *env {
 	// The default address templates: the head Service's DNS name and the Pod IP, as in a
 	// cluster; the proxy takes the spoke's requests there (the API server, on loopback, is
 	// never proxied).
-	spoke, err := cluster.StartManager(t.Context(), "spoke", filepath.Join(rfBin, "spoke"), kubeconfig,
+	spoke, err := cluster.StartManager(t.Context(), "spoke", filepath.Join(localfleet.DefaultRayFleetBin(), "spoke"), kubeconfig,
 		[]string{"--zap-devel"}, []string{"HTTP_PROXY=" + proxy.URL, "NO_PROXY="})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(spoke.Stop)
-	return &env{cluster: cluster, proxy: proxy, rayImage: rayImage}
+	return &env{cluster: cluster, proxy: proxy, rayImage: rayImage.Name}
 }
 
 // clusterSpec is a RayCluster sized for a 2-CPU Node that may hold two of them: the head
@@ -470,15 +429,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// imageName is the first tag in a Docker archive's manifest.json; make names the target that
-// writes the archive.
-func imageName(t *testing.T, archive, make string) string {
-	t.Helper()
-	name, err := localcluster.ArchiveImageName(archive)
-	if err != nil {
-		t.Fatalf("%v (%s)", err, make)
-	}
-	return name
 }
