@@ -51,6 +51,50 @@ type results struct {
 	// binding is the binding as the API server returned it when the executor created or
 	// patched it; nil when it wrote none (the group's is current then).
 	binding *fleetv1alpha1.RayServiceBinding
+	// staleBinding is set when the decision was not carried out because the cache's binding
+	// is older than the API server's: it may rest on clusters or a revision a newer decision
+	// replaced, and removing or applying from it would undo that one.
+	staleBinding bool
+}
+
+// removalsOf names the clusters whose copy the decision removes, sorted.
+func removalsOf(d *decision) []string {
+	return actionsOf(d, propagation.Remove)
+}
+
+// copyWrites names the clusters whose copy the decision applies or removes, sorted.
+func copyWrites(d *decision) []string {
+	return actionsOf(d, propagation.Apply, propagation.Remove)
+}
+
+// actionsOf names the clusters whose action is one of kinds, sorted.
+func actionsOf(d *decision, kinds ...propagation.Kind) []string {
+	var out []string
+	for name, a := range d.actions {
+		if slices.Contains(kinds, a.Kind) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// bindingCurrent reports whether the group's binding, read from the cache, is the one the API
+// server holds. After the hub's API server was unreachable, informers relist only after their
+// backoff (up to tens of seconds) while writes already succeed: a decision from the older
+// binding would delete copies a newer one names.
+func (r *Reconciler) bindingCurrent(ctx context.Context, g *group) (bool, error) {
+	if g.binding == nil {
+		return false, nil
+	}
+	var live fleetv1alpha1.RayServiceBinding
+	if err := r.apiReader.Get(ctx, g.key, &live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("get RayServiceBinding %s from the API server: %w", g.key, err)
+	}
+	return live.UID == g.binding.UID && live.ResourceVersion == g.binding.ResourceVersion, nil
 }
 
 // execute writes the decision: the binding's spec, then per cluster the apply or delete.
@@ -73,6 +117,20 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 		return res, err
 	}
 	res.binding = binding
+	if binding == nil && len(copyWrites(d)) > 0 {
+		// A spec patch is locked to the version read, so one that succeeded proves the group
+		// current; without one, the binding is checked against the API server's first.
+		current, err := r.bindingCurrent(ctx, g)
+		if err != nil {
+			return res, err
+		}
+		if !current {
+			ctrl.LoggerFrom(ctx).Info("Holding a decision made from a cached binding older than the API server's",
+				"clusters", copyWrites(d))
+			res.staleBinding = true
+			return res, nil
+		}
+	}
 	if d.rollout != nil {
 		// The target revision exists before any copy names it.
 		if _, _, err := revision.Ensure(ctx, r.client, g.hub, d.rollout.targetContent, g.history); err != nil {
@@ -103,10 +161,8 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 			r.rememberCovered(name, g.members[name].copy, a.Desired)
 		}
 	}
-	for name, a := range d.actions {
-		if a.Kind != propagation.Remove {
-			continue
-		}
+	for _, name := range removalsOf(d) {
+		a := d.actions[name]
 		log.V(1).Info("Propagation", "cluster", name, "action", a.String())
 		reason, why := "Removed", "no longer placed there"
 		if a.Reason == propagation.ReasonPurged {
@@ -163,7 +219,9 @@ func (r *Reconciler) writeBindingSpec(ctx context.Context, g *group, d *decision
 	}
 	b := g.binding.DeepCopy()
 	b.Spec = spec
-	if err := r.client.Patch(ctx, b, client.MergeFrom(g.binding)); err != nil {
+	// Locked to the version read: a decision made from a cache that lags the API server must
+	// not replace a newer decision (and then remove the copies that one placed).
+	if err := r.client.Patch(ctx, b, client.MergeFromWithOptions(g.binding, client.MergeFromWithOptimisticLock{})); err != nil {
 		return nil, fmt.Errorf("patch RayServiceBinding %s: %w", g.key, err)
 	}
 	return b, nil

@@ -2,10 +2,12 @@ package fleet
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -101,6 +103,99 @@ func TestExecuteChangesNeitherPlanNorGroup(t *testing.T) {
 			checkUnchanged(t, before, g, "executing and writing the status")
 			if !reflect.DeepEqual(d, plan) {
 				t.Errorf("executing and writing the status changed the decision:\nbefore %+v\nafter  %+v", plan, d)
+			}
+		})
+	}
+}
+
+// TestExecuteHoldsADecisionFromAStaleBinding carries out a decision made from a cached binding
+// that names clusters a, b while the API server's, written since, names a, c (the cache lags
+// after the hub's API server came back): nothing is written to members and the RayService is
+// tried again soon, whether the decision changes the binding's spec (the locked patch fails)
+// or not (the binding is read from the API server). With the cache current, the same decision
+// is carried out.
+func TestExecuteHoldsADecisionFromAStaleBinding(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	sch, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "two"},
+		Spec:       fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2), Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutNone}},
+	}
+	for _, tt := range []struct {
+		name      string
+		stale     bool
+		writeSpec bool
+		wantStale bool
+	}{
+		{name: "the cached binding is older than the API server's", stale: true, wantStale: true},
+		{name: "the cached binding is older, and the decision patches its spec", stale: true, writeSpec: true, wantStale: true},
+		{name: "the cached binding is the API server's", stale: false, wantStale: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
+			hub.UID = "hub-uid"
+			live := placedOn("a", "b")
+			if tt.stale {
+				live = placedOn("a", "c")
+			}
+			live.Namespace, live.Name = hub.Namespace, hub.Name
+			if !tt.writeSpec {
+				live.Spec.PolicyName = "two"
+			}
+			hubClient := fake.NewClientBuilder().WithScheme(sch).WithObjects(hub, live).
+				WithStatusSubresource(&rayv1.RayService{}, &fleetv1alpha1.RayServiceBinding{}).Build()
+			cached := &fleetv1alpha1.RayServiceBinding{}
+			if err := hubClient.Get(t.Context(), client.ObjectKeyFromObject(hub), cached); err != nil {
+				t.Fatal(err)
+			}
+			if tt.stale {
+				cached.Spec.Clusters = []string{"a", "b"}
+				cached.ResourceVersion = "1"
+			}
+			clk := clocktesting.NewFakeClock(now)
+			r := &Reconciler{
+				client: hubClient, apiReader: hubClient, recorder: events.NewFakeRecorder(100), clock: clk,
+				memory: memory{
+					reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo(), covered: propagation.NewCovered(),
+					memberViews: &memberViews{}, ownWrites: newOwnWrites(),
+					bindingStatuses: cachememo.NewStatuses(clk, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+				},
+				opts: Options{HubName: labels.DefaultHubName, Resync: time.Minute},
+			}
+			g := newGroup(hub, two, cached)
+			g.now = now
+			for _, name := range []string{"a", "b", "c"} {
+				m := ready(name, nil)
+				m.client = fake.NewClientBuilder().WithScheme(sch).Build()
+				g.members[name], g.memberClusters[name] = m, m.mc
+			}
+			d := decideTwice(t, r, g)
+			if !slices.Equal(d.placed, []string{"a", "b"}) || d.actions["b"].Kind != propagation.Apply {
+				t.Fatalf("placed = %v, action on b = %v: want a, b with b applied", d.placed, d.actions["b"])
+			}
+			o := &outcome{g: g, d: d}
+			o.res, err = r.execute(t.Context(), g, d)
+			switch {
+			case tt.writeSpec && !apierrors.IsConflict(err):
+				t.Fatalf("execute: %v, want a conflict", err)
+			case !tt.writeSpec && err != nil:
+				t.Fatal(err)
+			}
+			if o.res.staleBinding != (tt.wantStale && !tt.writeSpec) {
+				t.Errorf("staleBinding = %v, want %v", o.res.staleBinding, tt.wantStale)
+			}
+			var copies rayv1.RayServiceList
+			if err := g.members["b"].client.List(t.Context(), &copies); err != nil {
+				t.Fatal(err)
+			}
+			if wantCopies := map[bool]int{true: 0, false: 1}[tt.wantStale]; len(copies.Items) != wantCopies {
+				t.Errorf("copies on b = %d, want %d", len(copies.Items), wantCopies)
+			}
+			if got := r.requeueAfter(g, o); o.res.staleBinding && got != staleRetry {
+				t.Errorf("requeueAfter = %v, want %v", got, staleRetry)
 			}
 		})
 	}

@@ -292,6 +292,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 	}
 	o := &outcome{g: g, d: d}
 	defer func() {
+		if apierrors.IsConflict(err) || (o.res != nil && o.res.staleBinding) {
+			// The binding read is older than the API server's: a status from it would be too.
+			// The next reconcile, on a cache that caught up, writes it.
+			return
+		}
 		if statusErr := r.writeStatus(ctx, o); statusErr != nil {
 			err = errors.Join(err, statusErr)
 		}
@@ -314,6 +319,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 // that had the new one (deleting its RayCluster), and a blue/green shifting traffic sent all
 // of it to green for a moment (chaos scenario 3, the hub killed and restarted).
 const engageGrace = membership.EngageGrace
+
+// staleRetry is how soon a RayService whose removals waited for the cache to catch up with
+// the API server is tried again.
+const staleRetry = time.Second
 
 // engageRetry is how soon a RayService waiting for engagement is tried again.
 const engageRetry = time.Second
@@ -341,6 +350,9 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 	if o.res != nil && o.res.newRefusal {
 		// The member that refused is left out by the next plan; make it now, not a resync later.
 		return time.Millisecond
+	}
+	if o.res != nil && o.res.staleBinding {
+		return staleRetry
 	}
 	after := r.opts.Resync
 	if !polled(g, o) {
