@@ -284,6 +284,9 @@ type routeRead struct {
 	// imports are the ServiceImports of the route's namespace, for ServiceImport backends;
 	// nil when not read or not readable.
 	imports traffic.Imports
+	// watched is set when everything was read from the traffic informers, whose changes
+	// queue the RayService (Informers.Changes): nothing read here needs polling.
+	watched bool
 }
 
 // acceptedWeights reports whether the gateway accepted a route giving the clusters want.
@@ -317,11 +320,13 @@ func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha
 		cached = reader
 	}
 	state, live, err := traffic.Read(ctx, cached, key, r.opts.HubName, g.holding())
-	rr := routeRead{state: state, live: live, err: err}
+	rr := routeRead{state: state, live: live, err: err, watched: ok}
 	if legacy, ok := traffic.LegacyKey(g.key, spec); ok && err == nil && !state.Exists {
 		rr.legacy, rr.err = traffic.ObserveLegacy(ctx, reader, legacy, r.opts.HubName, g.holding())
+		rr.watched = false
 	}
 	if rr.err == nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport {
+		rr.watched = false
 		imports, ierr := traffic.ObserveImports(ctx, reader, key.Route.Namespace)
 		if ierr != nil {
 			// The legacy export names carry the traffic meanwhile.

@@ -375,15 +375,16 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 // reconciled every Resync: a reconcile that stopped early or failed to write a member, an
 // invalid or under-placed RayService, a member or a copy's spec not read, a cluster leaving, a foreign
 // RayService in a copy's place (its deletion maps to no hub RayService), a blue/green in
-// flight, or traffic (the route's acceptance is read, not watched). Everything else a
-// RayService waits on arrives by watch (its spec and annotations, its binding's approval, its
-// policy, the MemberClusters, every member copy) or is a timer (requeueAfter): a rollout
+// flight, or traffic read without the traffic informers (the route's acceptance read, not
+// watched). Everything else a RayService waits on arrives by watch (its spec and annotations,
+// its binding's approval, its policy, the MemberClusters, every member copy, its route and
+// backends in the traffic informers) or is a timer (requeueAfter): a rollout
 // paused, awaiting an approval, stalled or rolling back included, whatever its phase. It is
 // reconciled otherwise only every SettledResync, a safety net.
 func polled(g *group, o *outcome) bool {
 	d := o.d
 	if o.res == nil || d.invalid != nil || d.placedCond.Status != metav1.ConditionTrue ||
-		len(d.departures) > 0 || len(d.foreign) > 0 || len(o.kept()) > 0 || d.colors != nil || d.traffic != nil ||
+		len(d.departures) > 0 || len(d.foreign) > 0 || len(o.kept()) > 0 || d.colors != nil || (d.traffic != nil && !g.route.watched) ||
 		len(o.res.applyErrs) > 0 || o.res.trafficErr != nil {
 		return true
 	}

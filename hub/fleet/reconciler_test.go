@@ -72,7 +72,11 @@ func TestRequeueAfterSettled(t *testing.T) {
 		{name: "a foreign RayService in a copy's place", mutate: func(_ *group, o *outcome) { o.d.foreign = []string{"eu"} }},
 		{name: "a copy kept", mutate: func(_ *group, o *outcome) { o.res.kept = []string{"eu"} }},
 		{name: "a write failed", mutate: func(_ *group, o *outcome) { o.res.applyErrs["eu"] = errors.New("boom") }},
-		{name: "traffic managed", mutate: func(_ *group, o *outcome) { o.d.traffic = &trafficDecision{} }},
+		{name: "traffic read without the traffic informers", mutate: func(_ *group, o *outcome) { o.d.traffic = &trafficDecision{} }},
+		{name: "traffic read through the traffic informers (their changes queue it)", settled: true, mutate: func(g *group, o *outcome) {
+			o.d.traffic, g.route.watched = &trafficDecision{}, true
+		}},
+		{name: "a decision held on a stale binding", wantExact: staleRetry, mutate: func(_ *group, o *outcome) { o.res.staleBinding = true }},
 		{name: "blue/green in flight", mutate: func(_ *group, o *outcome) { o.d.colors = &colors{} }},
 		{name: "rollout progressing, waiting on members", settled: true, mutate: func(_ *group, o *outcome) {
 			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutProgressing

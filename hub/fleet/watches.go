@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -68,7 +67,12 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	b := mcbuilder.ControllerManagedBy(mgr)
 	if r.opts.Probes != nil {
 		// A backend's probe verdict changing moves its traffic at once, not at the next resync.
-		b = b.WatchesRawSource(probeSource(r.opts.Probes))
+		b = b.WatchesRawSource(keySource(r.opts.Probes.Changes()))
+	}
+	if r.opts.TrafficInformers != nil {
+		// The gateway's verdict on a route, and a backend changed by someone else, arrive by
+		// watch: a RayService with settled traffic is not polled for them.
+		b = b.WatchesRawSource(keySource(r.opts.TrafficInformers.Changes()))
 	}
 	err = b.
 		Named("hub-rayservice").
@@ -290,9 +294,10 @@ func memberChange(oldMC, newMC *fleetv1alpha1.MemberCluster) change {
 	return changeNone
 }
 
-// probeSource queues the hub RayServices whose backends' probe verdict changed.
-func probeSource(p *dataplane.Prober) source.TypedSource[mcreconcile.Request] {
-	return source.TypedChannel(p.Changes(), handler.TypedFuncs[types.NamespacedName, mcreconcile.Request]{
+// keySource queues the hub RayServices changes names: those whose backends' probe verdict
+// changed (dataplane.Prober), or whose route or backends changed (traffic.Informers).
+func keySource(changes <-chan event.TypedGenericEvent[types.NamespacedName]) source.TypedSource[mcreconcile.Request] {
+	return source.TypedChannel(changes, handler.TypedFuncs[types.NamespacedName, mcreconcile.Request]{
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[types.NamespacedName], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 			q.Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: e.Object}, ClusterName: localCluster})
 		},

@@ -10,9 +10,12 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/rayfleet/rayfleet/shared/labels"
@@ -33,6 +36,10 @@ type Informers struct {
 	scheme   *runtime.Scheme
 	hubName  string
 
+	// changes carries the RayServices whose route or backends changed in a traffic cluster;
+	// buffered, and a full buffer holds the informer that delivers.
+	changes chan event.TypedGenericEvent[types.NamespacedName]
+
 	mu sync.Mutex
 	// ctx is the manager's, set by Start; informers made before then wait for it.
 	ctx    context.Context
@@ -52,7 +59,52 @@ type namespaceCache struct {
 // NewInformers returns Informers reaching traffic clusters through configOf, decoding with
 // scheme, and keeping what hub hubName made.
 func NewInformers(configOf ConfigOf, scheme *runtime.Scheme, hubName string) *Informers {
-	return &Informers{configOf: configOf, scheme: scheme, hubName: hubName, caches: map[informersKey]*namespaceCache{}}
+	return &Informers{configOf: configOf, scheme: scheme, hubName: hubName, caches: map[informersKey]*namespaceCache{},
+		changes: make(chan event.TypedGenericEvent[types.NamespacedName], 1024)}
+}
+
+// Changes carries the RayServices whose route or backends changed in a traffic cluster: the
+// gateway's verdict on a route (its status), a backend edited or deleted by someone else, and
+// the hub's own writes. A RayService whose route is read through synced informers is then
+// reconciled on these instead of being polled.
+func (i *Informers) Changes() <-chan event.TypedGenericEvent[types.NamespacedName] {
+	return i.changes
+}
+
+// notify queues the RayService obj belongs to, by its origin labels; ctx ending drops it.
+func (i *Informers) notify(ctx context.Context, obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	l := o.GetLabels()
+	key := types.NamespacedName{Namespace: l[labels.OriginNamespace], Name: l[labels.OriginName]}
+	if key.Namespace == "" || key.Name == "" {
+		return
+	}
+	select {
+	case i.changes <- event.TypedGenericEvent[types.NamespacedName]{Object: key}:
+	case <-ctx.Done():
+	}
+}
+
+// handler notifies on every change but the informer's resyncs (same resourceVersion).
+func (i *Informers) handler(ctx context.Context) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { i.notify(ctx, obj) },
+		UpdateFunc: func(old, obj any) {
+			if o, ok := old.(client.Object); ok {
+				if n, ok := obj.(client.Object); ok && o.GetResourceVersion() == n.GetResourceVersion() {
+					return
+				}
+			}
+			i.notify(ctx, obj)
+		},
+		DeleteFunc: func(obj any) { i.notify(ctx, obj) },
+	}
 }
 
 // Start records ctx for the informers it makes and stops them all when ctx ends.
@@ -136,6 +188,10 @@ func (i *Informers) start(cfg *rest.Config, namespace string) (*namespaceCache, 
 	for _, obj := range objs {
 		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
+			stop()
+			return nil, fmt.Errorf("traffic informers in namespace %s: %w", namespace, err)
+		}
+		if _, err := inf.AddEventHandler(i.handler(ctx)); err != nil {
 			stop()
 			return nil, fmt.Errorf("traffic informers in namespace %s: %w", namespace, err)
 		}
