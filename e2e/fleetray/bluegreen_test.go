@@ -58,8 +58,13 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	for _, c := range append([]*localcluster.Cluster{f.Hub}, memberClusters(f)...) {
 		g.Expect(c.CreateNamespace(ctx, ns)).To(gomega.Succeed())
 	}
-	// The app's code is mounted from a ConfigMap the hub does not copy: each member has its own.
+	// The app's code is mounted from a ConfigMap the hub does not copy: each member has its own,
+	// in a namespace the member's admin made and lets the hub into.
 	for _, c := range memberClusters(f) {
+		nsObj := &corev1.Namespace{}
+		g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(gomega.Succeed())
+		nsObj.Labels = map[string]string{labels.HubNamespace: labels.HubNamespaceAllowed}
+		g.Expect(c.Client.Update(ctx, nsObj)).To(gomega.Succeed())
 		g.Expect(c.Client.Create(ctx, serveAppConfigMap(t, ns))).To(gomega.Succeed())
 	}
 	pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blue-green"}, Spec: policySpec()}
