@@ -63,7 +63,11 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	for _, c := range memberClusters(f) {
 		nsObj := &corev1.Namespace{}
 		g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(gomega.Succeed())
-		nsObj.Labels = map[string]string{labels.HubNamespace: labels.HubNamespaceAllowed}
+		// The member's guard also wants Pod Security at baseline at least where it places.
+		nsObj.Labels = map[string]string{
+			labels.HubNamespace:                  labels.HubNamespaceAllowed,
+			"pod-security.kubernetes.io/enforce": "baseline",
+		}
 		g.Expect(c.Client.Update(ctx, nsObj)).To(gomega.Succeed())
 		g.Expect(c.Client.Create(ctx, serveAppConfigMap(t, ns))).To(gomega.Succeed())
 	}
