@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
@@ -69,15 +69,15 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 			"pod-security.kubernetes.io/enforce": "baseline",
 		}
 		g.Expect(c.Client.Update(ctx, nsObj)).To(gomega.Succeed())
-		g.Expect(c.Client.Create(ctx, serveAppConfigMap(t, ns))).To(gomega.Succeed())
+		g.Expect(c.Client.Create(ctx, realnode.ServeAppConfigMap(t, ns))).To(gomega.Succeed())
 	}
 	pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blue-green"}, Spec: policySpec()}
 	g.Expect(f.Hub.Client.Create(ctx, pp)).To(gomega.Succeed())
 	rs := &rayv1.RayService{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{labels.PlacementPolicy: pp.Name}},
 		Spec: rayv1.RayServiceSpec{
-			ServeConfigV2:  serveConfig("v1"),
-			RayClusterSpec: clusterSpec(imageName(t, "ray.tar")),
+			ServeConfigV2:  realnode.ServeConfig("v1"),
+			RayClusterSpec: realnode.ClusterSpec(realnode.Ray(t).Name),
 			ServeService:   &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}},
 		},
 	}
@@ -107,7 +107,7 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 
 	requests := startRequests(t, url)
 	changed := time.Now()
-	setServeConfig(t, f, ns, name, serveConfig("v2"))
+	setServeConfig(t, f, ns, name, realnode.ServeConfig("v2"))
 	var green string
 	eventuallyFor(t, f, blueGreenTimeout, func(g gomega.Gomega) {
 		b := binding(g, f, ns, name)
@@ -182,15 +182,15 @@ func startFleet(t *testing.T) *localfleet.Fleet {
 	for _, m := range members {
 		specs = append(specs, localfleet.MemberSpec{Name: m, Labels: map[string]string{regionKey: m}})
 	}
-	images := filepath.Join(localfleet.DefaultRayFleetBin(), "images")
+	pause, ray := realnode.Pause(t), realnode.Ray(t)
 	start := time.Now()
 	f, err := localfleet.Start(t.Context(), localfleet.Options{
 		Members:   specs,
 		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
 		Traffic:   &localfleet.TrafficOptions{ServeIPs: serveIPs},
 		RealNodes: &localfleet.RealNodes{
-			Images:       []string{filepath.Join(images, "pause.tar"), filepath.Join(images, "ray.tar")},
-			SandboxImage: imageName(t, "pause.tar"),
+			Images:       []string{pause.Archive, ray.Archive},
+			SandboxImage: pause.Name,
 			Runc:         runc,
 			Ray:          true,
 		},
@@ -305,16 +305,6 @@ func sinceOrNever(t, since time.Time) string {
 		return "never"
 	}
 	return t.Sub(since).Round(100 * time.Millisecond).String()
-}
-
-// imageName is the first tag in bin/images/<archive>'s manifest.
-func imageName(t *testing.T, archive string) string {
-	t.Helper()
-	name, err := localcluster.ArchiveImageName(filepath.Join(localfleet.DefaultRayFleetBin(), "images", archive))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return name
 }
 
 // versionOf decodes the test app's answer.
