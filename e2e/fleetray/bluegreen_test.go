@@ -3,28 +3,21 @@
 package fleetray
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
-	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // Timeouts: a head is a dozen Python processes' imports, 20 s idle and minutes on a loaded
@@ -51,26 +44,12 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	if skipReason != "" {
 		t.Skip(skipReason)
 	}
-	f := startFleet(t)
+	f := sharedFleet(t)
 	g := gomega.NewWithT(t)
 	ctx := t.Context()
 	const ns, name = "fleetray", "versioned"
-	for _, c := range append([]*localcluster.Cluster{f.Hub}, memberClusters(f)...) {
-		g.Expect(c.CreateNamespace(ctx, ns)).To(gomega.Succeed())
-	}
-	// The app's code is mounted from a ConfigMap the hub does not copy: each member has its own,
-	// in a namespace the member's admin made and lets the hub into.
-	for _, c := range memberClusters(f) {
-		nsObj := &corev1.Namespace{}
-		g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(gomega.Succeed())
-		// The member's guard also wants Pod Security at baseline at least where it places.
-		nsObj.Labels = map[string]string{
-			labels.HubNamespace:                  labels.HubNamespaceAllowed,
-			"pod-security.kubernetes.io/enforce": "baseline",
-		}
-		g.Expect(c.Client.Update(ctx, nsObj)).To(gomega.Succeed())
-		g.Expect(c.Client.Create(ctx, realnode.ServeAppConfigMap(t, ns))).To(gomega.Succeed())
-	}
+	prepareNamespace(t, f, ns)
+	deleteOnExit(t, f, ns, name)
 	pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blue-green"}, Spec: policySpec()}
 	g.Expect(f.Hub.Client.Create(ctx, pp)).To(gomega.Succeed())
 	rs := &rayv1.RayService{
@@ -106,6 +85,7 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	logHeadMemory(t, f, blue, ns)
 
 	requests := startRequests(t, url)
+	shares := recordShares(t, f, ns, name)
 	changed := time.Now()
 	setServeConfig(t, f, ns, name, realnode.ServeConfig("v2"))
 	var green string
@@ -136,6 +116,7 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 		g.Expect(len(requests.between(retired, time.Now()))).To(gomega.BeNumerically(">=", 10))
 	})
 	requests.close()
+	checkShares(t, shares.stop(), requests, green)
 
 	all := requests.between(time.Time{}, time.Now())
 	var failed []answer
@@ -170,54 +151,6 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	}
 }
 
-// startFleet starts the hub (with Traefik and the Gateway) and the two members, each with a
-// real Node holding the pause and Ray images, and waits until the hub finds both Ready.
-func startFleet(t *testing.T) *localfleet.Fleet {
-	t.Helper()
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs := make([]localfleet.MemberSpec, 0, len(members))
-	for _, m := range members {
-		specs = append(specs, localfleet.MemberSpec{Name: m, Labels: map[string]string{regionKey: m}})
-	}
-	pause, ray := realnode.Pause(t), realnode.Ray(t)
-	start := time.Now()
-	f, err := localfleet.Start(t.Context(), localfleet.Options{
-		Members:   specs,
-		KeepState: os.Getenv("RAYFLEET_E2E_KEEP") != "",
-		Traffic:   &localfleet.TrafficOptions{ServeIPs: serveIPs},
-		RealNodes: &localfleet.RealNodes{
-			Images:       []string{pause.Archive, ray.Archive},
-			SandboxImage: pause.Name,
-			Runc:         runc,
-			Ray:          true,
-		},
-	})
-	if err != nil {
-		t.Fatalf("starting the fleet: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			f.DumpLogs(os.Stderr, 80)
-		}
-		stop := time.Now()
-		f.Stop()
-		t.Logf("fleet stopped in %s (state in %s)", time.Since(stop).Round(time.Millisecond), f.Dir)
-	})
-	eventuallyFor(t, f, 2*time.Minute, func(g gomega.Gomega) {
-		for _, m := range members {
-			var mc fleetv1alpha1.MemberCluster
-			g.Expect(f.Hub.Client.Get(t.Context(), client.ObjectKey{Name: m}, &mc)).To(gomega.Succeed())
-			g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, fleetv1alpha1.ConditionReady)).To(gomega.BeTrue(), "%s Ready", m)
-		}
-	})
-	t.Logf("hub, Traefik and %d members with real Nodes up and Ready in %s (gateway %s)",
-		len(f.Members), time.Since(start).Round(time.Second), f.GatewayURL)
-	return f
-}
-
 // policySpec places on one member and changes it by a blue/green on the other, routed through
 // the fleet's Gateway at /; no soak, so that the first revision is good once it is done.
 func policySpec() fleetv1alpha1.PlacementPolicySpec {
@@ -237,66 +170,6 @@ func policySpec() fleetv1alpha1.PlacementPolicySpec {
 			PathPrefix: "/",
 		},
 	}
-}
-
-// setServeConfig sets the hub RayService's serveConfigV2, a new revision, retrying on
-// conflicts with the hub's own writes.
-func setServeConfig(t *testing.T, f *localfleet.Fleet, ns, name, config string) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var rs rayv1.RayService
-		if err := f.Hub.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &rs); err != nil {
-			return err
-		}
-		rs.Spec.ServeConfigV2 = config
-		return f.Hub.Client.Update(t.Context(), &rs)
-	})
-	if err != nil {
-		t.Fatalf("setting the serveConfigV2 of RayService %s/%s on the hub: %v", ns, name, err)
-	}
-}
-
-// eventuallyFor polls check until it passes, timeout expires or an agent dies.
-func eventuallyFor(t *testing.T, f *localfleet.Fleet, timeout time.Duration, check func(g gomega.Gomega)) {
-	t.Helper()
-	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
-		if err := f.Exited(); err != nil {
-			gomega.StopTrying(err.Error()).Now()
-		}
-		check(g)
-	}).WithTimeout(timeout).WithPolling(poll).Should(gomega.Succeed())
-}
-
-// binding is the RayServiceBinding of ns/name.
-func binding(g gomega.Gomega, f *localfleet.Fleet, ns, name string) *fleetv1alpha1.RayServiceBinding {
-	var b fleetv1alpha1.RayServiceBinding
-	g.Expect(f.Hub.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &b)).To(gomega.Succeed())
-	return &b
-}
-
-// holders are the members holding a copy of ns/name not being deleted.
-func holders(g gomega.Gomega, f *localfleet.Fleet, ns, name string) []string {
-	var out []string
-	for _, m := range members {
-		var rs rayv1.RayService
-		err := f.Members[m].Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &rs)
-		if client.IgnoreNotFound(err) != nil {
-			g.Expect(err).NotTo(gomega.HaveOccurred())
-		}
-		if err == nil && rs.DeletionTimestamp == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// memberClusters are the members' control planes, in members' order.
-func memberClusters(f *localfleet.Fleet) []*localcluster.Cluster {
-	out := make([]*localcluster.Cluster, 0, len(members))
-	for _, m := range members {
-		out = append(out, f.Members[m])
-	}
-	return out
 }
 
 // sinceOrNever is t's time after since, or "never".

@@ -18,7 +18,7 @@ import (
 // Request pacing: one request every requestEvery, each given up after requestTimeout (Ray
 // Serve answers in milliseconds; a request that takes seconds is a failure worth seeing).
 const (
-	requestEvery   = 50 * time.Millisecond
+	requestEvery   = 20 * time.Millisecond
 	requestTimeout = 5 * time.Second
 )
 

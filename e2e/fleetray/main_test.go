@@ -1,18 +1,25 @@
 //go:build e2e
 
-// Package fleetray runs a cross-cluster blue/green on a local fleet whose members run real
-// Ray: two members, each with one real Node (kubelet, containerd, runc, CNI and kube-proxy in a
-// network namespace; see localfleet.RealNodes with Ray) holding `make ray-image`'s Ray, and
-// their spokes reaching Ray at its in-cluster addresses through a node proxy. The hub's
-// Gateway (Traefik) routes to each member's serve IP, where the member's load balancer
-// stand-in forwards to the serve Service inside the Node's namespace: every answer through
-// the Gateway is Ray Serve's own.
+// Package fleetray runs the fleet's rollouts on members that run real Ray: two members, each
+// with one real Node (kubelet, containerd, runc, CNI and kube-proxy in a network namespace; see
+// localfleet.RealNodes with Ray) holding `make ray-image`'s Ray, and their spokes reaching Ray
+// at its in-cluster addresses through a node proxy. The tests share one fleet, each in a
+// namespace of its own:
+//
+//   - TestBlueGreenOnRealRay: a cross-cluster blue/green through the hub's Gateway (Traefik),
+//     which routes to each member's serve IP, where the member's load balancer stand-in
+//     forwards to the serve Service inside the Node's namespace: every answer through the
+//     Gateway is Ray Serve's own, none may fail, and green answers its share at every step.
+//   - TestRollingOnRealRay: a Rolling rollout over both members, each done only once Ray
+//     reports the application RUNNING; an application raising at import stalls at the first
+//     member, is rolled back there and never reaches the second.
 //
 // The serve IPs are not loopback addresses (see e2e/bluegreen), so TestMain runs the package
 // in a network namespace of its own with them on its loopback interface; the Nodes' namespaces
-// are made from there.
+// are made from there. Without root, the node tools, runc or the images the tests skip.
+// Figures: RESULTS.md.
 //
-//	make build image ray-image && go test -tags e2e ./e2e/fleetray/
+//	make build image ray-image node-tools && go test -tags e2e ./e2e/fleetray/
 //	RAYFLEET_E2E_KEEP=1 go test -tags e2e …   # keep the state dir (logs) afterwards
 package fleetray
 
@@ -47,7 +54,9 @@ var skipReason string
 
 func TestMain(m *testing.M) {
 	if localfleet.InNetworkNamespace() {
-		os.Exit(m.Run())
+		code := m.Run()
+		stopFleet()
+		os.Exit(code)
 	}
 	if skipReason = missing(); skipReason != "" {
 		os.Exit(m.Run())
