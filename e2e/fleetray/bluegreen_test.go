@@ -9,14 +9,11 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 )
 
@@ -41,27 +38,11 @@ const (
 // and retired the first: every answer must be Ray Serve's, none may fail, the last ones name
 // the new version from the other member.
 func TestBlueGreenOnRealRay(t *testing.T) {
-	if skipReason != "" {
-		t.Skip(skipReason)
-	}
-	f := sharedFleet(t)
+	const ns, name = "fleetray", "versioned"
+	serveService := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	f, created := setUp(t, ns, name, policySpec(), serveService)
 	g := gomega.NewWithT(t)
 	ctx := t.Context()
-	const ns, name = "fleetray", "versioned"
-	prepareNamespace(t, f, ns)
-	deleteOnExit(t, f, ns, name)
-	pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blue-green"}, Spec: policySpec()}
-	g.Expect(f.Hub.Client.Create(ctx, pp)).To(gomega.Succeed())
-	rs := &rayv1.RayService{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{labels.PlacementPolicy: pp.Name}},
-		Spec: rayv1.RayServiceSpec{
-			ServeConfigV2:  realnode.ServeConfig("v1"),
-			RayClusterSpec: realnode.ClusterSpec(realnode.Ray(t).Name),
-			ServeService:   &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}},
-		},
-	}
-	created := time.Now()
-	g.Expect(f.Hub.Client.Create(ctx, rs)).To(gomega.Succeed())
 
 	url := f.GatewayURL + "/"
 	probe := newRequester(url)
@@ -120,8 +101,12 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 
 	all := requests.between(time.Time{}, time.Now())
 	var failed []answer
+	slow := 0
 	firstV2, lastV1 := time.Time{}, time.Time{}
 	for _, a := range all {
+		if a.took > slowAnswer {
+			slow++
+		}
 		switch {
 		case a.failed():
 			failed = append(failed, a)
@@ -135,11 +120,11 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 			t.Errorf("answer not v1 from %s nor v2 from %s: %s", blue, green, a)
 		}
 	}
-	t.Logf("%d requests through the Gateway during the blue/green, %d failed; first v2 %s and last v1 %s after the change; blue retired %s after it",
-		len(all), len(failed), sinceOrNever(firstV2, changed), sinceOrNever(lastV1, changed), retired.Sub(changed).Round(time.Second))
+	t.Logf("%d requests through the Gateway during the blue/green, %d failed, %d slower than %s; first v2 %s and last v1 %s after the change; blue retired %s after it",
+		len(all), len(failed), slow, slowAnswer, sinceOrNever(firstV2, changed), sinceOrNever(lastV1, changed), retired.Sub(changed).Round(time.Second))
 	for i, a := range failed {
-		if i == 10 {
-			t.Errorf("… and %d more", len(failed)-10)
+		if i == 20 {
+			t.Errorf("… and %d more", len(failed)-20)
 			break
 		}
 		t.Errorf("failed: %s", a)

@@ -17,6 +17,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -110,6 +111,34 @@ func startFleet(t *testing.T) *localfleet.Fleet {
 	t.Logf("hub, Traefik and %d members with real Nodes up and Ready in %s (gateway %s)",
 		len(f.Members), time.Since(start).Round(time.Second), f.GatewayURL)
 	return f
+}
+
+// setUp skips t where real Nodes cannot run, and otherwise creates ns (prepareNamespace), a
+// PlacementPolicy with policy and a hub RayService ns/name under it running the test app at v1
+// (with serveService, if any), deleted when t ends. It returns the shared fleet and when the
+// RayService was created.
+func setUp(t *testing.T, ns, name string, policy fleetv1alpha1.PlacementPolicySpec, serveService *corev1.Service) (*localfleet.Fleet, time.Time) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+	f := sharedFleet(t)
+	g := gomega.NewWithT(t)
+	prepareNamespace(t, f, ns)
+	deleteOnExit(t, f, ns, name)
+	pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: policy}
+	g.Expect(f.Hub.Client.Create(t.Context(), pp)).To(gomega.Succeed())
+	rs := &rayv1.RayService{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{labels.PlacementPolicy: pp.Name}},
+		Spec: rayv1.RayServiceSpec{
+			ServeConfigV2:  realnode.ServeConfig("v1"),
+			RayClusterSpec: realnode.ClusterSpec(realnode.Ray(t).Name),
+			ServeService:   serveService,
+		},
+	}
+	created := time.Now()
+	g.Expect(f.Hub.Client.Create(t.Context(), rs)).To(gomega.Succeed())
+	return f, created
 }
 
 // prepareNamespace creates ns on the hub and the members. The test app's code is mounted from

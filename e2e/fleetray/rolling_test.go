@@ -10,7 +10,6 @@ import (
 
 	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,38 +33,18 @@ const (
 // once real Ray reports the application RUNNING, and then an application that raises at import,
 // which stalls at east, is rolled back there and never reaches west.
 func TestRollingOnRealRay(t *testing.T) {
-	if skipReason != "" {
-		t.Skip(skipReason)
-	}
-	f := sharedFleet(t)
-	g := gomega.NewWithT(t)
-	ctx := t.Context()
 	const ns, name = "fleetray-rolling", "rolling"
-	prepareNamespace(t, f, ns)
-	deleteOnExit(t, f, ns, name)
-	pp := &fleetv1alpha1.PlacementPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rolling"},
-		Spec: fleetv1alpha1.PlacementPolicySpec{
-			Clusters: ptr.To[int32](int32(len(members))),
-			Rollout: &fleetv1alpha1.RolloutStrategy{
-				Type:                    fleetv1alpha1.RolloutRolling,
-				SoakSeconds:             ptr.To[int32](rollingSoakSeconds),
-				ProgressDeadlineSeconds: ptr.To[int32](rollingDeadlineSeconds),
-				AutoRollback:            true,
-				SortingLabelKey:         regionKey,
-			},
+	f, created := setUp(t, ns, name, fleetv1alpha1.PlacementPolicySpec{
+		Clusters: ptr.To[int32](int32(len(members))),
+		Rollout: &fleetv1alpha1.RolloutStrategy{
+			Type:                    fleetv1alpha1.RolloutRolling,
+			SoakSeconds:             ptr.To[int32](rollingSoakSeconds),
+			ProgressDeadlineSeconds: ptr.To[int32](rollingDeadlineSeconds),
+			AutoRollback:            true,
+			SortingLabelKey:         regionKey,
 		},
-	}
-	g.Expect(f.Hub.Client.Create(ctx, pp)).To(gomega.Succeed())
-	rs := &rayv1.RayService{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{labels.PlacementPolicy: pp.Name}},
-		Spec: rayv1.RayServiceSpec{
-			ServeConfigV2:  realnode.ServeConfig("v1"),
-			RayClusterSpec: realnode.ClusterSpec(realnode.Ray(t).Name),
-		},
-	}
-	created := time.Now()
-	g.Expect(f.Hub.Client.Create(ctx, rs)).To(gomega.Succeed())
+	}, nil)
+	g := gomega.NewWithT(t)
 	rev1 := waitRolledOut(t, f, ns, name, "", firstAnswerTimeout)
 	t.Logf("revision %s done on both members %s after creation", rev1, time.Since(created).Round(time.Second))
 
