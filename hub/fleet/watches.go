@@ -127,12 +127,12 @@ func (r *Reconciler) copyToOrigin(name multicluster.ClusterName, _ cluster.Clust
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			if !r.ownWrites.echo(string(name), e.Object) {
+			if !r.ownWrites.echo(string(name), e.Object, func() { add(e.Object, q) }) {
 				add(e.Object, q)
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			if !r.ownWrites.echo(string(name), e.ObjectNew) {
+			if !r.ownWrites.echo(string(name), e.ObjectNew, func() { add(e.ObjectNew, q) }) {
 				add(e.ObjectNew, q)
 			}
 		},
