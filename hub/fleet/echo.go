@@ -13,12 +13,22 @@ import (
 // server answered with. The watch event of that very version is the hub's own write coming
 // back: the reconcile that wrote it has already taken the copy as stored into its status, so
 // the event needs no reconcile of its own. Any later version (the spoke's status, another
-// writer's drift) is news and reconciles as before. Placing 10,000 RayServices made a second
-// reconcile of every RayService that read every member and wrote nothing; these echoes caused
-// it together with the binding's creation (see SetupWithManager).
+// writer's drift) is news and reconciles as before. An event that arrives while the write
+// still awaits its answer (a quarter of the copies' creations under load) waits for it, and
+// is judged then.
 type ownWrites struct {
 	mu sync.Mutex
 	rv map[copyKey]string
+	// writing holds the copies whose write awaits its answer, each with the last watch event
+	// of it that arrived meanwhile (nil if none).
+	writing map[copyKey]*early
+}
+
+// early is a watch event of a copy that arrived before the answer to the hub's write of it;
+// queue reconciles its hub RayService.
+type early struct {
+	rv    string
+	queue func()
 }
 
 // copyKey is a copy on one member.
@@ -29,27 +39,47 @@ type copyKey struct {
 
 // newOwnWrites returns a record of no write.
 func newOwnWrites() *ownWrites {
-	return &ownWrites{rv: map[copyKey]string{}}
+	return &ownWrites{rv: map[copyKey]string{}, writing: map[copyKey]*early{}}
 }
 
-// record notes that the hub's write of obj on cluster was stored as obj's resourceVersion.
-func (w *ownWrites) record(cluster string, obj client.Object) {
-	if obj.GetResourceVersion() == "" {
-		return
-	}
+// start notes that the hub is writing the copy key on cluster; done must follow.
+func (w *ownWrites) start(cluster string, key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.rv[copyKey{cluster: cluster, key: client.ObjectKeyFromObject(obj)}] = obj.GetResourceVersion()
+	w.writing[copyKey{cluster: cluster, key: key}] = nil
 }
 
-// echo reports whether obj, as a watch on cluster saw it, is the version the hub's last write
-// stored; that write is then forgotten, so each echo is recognised once. A watch event that
-// arrives before the write's answer is recorded is not recognised: it costs a reconcile, as
-// before.
-func (w *ownWrites) echo(cluster string, obj client.Object) bool {
+// done ends the write of key on cluster that start began: rv is the resourceVersion the
+// write stored, "" when it failed. The event that waited for the answer is queued unless it
+// was the write's own; when it was not, it is later news (or earlier news the answer
+// includes, which cannot be told apart).
+func (w *ownWrites) done(cluster string, key types.NamespacedName, rv string) {
+	k := copyKey{cluster: cluster, key: key}
+	w.mu.Lock()
+	e := w.writing[k]
+	delete(w.writing, k)
+	echoed := e != nil && rv != "" && e.rv == rv
+	if rv != "" && !echoed {
+		w.rv[k] = rv
+	}
+	w.mu.Unlock()
+	if e != nil && !echoed {
+		e.queue()
+	}
+}
+
+// echo reports whether obj, as a watch on cluster saw it, needs no reconcile now: it is the
+// version the hub's last write stored (that write is then forgotten, so each echo is
+// recognised once), or it arrived while a write of it awaits its answer and waits for done,
+// which calls queue if it was news.
+func (w *ownWrites) echo(cluster string, obj client.Object, queue func()) bool {
 	k := copyKey{cluster: cluster, key: client.ObjectKeyFromObject(obj)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if _, writing := w.writing[k]; writing {
+		w.writing[k] = &early{rv: obj.GetResourceVersion(), queue: queue}
+		return true
+	}
 	rv, ok := w.rv[k]
 	if !ok || rv != obj.GetResourceVersion() {
 		return false

@@ -269,13 +269,16 @@ func (r *Reconciler) applyTo(ctx context.Context, g *group, res *results, name s
 			return
 		}
 	}
+	key, stored := client.ObjectKeyFromObject(desired), ""
+	r.ownWrites.start(name, key)
+	defer func() { r.ownWrites.done(name, key, stored) }()
 	got, err := applyCopy(ctx, m.client, desired)
 	if err != nil {
 		r.applyFailed(ctx, g, res, name, err)
 		return
 	}
 	res.copies[name] = got
-	r.ownWrites.record(name, got)
+	stored = got.GetResourceVersion()
 	r.rememberCovered(name, got, desired)
 	r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Propagated", "Propagate",
 		"applied RayService %s to cluster %s", g.key, name)

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,7 +55,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	// Capacity changes arrive with every heartbeat of every member; the RayServices they can
 	// move are found through this index, not by copying every binding.
 	err = mgr.GetLocalManager().GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.RayServiceBinding{},
-		placedIndex, placedIndexValue)
+		roomIndex, roomIndexValue)
 	if err != nil {
 		return fmt.Errorf("index RayServiceBindings by placement: %w", err)
 	}
@@ -126,12 +127,12 @@ func (r *Reconciler) copyToOrigin(name multicluster.ClusterName, _ cluster.Clust
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			if !r.ownWrites.echo(string(name), e.Object) {
+			if !r.ownWrites.echo(string(name), e.Object, func() { add(e.Object, q) }) {
 				add(e.Object, q)
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			if !r.ownWrites.echo(string(name), e.ObjectNew) {
+			if !r.ownWrites.echo(string(name), e.ObjectNew, func() { add(e.ObjectNew, q) }) {
 				add(e.ObjectNew, q)
 			}
 		},
@@ -199,24 +200,33 @@ func (r *Reconciler) rayServices(ctx context.Context, opts ...client.ListOption)
 	return out
 }
 
-// placedIndex indexes bindings by their Placed condition's status ("True", or "False" for
-// anything else).
-const placedIndex = "status.placed"
+// roomIndex indexes the bindings a change of free capacity can move (waitsForRoom).
+const roomIndex = "status.placed.waitsForRoom"
 
-// placedIndexValue is a binding's placedIndex value.
-func placedIndexValue(obj client.Object) []string {
-	b, ok := obj.(*fleetv1alpha1.RayServiceBinding)
-	if ok && meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1alpha1.ConditionPlaced) {
-		return []string{"True"}
+// roomIndexValue is a binding's roomIndex value: "true", or none.
+func roomIndexValue(obj client.Object) []string {
+	if b, ok := obj.(*fleetv1alpha1.RayServiceBinding); ok && waitsForRoom(b) {
+		return []string{"true"}
 	}
-	return []string{"False"}
+	return nil
 }
 
-// underPlaced lists the RayServices whose binding is not fully placed: the only ones a change
-// of free capacity can move.
-func (r *Reconciler) underPlaced(ctx context.Context) []reconcile.Request {
+// waitsForRoom reports whether b's last decision placed it on fewer clusters than its policy
+// asks for, which more free capacity somewhere can change. A binding with no Placed condition
+// yet is being placed right now by a reconcile that reads the capacity itself; requeueing it
+// on a heartbeat only repeats that reconcile. Policy, validation and grant refusals do not
+// wait for room.
+func waitsForRoom(b *fleetv1alpha1.RayServiceBinding) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionPlaced)
+	return c != nil && c.Status == metav1.ConditionFalse &&
+		(c.Reason == fleetv1alpha1.ReasonInsufficientClusters || c.Reason == fleetv1alpha1.ReasonNoClusterFits)
+}
+
+// waitingForRoom lists the RayServices whose binding waits for room: the only ones a change of
+// free capacity can move.
+func (r *Reconciler) waitingForRoom(ctx context.Context) []reconcile.Request {
 	var list fleetv1alpha1.RayServiceBindingList
-	if err := r.client.List(ctx, &list, client.MatchingFields{placedIndex: "False"}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &list, client.MatchingFields{roomIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing RayServiceBindings to requeue failed")
 		return nil
 	}
@@ -231,7 +241,7 @@ func (r *Reconciler) underPlaced(ctx context.Context) []reconcile.Request {
 // leaving, or changing readiness, labels, taints, Pod Security level or serve address grant can
 // change any placement or route (and its namespaces left unlabelled any hub RayService's
 // status); a change of its free capacity alone (every heartbeat) only matters to RayServices
-// not fully placed, and the heartbeat itself to none.
+// waiting for room (waitsForRoom), and the heartbeat itself to none.
 func (r *Reconciler) memberClusterHandler() handler.EventHandler {
 	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range r.rayServices(ctx) {
@@ -260,7 +270,7 @@ func (r *Reconciler) memberClusterHandler() handler.EventHandler {
 			case changePlacement:
 				all(ctx, q)
 			case changeCapacity:
-				for _, req := range r.underPlaced(ctx) {
+				for _, req := range r.waitingForRoom(ctx) {
 					q.Add(req)
 				}
 			}

@@ -122,4 +122,12 @@ func TestHolds(t *testing.T) {
 	if holdsRoute(reweighted, route) {
 		t.Error("a route with another weight holds the desired one")
 	}
+	// An empty list the hub sets is no list on the server: not a difference to write again.
+	empty := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "s"}, Endpoints: []discoveryv1.Endpoint{}}
+	if !holds(&discoveryv1.EndpointSlice{ObjectMeta: empty.ObjectMeta}, empty) {
+		t.Error("an EndpointSlice without endpoints does not hold the desired one with none")
+	}
+	if holds(&discoveryv1.EndpointSlice{ObjectMeta: empty.ObjectMeta, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}}, empty) {
+		t.Error("an EndpointSlice with an endpoint holds the desired one with none")
+	}
 }

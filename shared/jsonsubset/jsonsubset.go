@@ -2,7 +2,8 @@
 // everything a desired object says. Fields only the stored object sets are ignored: the API
 // server's defaults (a Gateway listener's allowedRoutes, a port's protocol) and fields other
 // writers own must not make an unchanged object look changed, or every reconcile would write it
-// again. The spoke uses it for the Gateway API objects it keeps, the hub for member copies.
+// again. The spoke uses it for the Gateway API objects it keeps, the hub for member copies and
+// for its traffic objects.
 // It imports no other RayFleet package; like all of shared/, never hub/, spoke/ or cmd/.
 package jsonsubset
 
