@@ -107,9 +107,9 @@ func TestBlueGreenTraffic(t *testing.T) {
 	}
 	expectOnly(t, "after green took everything", waitAnswers(t, x.req, waitApplied(t, x.routes, weightsFor(blue, green2, 100), full), 100), green2, x.revs[2])
 	retired := time.Now()
-	x.req.close()
+	x.req.Close()
 
-	all := x.req.all()
+	all := x.req.All()
 	x.revisionsBy(change1, change2, green1, green2)
 	steps := checkSteps(t, x.routes, x.req, change1, change2)
 	logSteps(t, "bluegreen-rollout1", green1, steps)
@@ -144,7 +144,7 @@ func (x *trafficRun) deploysGreen(change time.Time) string {
 		g.Expect(ok).To(gomega.BeTrue(), "the route giving green anything; rollout: %s", binding(g, x.ns, x.name).Status.Rollout.Message)
 	})
 	t.Logf("green %s deployed; the first step was written %v after the change", green, shifted.Sub(change).Round(time.Millisecond))
-	expectOnly(t, "while green deploys", x.req.between(change, shifted.Add(-routeSeenLate)), x.blue, x.revs[0])
+	expectOnly(t, "while green deploys", x.req.Between(change, shifted.Add(-routeSeenLate)), x.blue, x.revs[0])
 	return green
 }
 
@@ -277,9 +277,9 @@ func (x *trafficRun) undo(green string) {
 // it): how long the gateway took to apply what it accepted.
 func (x *trafficRun) lastGreen(green string, off time.Time) {
 	var last time.Time
-	for _, a := range x.req.between(off.Add(-time.Minute), off.Add(time.Minute)) {
-		if !a.failed() && a.from.Cluster == green {
-			last = a.sent
+	for _, a := range x.req.Between(off.Add(-time.Minute), off.Add(time.Minute)) {
+		if !a.Failed() && a.Value.Cluster == green {
+			last = a.Sent
 		}
 	}
 	if !last.IsZero() {
@@ -302,8 +302,8 @@ func (x *trafficRun) revisionsBy(change1, change2 time.Time, green1, green2 stri
 	}
 	for _, p := range phases {
 		var wrong []string
-		for _, a := range x.req.between(p.from, p.to) {
-			if !a.failed() && p.want[a.from.Cluster] != a.from.Revision {
+		for _, a := range x.req.Between(p.from, p.to) {
+			if !a.Failed() && p.want[a.Value.Cluster] != a.Value.Revision {
 				wrong = append(wrong, a.String())
 			}
 		}

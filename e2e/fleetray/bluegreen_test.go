@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
+	"github.com/rayfleet/rayfleet/e2e/internal/requests"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 )
@@ -45,11 +46,10 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	ctx := t.Context()
 
 	url := f.GatewayURL + "/"
-	probe := newRequester(url)
 	eventuallyFor(t, f, firstAnswerTimeout, func(g gomega.Gomega) {
-		a := probe.get(ctx)
-		g.Expect(a.err).NotTo(gomega.HaveOccurred())
-		g.Expect(a.version).To(gomega.Equal("v1"))
+		a := requests.Get(ctx, url, gatewayRequests)
+		g.Expect(a.Err).NotTo(gomega.HaveOccurred())
+		g.Expect(a.Value.version).To(gomega.Equal("v1"))
 	})
 	t.Logf("first answer through the Gateway %s after the RayService was created", time.Since(created).Round(time.Second))
 	var blue, firstRevision string
@@ -65,7 +65,7 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	t.Logf("revision %s good on %s %s after creation", firstRevision, blue, time.Since(created).Round(time.Second))
 	logHeadMemory(t, f, blue, ns)
 
-	requests := startRequests(t, url)
+	reqs := startRequests(t, url)
 	shares := recordShares(t, f, ns, name)
 	changed := time.Now()
 	setServeConfig(t, f, ns, name, realnode.ServeConfig("v2"))
@@ -94,28 +94,28 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	logHeadMemory(t, f, green, ns)
 	// A few answers after the retirement: green alone serves v2.
 	eventuallyFor(t, f, time.Minute, func(g gomega.Gomega) {
-		g.Expect(len(requests.between(retired, time.Now()))).To(gomega.BeNumerically(">=", 10))
+		g.Expect(len(reqs.Between(retired, time.Now()))).To(gomega.BeNumerically(">=", 10))
 	})
-	requests.close()
-	checkShares(t, shares.stop(), requests, green)
+	reqs.Close()
+	checkShares(t, shares.stop(), reqs, green)
 
-	all := requests.between(time.Time{}, time.Now())
+	all := reqs.Between(time.Time{}, time.Now())
 	var failed []answer
 	slow := 0
 	firstV2, lastV1 := time.Time{}, time.Time{}
 	for _, a := range all {
-		if a.took > slowAnswer {
+		if a.Took > slowAnswer {
 			slow++
 		}
 		switch {
-		case a.failed():
+		case a.Failed():
 			failed = append(failed, a)
-		case a.version == "v2" && a.cluster == green:
+		case a.Value.version == "v2" && a.Value.cluster == green:
 			if firstV2.IsZero() {
-				firstV2 = a.sent
+				firstV2 = a.Sent
 			}
-		case a.version == "v1" && a.cluster == blue:
-			lastV1 = a.sent
+		case a.Value.version == "v1" && a.Value.cluster == blue:
+			lastV1 = a.Sent
 		default:
 			t.Errorf("answer not v1 from %s nor v2 from %s: %s", blue, green, a)
 		}
@@ -129,8 +129,8 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 		}
 		t.Errorf("failed: %s", a)
 	}
-	for _, a := range requests.between(retired, time.Now()) {
-		if a.failed() || a.version != "v2" || a.cluster != green {
+	for _, a := range reqs.Between(retired, time.Now()) {
+		if a.Failed() || a.Value.version != "v2" || a.Value.cluster != green {
 			t.Errorf("after blue retired, want v2 from %s: %s", green, a)
 		}
 	}

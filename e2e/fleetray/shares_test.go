@@ -112,12 +112,12 @@ func checkShares(t *testing.T, steps []shareStep, req *requester, green string) 
 	for _, s := range steps {
 		from := s.from.Add(shareSettle)
 		var answered, fromGreen int
-		for _, a := range req.between(from, s.to) {
-			if a.failed() {
+		for _, a := range req.Between(from, s.to) {
+			if a.Failed() {
 				continue
 			}
 			answered++
-			if a.cluster == green {
+			if a.Value.cluster == green {
 				fromGreen++
 			}
 		}
