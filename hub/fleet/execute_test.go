@@ -34,10 +34,7 @@ func TestExecuteChangesNeitherPlanNorGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	two := &fleetv1alpha1.PlacementPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "two"},
-		Spec:       fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2), Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutNone}},
-	}
+	two := twoClusters()
 	tests := []struct {
 		name    string
 		binding *fleetv1alpha1.RayServiceBinding
@@ -57,15 +54,7 @@ func TestExecuteChangesNeitherPlanNorGroup(t *testing.T) {
 			}
 			hubClient := fake.NewClientBuilder().WithScheme(sch).WithObjects(objs...).
 				WithStatusSubresource(&rayv1.RayService{}, &fleetv1alpha1.RayServiceBinding{}).Build()
-			r := &Reconciler{
-				client: hubClient, apiReader: hubClient, recorder: events.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(now),
-				memory: memory{
-					reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo(), covered: propagation.NewCovered(),
-					memberViews: &memberViews{}, ownWrites: newOwnWrites(),
-					bindingStatuses: cachememo.NewStatuses(clocktesting.NewFakeClock(now), (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
-				},
-				opts: Options{HubName: labels.DefaultHubName},
-			}
+			r := executor(hubClient, now)
 			var binding *fleetv1alpha1.RayServiceBinding
 			if tt.binding != nil {
 				binding = &fleetv1alpha1.RayServiceBinding{}
@@ -120,10 +109,7 @@ func TestExecuteHoldsADecisionFromAStaleBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	two := &fleetv1alpha1.PlacementPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "two"},
-		Spec:       fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2), Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutNone}},
-	}
+	two := twoClusters()
 	for _, tt := range []struct {
 		name      string
 		stale     bool
@@ -155,16 +141,7 @@ func TestExecuteHoldsADecisionFromAStaleBinding(t *testing.T) {
 				cached.Spec.Clusters = []string{"a", "b"}
 				cached.ResourceVersion = "1"
 			}
-			clk := clocktesting.NewFakeClock(now)
-			r := &Reconciler{
-				client: hubClient, apiReader: hubClient, recorder: events.NewFakeRecorder(100), clock: clk,
-				memory: memory{
-					reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo(), covered: propagation.NewCovered(),
-					memberViews: &memberViews{}, ownWrites: newOwnWrites(),
-					bindingStatuses: cachememo.NewStatuses(clk, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
-				},
-				opts: Options{HubName: labels.DefaultHubName, Resync: time.Minute},
-			}
+			r := executor(hubClient, now)
 			g := newGroup(hub, two, cached)
 			g.now = now
 			for _, name := range []string{"a", "b", "c"} {
@@ -198,5 +175,28 @@ func TestExecuteHoldsADecisionFromAStaleBinding(t *testing.T) {
 				t.Errorf("requeueAfter = %v, want %v", got, staleRetry)
 			}
 		})
+	}
+}
+
+// twoClusters is the policy the executor tests place by: two clusters, no rollout.
+func twoClusters() *fleetv1alpha1.PlacementPolicy {
+	return &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "two"},
+		Spec:       fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](2), Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutNone}},
+	}
+}
+
+// executor is a reconciler on hubClient (cache and API server alike) at the time now, with
+// the memories the executor and the status writer use.
+func executor(hubClient client.Client, now time.Time) *Reconciler {
+	clk := clocktesting.NewFakeClock(now)
+	return &Reconciler{
+		client: hubClient, apiReader: hubClient, recorder: events.NewFakeRecorder(100), clock: clk,
+		memory: memory{
+			reserved: placement.NewReservations(), validSpecs: validation.NewSpecMemo(), covered: propagation.NewCovered(),
+			memberViews: &memberViews{}, ownWrites: newOwnWrites(),
+			bindingStatuses: cachememo.NewStatuses(clk, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+		},
+		opts: Options{HubName: labels.DefaultHubName, Resync: time.Minute},
 	}
 }

@@ -320,8 +320,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 // of it to green for a moment (chaos scenario 3, the hub killed and restarted).
 const engageGrace = membership.EngageGrace
 
-// staleRetry is how soon a RayService whose removals waited for the cache to catch up with
-// the API server is tried again.
+// staleRetry is how soon a RayService whose decision was held, its binding in the cache older
+// than the API server's, is tried again.
 const staleRetry = time.Second
 
 // engageRetry is how soon a RayService waiting for engagement is tried again.
