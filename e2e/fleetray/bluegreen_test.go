@@ -26,10 +26,12 @@ const (
 	poll               = time.Second
 )
 
-// The blue/green's tuning: short, for a test that waits for every step.
+// The blue/green's tuning: short, for a test that waits for every step, yet long enough at 50 %
+// for Traefik (which applies a route seconds after the gateway accepts it on a loaded machine)
+// to route by it for shareMinAnswers answers.
 const (
 	stepPercent        = 50
-	intervalSeconds    = 5
+	intervalSeconds    = 10
 	retireAfterSeconds = 5
 )
 

@@ -147,9 +147,16 @@ func (r *shareRecorder) stop() []shareStep {
 }
 
 // checkShares checks that in every step Traefik applied with enough answers after it, green
-// answered its share of the requests (failed ones left out), and logs each step's figures.
+// answered its share of the requests (failed ones left out), and logs each step's figures. A
+// blue/green in which no step short of 100 % could be judged fails: the split went unchecked.
 func checkShares(t *testing.T, steps []shareStep, req *requester, green string) {
 	t.Helper()
+	judgedSplit := false
+	defer func() {
+		if !judgedSplit {
+			t.Errorf("no green share short of 100%% was routed by Traefik for %d answers: the split was not checked", shareMinAnswers)
+		}
+	}()
 	for _, s := range steps {
 		if s.applied.IsZero() {
 			t.Logf("green %d%%: Traefik was not seen routing by it before the next step", s.percent)
@@ -171,6 +178,7 @@ func checkShares(t *testing.T, steps []shareStep, req *requester, green string) 
 				s.to.Sub(s.applied).Round(100*time.Millisecond), fromGreen, answered)
 			continue
 		}
+		judgedSplit = judgedSplit || s.percent < 100
 		share := float64(fromGreen) / float64(answered)
 		t.Logf("green %d%% routed by Traefik for %s: %d of %d answers from green (%.0f%%)", s.percent,
 			s.to.Sub(s.applied).Round(100*time.Millisecond), fromGreen, answered, 100*share)
