@@ -44,54 +44,16 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	const ns, name = "fleetray", "versioned"
 	serveService := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 	f, created := setUp(t, ns, name, policySpec(), serveService)
-	g := gomega.NewWithT(t)
-	ctx := t.Context()
-
 	url := f.GatewayURL + "/"
-	eventuallyFor(t, f, firstAnswerTimeout, func(g gomega.Gomega) {
-		a := requests.Get(ctx, url, gatewayRequests)
-		g.Expect(a.Err).NotTo(gomega.HaveOccurred())
-		g.Expect(a.Value.version).To(gomega.Equal("v1"))
-	})
-	t.Logf("first answer through the Gateway %s after the RayService was created", time.Since(created).Round(time.Second))
-	var blue, firstRevision string
-	eventuallyFor(t, f, firstAnswerTimeout, func(g gomega.Gomega) {
-		b := binding(g, f, ns, name)
-		g.Expect(b.Spec.Clusters).To(gomega.HaveLen(1), "placed clusters")
-		ro := b.Status.Rollout
-		g.Expect(ro).NotTo(gomega.BeNil(), "status.rollout")
-		g.Expect(ro.Phase).To(gomega.Equal(fleetv1alpha1.RolloutComplete), "rollout: %s", ro.Message)
-		g.Expect(ro.GoodRevision).To(gomega.Equal(ro.TargetRevision), "good revision")
-		blue, firstRevision = b.Spec.Clusters[0], ro.GoodRevision
-	})
-	t.Logf("revision %s good on %s %s after creation", firstRevision, blue, time.Since(created).Round(time.Second))
+	blue, firstRevision := firstServed(t, f, ns, name, created)
 	logHeadMemory(t, f, blue, ns)
 
 	reqs := startRequests(t, url)
 	shares := recordShares(t, f, ns, name)
 	changed := time.Now()
 	setServeConfig(t, f, ns, name, realnode.ServeConfig("v2"))
-	var green string
-	eventuallyFor(t, f, blueGreenTimeout, func(g gomega.Gomega) {
-		b := binding(g, f, ns, name)
-		g.Expect(b.Status.Rollout).NotTo(gomega.BeNil())
-		bg := b.Status.Rollout.BlueGreen
-		g.Expect(bg).NotTo(gomega.BeNil(), "status.rollout.blueGreen: %s", b.Status.Rollout.Message)
-		g.Expect(bg.Green).To(gomega.HaveLen(1), "green")
-		green = bg.Green[0]
-	})
-	g.Expect(green).NotTo(gomega.Equal(blue), "green is another member than blue")
-	t.Logf("green is %s, blue %s", green, blue)
-	eventuallyFor(t, f, blueGreenTimeout, func(g gomega.Gomega) {
-		b := binding(g, f, ns, name)
-		ro := b.Status.Rollout
-		g.Expect(ro).NotTo(gomega.BeNil(), "status.rollout")
-		g.Expect(ro.Phase).To(gomega.Equal(fleetv1alpha1.RolloutComplete), "rollout: %s", ro.Message)
-		g.Expect(ro.BlueGreen).To(gomega.BeNil(), "blue/green still in flight: %s", ro.Message)
-		g.Expect(ro.GoodRevision).NotTo(gomega.Equal(firstRevision), "good revision")
-		g.Expect(b.Spec.Clusters).To(gomega.Equal([]string{green}), "placed clusters")
-		g.Expect(holders(g, f, ns, name)).To(gomega.Equal([]string{green}), "members holding a copy")
-	})
+	green := waitGreen(t, f, ns, name, blue)
+	waitRetired(t, f, ns, name, green, firstRevision)
 	retired := time.Now()
 	logHeadMemory(t, f, green, ns)
 	// A few answers after the retirement: green alone serves v2.
@@ -136,6 +98,64 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 			t.Errorf("after blue retired, want v2 from %s: %s", green, a)
 		}
 	}
+}
+
+// firstServed waits until the Gateway answers v1 at / and ns/name's first revision is good
+// on one member, and returns the member and the revision.
+func firstServed(t *testing.T, f *localfleet.Fleet, ns, name string, created time.Time) (blue, revision string) {
+	t.Helper()
+	eventuallyFor(t, f, firstAnswerTimeout, func(g gomega.Gomega) {
+		a := requests.Get(t.Context(), f.GatewayURL+"/", gatewayRequests)
+		g.Expect(a.Err).NotTo(gomega.HaveOccurred())
+		g.Expect(a.Value.version).To(gomega.Equal("v1"))
+	})
+	t.Logf("first answer through the Gateway %s after the RayService was created", time.Since(created).Round(time.Second))
+	eventuallyFor(t, f, firstAnswerTimeout, func(g gomega.Gomega) {
+		b := binding(g, f, ns, name)
+		g.Expect(b.Spec.Clusters).To(gomega.HaveLen(1), "placed clusters")
+		ro := b.Status.Rollout
+		g.Expect(ro).NotTo(gomega.BeNil(), "status.rollout")
+		g.Expect(ro.Phase).To(gomega.Equal(fleetv1alpha1.RolloutComplete), "rollout: %s", ro.Message)
+		g.Expect(ro.GoodRevision).To(gomega.Equal(ro.TargetRevision), "good revision")
+		blue, revision = b.Spec.Clusters[0], ro.GoodRevision
+	})
+	t.Logf("revision %s good on %s %s after creation", revision, blue, time.Since(created).Round(time.Second))
+	return blue, revision
+}
+
+// waitGreen waits until ns/name's blue/green has a green member, other than blue, and returns it.
+func waitGreen(t *testing.T, f *localfleet.Fleet, ns, name, blue string) string {
+	t.Helper()
+	var green string
+	eventuallyFor(t, f, blueGreenTimeout, func(g gomega.Gomega) {
+		b := binding(g, f, ns, name)
+		g.Expect(b.Status.Rollout).NotTo(gomega.BeNil())
+		bg := b.Status.Rollout.BlueGreen
+		g.Expect(bg).NotTo(gomega.BeNil(), "status.rollout.blueGreen: %s", b.Status.Rollout.Message)
+		g.Expect(bg.Green).To(gomega.HaveLen(1), "green")
+		green = bg.Green[0]
+	})
+	if green == blue {
+		t.Fatalf("green is %s, blue's member too", green)
+	}
+	t.Logf("green is %s, blue %s", green, blue)
+	return green
+}
+
+// waitRetired waits until ns/name's blue/green is over with green alone placed and holding a
+// copy, on a revision other than previous.
+func waitRetired(t *testing.T, f *localfleet.Fleet, ns, name, green, previous string) {
+	t.Helper()
+	eventuallyFor(t, f, blueGreenTimeout, func(g gomega.Gomega) {
+		b := binding(g, f, ns, name)
+		ro := b.Status.Rollout
+		g.Expect(ro).NotTo(gomega.BeNil(), "status.rollout")
+		g.Expect(ro.Phase).To(gomega.Equal(fleetv1alpha1.RolloutComplete), "rollout: %s", ro.Message)
+		g.Expect(ro.BlueGreen).To(gomega.BeNil(), "blue/green still in flight: %s", ro.Message)
+		g.Expect(ro.GoodRevision).NotTo(gomega.Equal(previous), "good revision")
+		g.Expect(b.Spec.Clusters).To(gomega.Equal([]string{green}), "placed clusters")
+		g.Expect(holders(g, f, ns, name)).To(gomega.Equal([]string{green}), "members holding a copy")
+	})
 }
 
 // policySpec places on one member and changes it by a blue/green on the other, routed through

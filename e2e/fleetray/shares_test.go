@@ -48,10 +48,7 @@ type shareRecorder struct {
 func recordShares(t *testing.T, f *localfleet.Fleet, ns, name string) *shareRecorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &shareRecorder{cancel: cancel, done: make(chan struct{})}
-	byBackend := map[string]string{}
-	for _, m := range members {
-		byBackend[names.Distinct(name, m)] = m
-	}
+	byBackend := backendsOf(name)
 	go func() {
 		defer close(r.done)
 		tick := time.NewTicker(sharePoll)
@@ -76,6 +73,16 @@ func recordShares(t *testing.T, f *localfleet.Fleet, ns, name string) *shareReco
 	}()
 	t.Cleanup(func() { r.stop() })
 	return r
+}
+
+// backendsOf names the member behind each backend of name's route (the members' serve
+// Services, as the hub names them).
+func backendsOf(name string) map[string]string {
+	out := map[string]string{}
+	for _, m := range members {
+		out[names.Distinct(name, m)] = m
+	}
+	return out
 }
 
 // shareOf is member's share of weights in percent, rounded; -1 when no weight is set.
