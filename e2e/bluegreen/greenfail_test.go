@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayfleet/rayfleet/e2e/chaos"
+
 	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -112,7 +114,7 @@ func TestBlueGreenGreenEndpointFails(t *testing.T) {
 	all := x.req.All()
 	inWindows, outside := x.failures(all)
 	last := x.lastFailure(all)
-	t.Log(figureLine("bluegreen-greenfail", "detect_route_written", detect1, "detect_route_accepted", off1.Sub(x.windows[0].from),
+	t.Log(chaos.FigureLine("bluegreen-greenfail", "detect_route_written", detect1, "detect_route_accepted", off1.Sub(x.windows[0].from),
 		"window", x.windows[0].to.Sub(x.windows[0].from), "last_failure_after_kill", last[0],
 		"recover_share_accepted", back.Sub(heal), "detect2_route_written", detect2, "detect2_route_accepted", off2.Sub(kill2),
 		"window2", x.windows[1].to.Sub(x.windows[1].from), "last_failure2_after_kill", last[1],

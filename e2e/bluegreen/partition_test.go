@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayfleet/rayfleet/e2e/chaos"
+
 	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -140,7 +142,7 @@ func TestPartitionKeepsServingMember(t *testing.T) {
 	all := x.req.All()
 	expectNoFailures(t, routes, all)
 	f := x.failoverWhilePartitioned()
-	t.Log(figureLine("partition", "victim", x.victim, "detect_not_ready", notReady.Sub(cut), "partition", heal.Sub(cut),
+	t.Log(chaos.FigureLine("partition", "victim", x.victim, "detect_not_ready", notReady.Sub(cut), "partition", heal.Sub(cut),
 		"recover_ready", readyAgain.Sub(heal), "requests", len(all), "failed", count(all).failed,
 		"requests_during", len(during), "victim_share_during", math.Round(share*1000)/1000,
 		"route_changes", changes, "toleration", toleration,

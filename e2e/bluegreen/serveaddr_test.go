@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayfleet/rayfleet/e2e/chaos"
+
 	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -114,7 +116,7 @@ func TestServeAddressRefused(t *testing.T) {
 	}
 	x.req.Close()
 	all := x.req.All()
-	t.Log(figureLine("serveaddress", "refused_to_off", off.Sub(patched), "put_right_to_back", back.Sub(lifted),
+	t.Log(chaos.FigureLine("serveaddress", "refused_to_off", off.Sub(patched), "put_right_to_back", back.Sub(lifted),
 		"narrowed_to_off", offByGrant.Sub(narrowed), "regranted_to_back", backByGrant.Sub(regranted),
 		"test", time.Since(began), "requests", len(all), "failed", count(all).failed))
 	expectNoFailures(t, routes, all)

@@ -3,7 +3,6 @@
 package bluegreen
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -207,20 +206,6 @@ func expectNoFailures(t *testing.T, routes *routeRecorder, answers []answer) {
 	}
 	t.Errorf("%d of %d requests through the gateway failed (first %d shown, each with the route states around it):%s",
 		len(failed), len(answers), min(len(failed), 30), b.String())
-}
-
-// figureLine is a FIGURE line: name, then key=value pairs in the order given.
-func figureLine(name string, kv ...any) string {
-	var b strings.Builder
-	b.WriteString("FIGURE " + name)
-	for i := 0; i+1 < len(kv); i += 2 {
-		v := kv[i+1]
-		if d, ok := v.(time.Duration); ok {
-			v = fmt.Sprintf("%.1fs", d.Seconds())
-		}
-		fmt.Fprintf(&b, " %v=%v", kv[i], v)
-	}
-	return b.String()
 }
 
 // gatewayURL is where the requests go: the fleet's Gateway at the route's path prefix.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayfleet/rayfleet/e2e/chaos"
+
 	"github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 
@@ -116,7 +118,7 @@ func TestBlueGreenTraffic(t *testing.T) {
 	steps = checkSteps(t, x.routes, x.req, change2, retired)
 	logSteps(t, "bluegreen-rollout2", green2, steps)
 	failed := count(all).failed
-	t.Log(figureLine("bluegreen", "step", trafficTuning.stepPercent, "interval", time.Duration(trafficTuning.intervalSeconds)*time.Second,
+	t.Log(chaos.FigureLine("bluegreen", "step", trafficTuning.stepPercent, "interval", time.Duration(trafficTuning.intervalSeconds)*time.Second,
 		"change_to_100pct", toFull, "requests", len(all), "failed", failed))
 	t.Logf("answers: %s", count(all))
 	expectNoFailures(t, x.routes, all)
@@ -248,7 +250,7 @@ func (x *trafficRun) undo(green string) {
 	// The copy is there: green was serving a moment ago.
 	undone := rolloutUndo(t, x.ns, x.name)
 	off := waitAccepted(t, x.routes, weightsFor(x.blue, green, 0), undone, timeout)
-	t.Log(figureLine("bluegreen-undo", "undo_to_blue_accepted", off.Sub(undone)))
+	t.Log(chaos.FigureLine("bluegreen-undo", "undo_to_blue_accepted", off.Sub(undone)))
 	if off.Sub(undone) > undoWithin {
 		t.Errorf("the gateway accepted a route giving blue everything %v after the undo, want within %v; route:%s",
 			off.Sub(undone).Round(time.Millisecond), undoWithin, x.routes.history())
@@ -264,7 +266,7 @@ func (x *trafficRun) undo(green string) {
 		g.Expect(cs.Leaving.Reason).To(gomega.Equal(fleetv1alpha1.LeaveRolledBack), "leaving reason of %s", green)
 	})
 	lastPresent, gone := waitCopyGone(t, green, x.ns, x.name, undone, drainDelay+timeout)
-	t.Log(figureLine("bluegreen-undo", "green_removed_after_off", gone.Sub(off)))
+	t.Log(chaos.FigureLine("bluegreen-undo", "green_removed_after_off", gone.Sub(off)))
 	if earliest := off.Add(drainDelay - wholeSecondSlack - 2*poll); lastPresent.Before(earliest) {
 		t.Errorf("green %s's copy was gone by %s, %v after the gateway accepted a route without it, within the %v drain",
 			green, lastPresent.Format("15:04:05.000"), lastPresent.Sub(off).Round(time.Millisecond), drainDelay)
@@ -283,7 +285,7 @@ func (x *trafficRun) lastGreen(green string, off time.Time) {
 		}
 	}
 	if !last.IsZero() {
-		x.t.Log(figureLine("bluegreen-undo", "last_green_answer_after_accepted", last.Sub(off)))
+		x.t.Log(chaos.FigureLine("bluegreen-undo", "last_green_answer_after_accepted", last.Sub(off)))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/e2e/chaos"
 	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	"github.com/rayfleet/rayfleet/e2e/internal/traefik"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -88,10 +89,10 @@ func TestGreenFailsOnRealRay(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("green %s killed at %s: routed without it after %v (TrafficShifting %s after %v), its share back after %v; blue/green done %v after the change; requests %d, failed %d, all sent in the window of %v",
-		green, kill.Format("15:04:05.000"), off.Sub(kill).Round(time.Millisecond), fleetv1alpha1.ReasonShiftPaused,
-		paused.Sub(kill).Round(time.Millisecond), back.Sub(kill).Round(time.Millisecond), time.Since(changed).Round(time.Second),
-		len(reqs.All()), inWindow+outside, windowEnd.Sub(kill).Round(time.Millisecond))
+	t.Logf("green %s killed at %s; routed without it %s", green, kill.Format("15:04:05.000"), off.Format("15:04:05.000"))
+	t.Log(chaos.FigureLine("fleetray-greenfail", "off_routed", off.Sub(kill), "paused_seen", paused.Sub(kill),
+		"share_back", back.Sub(kill), "shift_done", time.Since(changed), "requests", len(reqs.All()),
+		"failed_in_window", inWindow, "window", windowEnd.Sub(kill), "failed_outside", outside))
 	if outside > 0 {
 		t.Errorf("%d requests failed outside the window", outside)
 	}
