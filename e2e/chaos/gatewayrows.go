@@ -82,7 +82,7 @@ var GatewayRows = []TestRow{
 			"member (step 50 % every 10 s) with a request every 20 ms through Traefik; once Traefik routes the split, " +
 			"green's Ray head is killed (SIGKILL to its container) while green's API server and spoke run on",
 		Checked: "Traefik routes without green within 20 s (read from its API); TrafficShifting `ShiftPaused` names " +
-			"green's failing endpoint; the kubelet restarts the head, the spoke submits the Serve config again, and " +
+			"green (its failing endpoint, or its copy without serve endpoints, whichever the hub learns first); the kubelet restarts the head, the spoke submits the Serve config again, and " +
 			"green gets its share back and the shift completes; requests fail only in the window [kill, Traefik " +
 			"routing without green + 0.3 s]; both copies keep their UIDs",
 		Figures: []Label{
