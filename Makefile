@@ -210,14 +210,18 @@ e2e: build build-faultinject tools node-tools image ray ray-image ## Run the end
 	$(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 45m ./e2e/... ./shared/localfleet/...
 
 .PHONY: chaos
-# Chaos rows 8 and 10 need e2e/bluegreen's fleet (its Gateway and Traefik): `make chaos` runs
-# their tests first, at full length, and e2e/chaos makes their rows from the log (a failed or
-# missing test is a failed row, which fails the second step).
+# Chaos rows 8, 10 and 11 need a Gateway and Traefik (e2e/bluegreen's fleet, and e2e/fleetray's
+# with real Ray for row 11): `make chaos` runs their tests first, at full length, and e2e/chaos
+# makes their rows from the log (a failed or missing test is a failed row, which fails the last
+# step).
 CHAOS_BLUEGREEN_TESTS := ^(TestPartitionKeepsServingMember|TestBlueGreenGreenEndpointFails)$$
-CHAOS_TEST_LOG        := $(BIN)/chaos-bluegreen.log
-chaos: build build-faultinject tools ## Run every fault scenario at full length on local fleets and write e2e/chaos/RESULTS.md.
+CHAOS_FLEETRAY_TESTS  := ^TestGreenFailsOnRealRay$$
+CHAOS_TEST_LOG        := $(BIN)/chaos-gateway.log
+chaos: build build-faultinject tools node-tools image ray-image ## Run every fault scenario at full length on local fleets and write e2e/chaos/RESULTS.md.
 	$(E2E_ENV) RAYFLEET_CHAOS_FULL=1 go test -tags e2e -count=1 -p 1 -timeout 30m -v -run '$(CHAOS_BLUEGREEN_TESTS)' \
 		./e2e/bluegreen/ 2>&1 | tee $(CHAOS_TEST_LOG) || true
+	$(E2E_ENV) go test -tags e2e -count=1 -timeout 20m -v -run '$(CHAOS_FLEETRAY_TESTS)' \
+		./e2e/fleetray/ 2>&1 | tee -a $(CHAOS_TEST_LOG) || true
 	$(E2E_ENV) RAYFLEET_CHAOS_FULL=1 RAYFLEET_CHAOS_TABLE=$(CURDIR)/e2e/chaos/RESULTS.md RAYFLEET_CHAOS_COMMAND="make chaos" \
 		RAYFLEET_CHAOS_TEST_LOG=$(CHAOS_TEST_LOG) go test -tags e2e -count=1 -p 1 -timeout 150m -v ./e2e/chaos/
 

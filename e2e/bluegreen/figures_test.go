@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/rayfleet/rayfleet/e2e/chaos"
 )
 
 // figuresEnv, set to "1", runs TestBlueGreenFigures: it measures rather than checks and takes
@@ -51,10 +53,10 @@ func measureToGreen(t *testing.T, figure string, bg blueGreen) {
 	steps := time.Duration((100+step-1)/step) * time.Duration(interval) * time.Second
 	full := waitAccepted(t, routes, weightsFor(blue, green, 100), change, firstRevisionTimeout+steps)
 	waitRetired(t, ns, name, green, rev1, time.Duration(bg.retireAfterSeconds)*time.Second+timeout)
-	req.close()
-	all := req.all()
+	req.Close()
+	all := req.All()
 	logSteps(t, "bluegreen-figures-"+figure, green, checkSteps(t, routes, req, change, time.Now()))
-	t.Log(figureLine("bluegreen", "step", step, "interval", time.Duration(interval)*time.Second,
+	t.Log(chaos.FigureLine("bluegreen", "step", step, "interval", time.Duration(interval)*time.Second,
 		"change_to_100pct", full.Sub(change), "requests", len(all), "failed", count(all).failed))
 	expectNoFailures(t, routes, all)
 }

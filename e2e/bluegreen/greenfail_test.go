@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayfleet/rayfleet/e2e/chaos"
+
 	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -94,7 +96,7 @@ func TestBlueGreenGreenEndpointFails(t *testing.T) {
 	x.heal()
 	healed = true
 	back, percent := x.shareBack(heal)
-	expectOnly(t, "while green's endpoint failed", x.req.between(served1, heal), blue, rev1)
+	expectOnly(t, "while green's endpoint failed", x.req.Between(served1, heal), blue, rev1)
 	t.Logf("green %s back at %d%% %v after the heal", green, percent, back.Sub(heal).Round(time.Millisecond))
 
 	// Second failure, past the deadline: the shift reverts and the revision fails.
@@ -106,13 +108,13 @@ func TestBlueGreenGreenEndpointFails(t *testing.T) {
 	x.heal()
 	healed = true
 	x.staysOnBlue()
-	x.req.close()
+	x.req.Close()
 
 	x.expectCopies(uids)
-	all := x.req.all()
+	all := x.req.All()
 	inWindows, outside := x.failures(all)
 	last := x.lastFailure(all)
-	t.Log(figureLine("bluegreen-greenfail", "detect_route_written", detect1, "detect_route_accepted", off1.Sub(x.windows[0].from),
+	t.Log(chaos.FigureLine("bluegreen-greenfail", "detect_route_written", detect1, "detect_route_accepted", off1.Sub(x.windows[0].from),
 		"window", x.windows[0].to.Sub(x.windows[0].from), "last_failure_after_kill", last[0],
 		"recover_share_accepted", back.Sub(heal), "detect2_route_written", detect2, "detect2_route_accepted", off2.Sub(kill2),
 		"window2", x.windows[1].to.Sub(x.windows[1].from), "last_failure2_after_kill", last[1],
@@ -268,15 +270,15 @@ func (x *endpointRun) expectCopies(uids map[string]types.UID) {
 // injected fault's answer, and returns the others.
 func (x *endpointRun) failures(all []answer) (inWindows int, outside []answer) {
 	for _, a := range all {
-		if !a.failed() {
+		if !a.Failed() {
 			continue
 		}
 		in := false
 		for _, w := range x.windows {
-			in = in || (!a.sent.Before(w.from) && a.sent.Before(w.to))
+			in = in || (!a.Sent.Before(w.from) && a.Sent.Before(w.to))
 		}
 		switch {
-		case in && a.err != nil && strings.Contains(a.err.Error(), injectedFault):
+		case in && a.Err != nil && strings.Contains(a.Err.Error(), injectedFault):
 			inWindows++
 		default:
 			outside = append(outside, a)
@@ -291,8 +293,8 @@ func (x *endpointRun) lastFailure(all []answer) []time.Duration {
 	out := make([]time.Duration, len(x.windows))
 	for i, w := range x.windows {
 		for _, a := range all {
-			if a.failed() && !a.sent.Before(w.from) && a.sent.Before(w.to) {
-				out[i] = max(out[i], a.sent.Sub(w.from))
+			if a.Failed() && !a.Sent.Before(w.from) && a.Sent.Before(w.to) {
+				out[i] = max(out[i], a.Sent.Sub(w.from))
 			}
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayfleet/rayfleet/e2e/chaos"
+
 	"github.com/onsi/gomega"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -58,5 +60,5 @@ func TestBlueGreenNoTraffic(t *testing.T) {
 			blue, lastBlue.Format(time.TimeOnly), retire, hold.Format(time.TimeOnly))
 	}
 	rev2 := waitRetired(t, ns, name, green, rev1, timeout)
-	t.Log(figureLine("bluegreen-notraffic", "hold_to_blue_removed", lastBlue.Sub(hold), "revision", rev2))
+	t.Log(chaos.FigureLine("bluegreen-notraffic", "hold_to_blue_removed", lastBlue.Sub(hold), "revision", rev2))
 }

@@ -6,13 +6,14 @@ import (
 	"context"
 	"maps"
 	"math"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rayfleet/rayfleet/e2e/chaos"
 
 	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -75,8 +76,7 @@ func TestPartitionKeepsServingMember(t *testing.T) {
 	x.placed()
 	both := map[string]int32{x.victim: 5000, x.other: 5000}
 	served := waitAccepted(t, routes, both, time.Time{}, firstRevisionTimeout)
-	probe := &requester{url: gatewayURL(), client: &http.Client{Timeout: requestTimeout}}
-	eventually(t, func(g gomega.Gomega) { g.Expect(probe.get(t.Context()).err).NotTo(gomega.HaveOccurred()) })
+	eventually(t, func(g gomega.Gomega) { g.Expect(probeGateway(t.Context()).Err).NotTo(gomega.HaveOccurred()) })
 	x.req = startRequests(t, gatewayURL())
 	expectAnsweredBy(t, "both members serving", waitAnswers(t, x.req, waitApplied(t, routes, both, served), 100), x.other, x.victim)
 	before := x.workloads()
@@ -119,7 +119,7 @@ func TestPartitionKeepsServingMember(t *testing.T) {
 	gomega.NewWithT(t).Consistently(func(g gomega.Gomega) {
 		x.nothingMoved(g, before)
 	}).WithTimeout(quietAfterHeal).WithPolling(time.Second).Should(gomega.Succeed())
-	x.req.close()
+	x.req.Close()
 
 	changes := 0
 	for _, s := range routes.snapshot() {
@@ -132,17 +132,17 @@ func TestPartitionKeepsServingMember(t *testing.T) {
 			break
 		}
 	}
-	during := x.req.between(cut, heal)
+	during := x.req.Between(cut, heal)
 	expectAnsweredBy(t, "during the partition", during, x.other, x.victim)
 	share := count(during).share(x.victim)
 	if math.Abs(share*100-50) > shareTolerance {
 		t.Errorf("%s answered %.3f of the requests during the partition, want 0.5 ± %.2f: %s",
 			x.victim, share, shareTolerance/100, count(during))
 	}
-	all := x.req.all()
+	all := x.req.All()
 	expectNoFailures(t, routes, all)
 	f := x.failoverWhilePartitioned()
-	t.Log(figureLine("partition", "victim", x.victim, "detect_not_ready", notReady.Sub(cut), "partition", heal.Sub(cut),
+	t.Log(chaos.FigureLine("partition", "victim", x.victim, "detect_not_ready", notReady.Sub(cut), "partition", heal.Sub(cut),
 		"recover_ready", readyAgain.Sub(heal), "requests", len(all), "failed", count(all).failed,
 		"requests_during", len(during), "victim_share_during", math.Round(share*1000)/1000,
 		"route_changes", changes, "toleration", toleration,

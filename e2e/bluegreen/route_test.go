@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/rayfleet/rayfleet/e2e/internal/traefik"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/names"
@@ -25,6 +26,11 @@ import (
 // routePoll is how often the route recorder reads the route: often enough that a step's window
 // (at least an interval, 5 s or more) is known to a small fraction of it.
 const routePoll = 100 * time.Millisecond
+
+// appliedMargin is how long after the recorder first read a configuration in Traefik's API a
+// request may still have been routed by the one before: a read interval, and a request sent
+// just before the switch.
+const appliedMargin = routePoll + 200*time.Millisecond
 
 // routeState is the hub's HTTPRoute for a RayService as the recorder read it.
 type routeState struct {
@@ -257,7 +263,7 @@ func readRoute(ctx context.Context, ns, name string) (routeState, error) {
 		}
 	}
 	s.accepted = routeAccepted(route)
-	if s.applied, err = readApplied(ctx, route.Namespace, route.Name, byBackend); err != nil {
+	if s.applied, err = traefik.Applied(ctx, fleet.GatewayAdminURL, route.Namespace, route.Name, byBackend); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -6,11 +6,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rayfleet/rayfleet/e2e/chaos"
 
 	"github.com/onsi/gomega"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -66,8 +67,7 @@ func TestServeAddressRefused(t *testing.T) {
 	x := &refusal{t: t, ns: ns, name: name, victim: victim, other: other, routes: routes}
 
 	served := waitAccepted(t, routes, x.both(), time.Time{}, firstRevisionTimeout)
-	probe := &requester{url: gatewayURL(), client: &http.Client{Timeout: requestTimeout}}
-	eventually(t, func(g gomega.Gomega) { g.Expect(probe.get(t.Context()).err).NotTo(gomega.HaveOccurred()) })
+	eventually(t, func(g gomega.Gomega) { g.Expect(probeGateway(t.Context()).Err).NotTo(gomega.HaveOccurred()) })
 	x.req = startRequests(t, gatewayURL())
 	expectAnsweredBy(t, "both members serving", waitAnswers(t, x.req, waitApplied(t, routes, x.both(), served), 100), other, victim)
 	before := memberCopy(gomega.NewWithT(t), victim, ns, name)
@@ -114,9 +114,9 @@ func TestServeAddressRefused(t *testing.T) {
 			t.Errorf("the gateway accepted %s %v later, want within %v", what, took.Round(time.Millisecond), grantWithin)
 		}
 	}
-	x.req.close()
-	all := x.req.all()
-	t.Log(figureLine("serveaddress", "refused_to_off", off.Sub(patched), "put_right_to_back", back.Sub(lifted),
+	x.req.Close()
+	all := x.req.All()
+	t.Log(chaos.FigureLine("serveaddress", "refused_to_off", off.Sub(patched), "put_right_to_back", back.Sub(lifted),
 		"narrowed_to_off", offByGrant.Sub(narrowed), "regranted_to_back", backByGrant.Sub(regranted),
 		"test", time.Since(began), "requests", len(all), "failed", count(all).failed))
 	expectNoFailures(t, routes, all)

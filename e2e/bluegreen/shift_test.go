@@ -3,9 +3,7 @@
 package bluegreen
 
 import (
-	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -90,7 +88,7 @@ func waitAnswers(t *testing.T, req *requester, from time.Time, n int) []answer {
 	t.Helper()
 	var out []answer
 	eventually(t, func(g gomega.Gomega) {
-		out = req.between(from, time.Now().Add(time.Hour))
+		out = req.Between(from, time.Now().Add(time.Hour))
 		g.Expect(len(out)).To(gomega.BeNumerically(">=", n), "answers since %s", from.Format("15:04:05.000"))
 	})
 	return out
@@ -101,7 +99,7 @@ func expectOnly(t *testing.T, what string, answers []answer, cluster, rev string
 	t.Helper()
 	var wrong []string
 	for _, a := range answers {
-		if !a.failed() && (a.from.Cluster != cluster || a.from.Revision != rev) {
+		if !a.Failed() && (a.Value.Cluster != cluster || a.Value.Revision != rev) {
 			wrong = append(wrong, a.String())
 		}
 	}
@@ -131,7 +129,7 @@ func checkSteps(t *testing.T, routes *routeRecorder, req *requester, since, unti
 		if !from.Before(to) {
 			continue
 		}
-		answers := req.between(from, to)
+		answers := req.Between(from, to)
 		f := stepFigure{from: from, to: to, weights: p.weights, tally: count(answers)}
 		out = append(out, f)
 		var total int32
@@ -163,7 +161,7 @@ func checkSteps(t *testing.T, routes *routeRecorder, req *requester, since, unti
 func answersFrom(answers []answer, cluster string) string {
 	var out []string
 	for _, a := range answers {
-		if !a.failed() && a.from.Cluster == cluster && len(out) < 10 {
+		if !a.Failed() && a.Value.Cluster == cluster && len(out) < 10 {
 			out = append(out, a.String())
 		}
 	}
@@ -187,7 +185,7 @@ func expectNoFailures(t *testing.T, routes *routeRecorder, answers []answer) {
 	t.Helper()
 	var failed []answer
 	for _, a := range answers {
-		if a.failed() {
+		if a.Failed() {
 			failed = append(failed, a)
 		}
 	}
@@ -198,7 +196,7 @@ func expectNoFailures(t *testing.T, routes *routeRecorder, answers []answer) {
 	var b strings.Builder
 	for _, a := range failed[:min(len(failed), 30)] {
 		b.WriteString("\n  " + a.String())
-		i := slices.IndexFunc(states, func(s routeState) bool { return s.at.After(a.sent) })
+		i := slices.IndexFunc(states, func(s routeState) bool { return s.at.After(a.Sent) })
 		if i < 0 {
 			i = len(states)
 		}
@@ -208,20 +206,6 @@ func expectNoFailures(t *testing.T, routes *routeRecorder, answers []answer) {
 	}
 	t.Errorf("%d of %d requests through the gateway failed (first %d shown, each with the route states around it):%s",
 		len(failed), len(answers), min(len(failed), 30), b.String())
-}
-
-// figureLine is a FIGURE line: name, then key=value pairs in the order given.
-func figureLine(name string, kv ...any) string {
-	var b strings.Builder
-	b.WriteString("FIGURE " + name)
-	for i := 0; i+1 < len(kv); i += 2 {
-		v := kv[i+1]
-		if d, ok := v.(time.Duration); ok {
-			v = fmt.Sprintf("%.1fs", d.Seconds())
-		}
-		fmt.Fprintf(&b, " %v=%v", kv[i], v)
-	}
-	return b.String()
 }
 
 // gatewayURL is where the requests go: the fleet's Gateway at the route's path prefix.
@@ -234,10 +218,9 @@ func gatewayURL() string {
 func firstServed(t *testing.T, routes *routeRecorder, blue, rev string) {
 	t.Helper()
 	waitAccepted(t, routes, map[string]int32{blue: 10000}, time.Time{}, timeout)
-	probe := &requester{url: gatewayURL(), client: &http.Client{Timeout: requestTimeout}}
 	eventually(t, func(g gomega.Gomega) {
-		a := probe.get(t.Context())
-		g.Expect(a.err).NotTo(gomega.HaveOccurred())
-		g.Expect(a.from.Cluster + " " + a.from.Revision).To(gomega.Equal(blue + " " + rev))
+		a := probeGateway(t.Context())
+		g.Expect(a.Err).NotTo(gomega.HaveOccurred())
+		g.Expect(a.Value.Cluster + " " + a.Value.Revision).To(gomega.Equal(blue + " " + rev))
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayfleet/rayfleet/e2e/chaos"
+
 	"github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 
@@ -107,16 +109,16 @@ func TestBlueGreenTraffic(t *testing.T) {
 	}
 	expectOnly(t, "after green took everything", waitAnswers(t, x.req, waitApplied(t, x.routes, weightsFor(blue, green2, 100), full), 100), green2, x.revs[2])
 	retired := time.Now()
-	x.req.close()
+	x.req.Close()
 
-	all := x.req.all()
+	all := x.req.All()
 	x.revisionsBy(change1, change2, green1, green2)
 	steps := checkSteps(t, x.routes, x.req, change1, change2)
 	logSteps(t, "bluegreen-rollout1", green1, steps)
 	steps = checkSteps(t, x.routes, x.req, change2, retired)
 	logSteps(t, "bluegreen-rollout2", green2, steps)
 	failed := count(all).failed
-	t.Log(figureLine("bluegreen", "step", trafficTuning.stepPercent, "interval", time.Duration(trafficTuning.intervalSeconds)*time.Second,
+	t.Log(chaos.FigureLine("bluegreen", "step", trafficTuning.stepPercent, "interval", time.Duration(trafficTuning.intervalSeconds)*time.Second,
 		"change_to_100pct", toFull, "requests", len(all), "failed", failed))
 	t.Logf("answers: %s", count(all))
 	expectNoFailures(t, x.routes, all)
@@ -144,7 +146,7 @@ func (x *trafficRun) deploysGreen(change time.Time) string {
 		g.Expect(ok).To(gomega.BeTrue(), "the route giving green anything; rollout: %s", binding(g, x.ns, x.name).Status.Rollout.Message)
 	})
 	t.Logf("green %s deployed; the first step was written %v after the change", green, shifted.Sub(change).Round(time.Millisecond))
-	expectOnly(t, "while green deploys", x.req.between(change, shifted.Add(-routeSeenLate)), x.blue, x.revs[0])
+	expectOnly(t, "while green deploys", x.req.Between(change, shifted.Add(-routeSeenLate)), x.blue, x.revs[0])
 	return green
 }
 
@@ -248,7 +250,7 @@ func (x *trafficRun) undo(green string) {
 	// The copy is there: green was serving a moment ago.
 	undone := rolloutUndo(t, x.ns, x.name)
 	off := waitAccepted(t, x.routes, weightsFor(x.blue, green, 0), undone, timeout)
-	t.Log(figureLine("bluegreen-undo", "undo_to_blue_accepted", off.Sub(undone)))
+	t.Log(chaos.FigureLine("bluegreen-undo", "undo_to_blue_accepted", off.Sub(undone)))
 	if off.Sub(undone) > undoWithin {
 		t.Errorf("the gateway accepted a route giving blue everything %v after the undo, want within %v; route:%s",
 			off.Sub(undone).Round(time.Millisecond), undoWithin, x.routes.history())
@@ -264,7 +266,7 @@ func (x *trafficRun) undo(green string) {
 		g.Expect(cs.Leaving.Reason).To(gomega.Equal(fleetv1alpha1.LeaveRolledBack), "leaving reason of %s", green)
 	})
 	lastPresent, gone := waitCopyGone(t, green, x.ns, x.name, undone, drainDelay+timeout)
-	t.Log(figureLine("bluegreen-undo", "green_removed_after_off", gone.Sub(off)))
+	t.Log(chaos.FigureLine("bluegreen-undo", "green_removed_after_off", gone.Sub(off)))
 	if earliest := off.Add(drainDelay - wholeSecondSlack - 2*poll); lastPresent.Before(earliest) {
 		t.Errorf("green %s's copy was gone by %s, %v after the gateway accepted a route without it, within the %v drain",
 			green, lastPresent.Format("15:04:05.000"), lastPresent.Sub(off).Round(time.Millisecond), drainDelay)
@@ -277,13 +279,13 @@ func (x *trafficRun) undo(green string) {
 // it): how long the gateway took to apply what it accepted.
 func (x *trafficRun) lastGreen(green string, off time.Time) {
 	var last time.Time
-	for _, a := range x.req.between(off.Add(-time.Minute), off.Add(time.Minute)) {
-		if !a.failed() && a.from.Cluster == green {
-			last = a.sent
+	for _, a := range x.req.Between(off.Add(-time.Minute), off.Add(time.Minute)) {
+		if !a.Failed() && a.Value.Cluster == green {
+			last = a.Sent
 		}
 	}
 	if !last.IsZero() {
-		x.t.Log(figureLine("bluegreen-undo", "last_green_answer_after_accepted", last.Sub(off)))
+		x.t.Log(chaos.FigureLine("bluegreen-undo", "last_green_answer_after_accepted", last.Sub(off)))
 	}
 }
 
@@ -302,8 +304,8 @@ func (x *trafficRun) revisionsBy(change1, change2 time.Time, green1, green2 stri
 	}
 	for _, p := range phases {
 		var wrong []string
-		for _, a := range x.req.between(p.from, p.to) {
-			if !a.failed() && p.want[a.from.Cluster] != a.from.Revision {
+		for _, a := range x.req.Between(p.from, p.to) {
+			if !a.Failed() && p.want[a.Value.Cluster] != a.Value.Revision {
 				wrong = append(wrong, a.String())
 			}
 		}

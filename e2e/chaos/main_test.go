@@ -23,7 +23,7 @@ const (
 	// envFull runs every scenario at full length; without it (make e2e, .ci/run) every
 	// scenario runs shortened: shorter outages and storms, fewer RayServices.
 	envFull = "RAYFLEET_CHAOS_FULL"
-	// envTestLog is the `go test -v` output of the tests of BlueGreenRows, which `make chaos`
+	// envTestLog is the `go test -v` output of the tests of GatewayRows, which `make chaos`
 	// runs first; unset, the table has no such rows.
 	envTestLog = "RAYFLEET_CHAOS_TEST_LOG"
 )
@@ -86,7 +86,7 @@ func scenario(t *testing.T, order int, name, done, checked string) *Result {
 	return r
 }
 
-// collectTestLog adds the rows of BlueGreenRows made from the test log at path (a missing file
+// collectTestLog adds the rows of GatewayRows made from the test log at path (a missing file
 // is a log of tests that did not run) and reports whether all of them passed.
 func collectTestLog(path string) bool {
 	var log TestLog
@@ -106,7 +106,7 @@ func collectTestLog(path string) bool {
 	passed := true
 	collected.mu.Lock()
 	defer collected.mu.Unlock()
-	for _, r := range FromTestLog(BlueGreenRows, log) {
+	for _, r := range FromTestLog(GatewayRows, log) {
 		if !r.Passed {
 			fmt.Fprintf(os.Stderr, "e2e/chaos: row %d (%s) failed: %s\n", r.Order, r.Scenario, r.Failure)
 			passed = false

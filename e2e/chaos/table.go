@@ -2,7 +2,7 @@
 // records what happened: each scenario is an end-to-end test (build tag e2e) that asserts its
 // outcome and fills one Result; `make chaos` runs them all and renders the results as
 // RESULTS.md with Render, together with the rows e2e/bluegreen measures, made from its test
-// log (BlueGreenRows, FromTestLog). The count that matters in every row is Lost: member
+// log (GatewayRows, FromTestLog). The count that matters in every row is Lost: member
 // workloads lost or deleted when nothing asked for it, which must be 0.
 package chaos
 

@@ -11,7 +11,7 @@ import (
 )
 
 // A TestRow is a row of the table measured by a test of another package, one that needs a
-// fleet this package does not start (e2e/bluegreen's, with the Gateway and Traefik). `make
+// fleet this package does not start (with a Gateway and Traefik, or real Ray). `make
 // chaos` runs that test with -v and hands its output to this package, which makes the row from
 // the test's verdict and its FIGURE line (see FromTestLog): no row is copied by hand.
 type TestRow struct {
@@ -19,6 +19,8 @@ type TestRow struct {
 	// value of the FIGURE line as {key}, rendered as the line has it.
 	Order                   int
 	Scenario, Done, Checked string
+	// Package is the test's package, e.g. e2e/bluegreen.
+	Package string
 	// Test is the test's name as `go test -v` prints it in `--- PASS: <Test> (…)`.
 	Test string
 	// Figure names the test's FIGURE line (`FIGURE <Figure> key=value …`).
@@ -154,4 +156,19 @@ func fillIn(text string, values map[string]string) string {
 		}
 		return "?"
 	})
+}
+
+// FigureLine is the FIGURE line a test logs for its row: name, then key=value pairs in the order
+// given, durations in seconds to a tenth, as FromTestLog reads them back.
+func FigureLine(name string, kv ...any) string {
+	var b strings.Builder
+	b.WriteString("FIGURE " + name)
+	for i := 0; i+1 < len(kv); i += 2 {
+		v := kv[i+1]
+		if d, ok := v.(time.Duration); ok {
+			v = fmt.Sprintf("%.1fs", d.Seconds())
+		}
+		fmt.Fprintf(&b, " %v=%v", kv[i], v)
+	}
+	return b.String()
 }

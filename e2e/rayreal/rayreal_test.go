@@ -13,17 +13,13 @@
 package rayreal
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
 	neturl "net/url"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +27,6 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,16 +36,10 @@ import (
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
-// rayVersion is the Ray the image holds (make ray-image).
-const rayVersion = "2.52.0"
-
 // headTimeout bounds a head's way from creation to Ready: the image is already imported, but
 // `ray start` is a dozen Python processes' imports, 18 s on an idle 2-core machine and minutes
 // under load; the readiness probe first runs 10 s after the start.
 const headTimeout = 8 * time.Minute
-
-// serveAppMount is where the head mounts the test Serve apps' ConfigMap; it is on PYTHONPATH.
-const serveAppMount = "/opt/serveapp"
 
 // TestRealRay runs, on one cluster with a real Node, a RayCluster and then a RayService whose
 // Ray runs for real; the cluster (and the Ray image's import) is the expensive part, so the
@@ -74,7 +63,7 @@ func testRayClusterHead(t *testing.T, env *env) {
 	ns := env.namespace(t, "raycluster")
 	rc := &rayv1.RayCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "real", Namespace: ns},
-		Spec:       clusterSpec(env.rayImage),
+		Spec:       realnode.ClusterSpec(env.rayImage),
 	}
 	created := time.Now()
 	g.Expect(c.Create(ctx, rc)).To(gomega.Succeed())
@@ -101,24 +90,13 @@ func testRayClusterHead(t *testing.T, env *env) {
 		g.Expect(got.Status.State).To(gomega.Equal(rayv1.Ready))
 		g.Expect(got.Status.Head.PodIP).To(gomega.Equal(head.Status.PodIP))
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(gomega.Succeed())
-	env.logHeadMemory(t, &head)
+	t.Logf("head container memory: %s", realnode.HeadMemory(env.cluster, &head))
 	g.Expect(c.Delete(ctx, rc)).To(gomega.Succeed())
 	g.Eventually(func() ([]corev1.Pod, error) {
 		var pods corev1.PodList
 		err := c.List(ctx, &pods, client.InNamespace(ns))
 		return pods.Items, err
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(gomega.BeEmpty(), "the head Pod deleted")
-}
-
-// serveConfig runs the test app versioned:build (e2e/testdata/serveapp) answering version.
-func serveConfig(version string) string {
-	return fmt.Sprintf(`applications:
-- name: versioned
-  import_path: versioned:build
-  route_prefix: /
-  args:
-    version: %s
-`, version)
 }
 
 // testRayService creates a RayService with the test Serve app and waits until Ray reports the
@@ -133,8 +111,8 @@ func testRayService(t *testing.T, env *env) {
 	rs := &rayv1.RayService{
 		ObjectMeta: metav1.ObjectMeta{Name: "real", Namespace: ns},
 		Spec: rayv1.RayServiceSpec{
-			ServeConfigV2:  serveConfig("v1"),
-			RayClusterSpec: clusterSpec(env.rayImage),
+			ServeConfigV2:  realnode.ServeConfig("v1"),
+			RayClusterSpec: realnode.ClusterSpec(env.rayImage),
 		},
 	}
 	created := time.Now()
@@ -150,7 +128,7 @@ func testRayService(t *testing.T, env *env) {
 	var heads corev1.PodList
 	g.Expect(c.List(ctx, &heads, client.InNamespace(ns), client.MatchingLabels{"ray.io/node-type": "head"})).To(gomega.Succeed())
 	for i := range heads.Items {
-		env.logHeadMemory(t, &heads.Items[i])
+		t.Logf("head %s memory: %s", heads.Items[i].Name, realnode.HeadMemory(env.cluster, &heads.Items[i]))
 	}
 
 	// The serve Service's ClusterIP, from the Node's namespace: Ray's own proxy answers.
@@ -163,7 +141,7 @@ func testRayService(t *testing.T, env *env) {
 	// A Serve-config-only change is submitted to the same cluster: the new version answers.
 	active := got.Status.ActiveServiceStatus.RayClusterName
 	updated := time.Now()
-	updateServeConfig(t, c, rs, serveConfig("v2"))
+	updateServeConfig(t, c, rs, realnode.ServeConfig("v2"))
 	g.Eventually(func() (string, error) {
 		return env.get(ctx, "http://"+svc.Spec.ClusterIP+":8000/")
 	}).WithTimeout(headTimeout).WithPolling(time.Second).Should(gomega.MatchJSON(`{"version":"v2"}`))
@@ -176,24 +154,14 @@ func testRayService(t *testing.T, env *env) {
 	testUpgrade(t, env, rs, "http://"+svc.Spec.ClusterIP+":8000/")
 
 	// An application raising at import: Ray's DEPLOY_FAILED and its message reach the status.
-	updateServeConfig(t, c, rs, serveConfig("v2")+brokenApp)
+	updateServeConfig(t, c, rs, realnode.ServeConfig("v2")+realnode.BrokenApp)
 	g.Eventually(func(g gomega.Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rs), &got)).To(gomega.Succeed())
 		app := got.Status.ActiveServiceStatus.Applications["broken"]
 		g.Expect(app.Status).To(gomega.Equal(rayv1.ApplicationStatusEnum.DEPLOY_FAILED), "applications %+v", got.Status.ActiveServiceStatus.Applications)
-		g.Expect(app.Message).To(gomega.ContainSubstring(brokenMessage))
+		g.Expect(app.Message).To(gomega.ContainSubstring(realnode.BrokenMessage))
 	}).WithTimeout(headTimeout).WithPolling(2 * time.Second).Should(gomega.Succeed())
 }
-
-// brokenApp is an application entry whose module (e2e/testdata/serveapp/broken.py) raises at
-// import with brokenMessage.
-const (
-	brokenApp = `- name: broken
-  import_path: broken:app
-  route_prefix: /broken
-`
-	brokenMessage = "rayfleet test application: broken at import"
-)
 
 // updateServeConfig sets the RayService's serveConfigV2, retrying on conflicts with the spoke's
 // status writes.
@@ -225,7 +193,7 @@ func (e *env) namespace(t *testing.T, name string) string {
 	if err := e.cluster.CreateNamespace(t.Context(), name); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.cluster.Client.Create(t.Context(), serveAppConfigMap(t, name)); err != nil {
+	if err := e.cluster.Client.Create(t.Context(), realnode.ServeAppConfigMap(t, name)); err != nil {
 		t.Fatal(err)
 	}
 	return name
@@ -293,114 +261,6 @@ func startEnv(t *testing.T) *env {
 	}
 	t.Cleanup(spoke.Stop)
 	return &env{cluster: cluster, proxy: proxy, rayImage: rayImage.Name}
-}
-
-// clusterSpec is a RayCluster sized for a 2-CPU Node that may hold two of them: the head
-// requests 250m and offers Ray one logical CPU (Serve replicas take 0.1), a 100 MiB object
-// store; no workers. The test Serve apps are mounted from their ConfigMap.
-func clusterSpec(image string) rayv1.RayClusterSpec {
-	return rayv1.RayClusterSpec{
-		RayVersion: rayVersion,
-		HeadGroupSpec: rayv1.HeadGroupSpec{
-			RayStartParams: map[string]string{
-				"num-cpus":            "1",
-				"object-store-memory": "104857600",
-			},
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{
-					Name: "ray-head", Image: image, ImagePullPolicy: corev1.PullNever,
-					Env: []corev1.EnvVar{
-						{Name: "PYTHONPATH", Value: serveAppMount},
-						// The dashboard gives each of its module processes 30 s to start and,
-						// when one misses it (routine on a loaded 2-core machine), never
-						// serves: the head stays unready until its liveness probe kills it.
-						{Name: "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", Value: "300"},
-					},
-					Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{
-							corev1.ResourceCPU:    resource.MustParse("250m"),
-							corev1.ResourceMemory: resource.MustParse("1Gi"),
-						},
-						Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")},
-					},
-					VolumeMounts: []corev1.VolumeMount{{Name: "serveapp", MountPath: serveAppMount}},
-				}},
-				Volumes: []corev1.Volume{{Name: "serveapp", VolumeSource: corev1.VolumeSource{
-					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "serveapp"}},
-				}}},
-			}},
-		},
-	}
-}
-
-// serveAppConfigMap holds e2e/testdata/serveapp's Python files.
-func serveAppConfigMap(t *testing.T, ns string) *corev1.ConfigMap {
-	t.Helper()
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filepath.Glob(filepath.Join(root, "e2e", "testdata", "serveapp", "*.py"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Serve apps in e2e/testdata/serveapp: %v", err)
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "serveapp", Namespace: ns}, Data: map[string]string{}}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data[filepath.Base(f)] = string(b)
-	}
-	return cm
-}
-
-// logHeadMemory logs the memory the head container's cgroup holds now and at its peak.
-func (e *env) logHeadMemory(t *testing.T, head *corev1.Pod) {
-	t.Helper()
-	if len(head.Status.ContainerStatuses) == 0 {
-		return
-	}
-	pid, err := e.cluster.ContainerPID(head.Status.ContainerStatuses[0].ContainerID)
-	if err != nil {
-		t.Logf("head memory: %v", err)
-		return
-	}
-	dir, err := memoryCgroup(pid)
-	if err != nil {
-		t.Logf("head memory: %v", err)
-		return
-	}
-	usage := func(file string) string {
-		b, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			return err.Error()
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil {
-			return err.Error()
-		}
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	t.Logf("head container memory: %s now, %s peak (cgroup, page cache included)",
-		usage("memory.usage_in_bytes"), usage("memory.max_usage_in_bytes"))
-}
-
-// memoryCgroup is the cgroup v1 memory directory of process pid.
-func memoryCgroup(pid int) (string, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		parts := strings.SplitN(s.Text(), ":", 3)
-		if len(parts) == 3 && parts[1] == "memory" {
-			return filepath.Join("/sys/fs/cgroup/memory", parts[2]), nil
-		}
-	}
-	return "", fmt.Errorf("process %d has no v1 memory cgroup", pid)
 }
 
 // startedToReady says how long the head's container took from its start to the Pod's Ready.

@@ -182,6 +182,8 @@ type Fleet struct {
 	// hubKilled are the hub replicas KillHub or KillHubReplica killed, until started again:
 	// their exit is the caller's doing.
 	hubKilled map[int]bool
+	// nodeNS are the real Nodes' network namespaces by cluster name (Options.RealNodes).
+	nodeNS map[string]*localcluster.NetNS
 	// spokeArgs are how each member's spoke was started, for StartMemberAPIServer to start
 	// it again.
 	spokeArgs map[string]managerArgs
@@ -225,6 +227,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		HubProxies:    map[string]*partition.Proxy{},
 		opts:          opts,
 		spokeArgs:     map[string]managerArgs{},
+		nodeNS:        map[string]*localcluster.NetNS{},
 	}
 	if f.Dir, err = localcluster.StateDir(opts.StateDir, "rayfleet-fleet-"); err != nil {
 		return nil, err

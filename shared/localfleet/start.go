@@ -223,14 +223,10 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 	f.mu.Lock()
 	member := f.Members[spec.Name]
 	f.mu.Unlock()
-	dash := raydashboard.New(raydashboard.Options{DeployDelay: f.opts.DashboardDeployDelay})
-	dashURL, err := dash.Start("127.0.0.1:0")
+	rayArgs, env, err := f.startRayAccess(spec.Name, member)
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
-	f.Dashboards[spec.Name] = dash
-	f.mu.Unlock()
 	if f.opts.Traffic != nil {
 		if err = f.startLoadBalancer(ctx, spec.Name, member); err != nil {
 			return err
@@ -246,24 +242,49 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 	if err != nil {
 		return err
 	}
-	args := append(f.logArgs(),
-		"--dashboard-address-template="+raydashboard.DashboardTemplate(dashURL),
-		"--serve-proxy-address-template="+raydashboard.ProxyTemplate(dashURL),
-		"--report-interval="+f.opts.ReportInterval.String())
+	args := append(f.logArgs(), rayArgs...)
+	args = append(args, "--report-interval="+f.opts.ReportInterval.String())
 	args = append(args, f.opts.SpokeArgs...)
-	spoke, err := member.StartManager(ctx, "spoke", filepath.Join(f.opts.RayFleetBin, "spoke"), kubeconfig, args, nil)
+	spoke, err := member.StartManager(ctx, "spoke", filepath.Join(f.opts.RayFleetBin, "spoke"), kubeconfig, args, env)
 	if err != nil {
 		return fmt.Errorf("starting bin/spoke: %w", err)
 	}
 	f.mu.Lock()
 	f.Spokes[spec.Name] = spoke
-	f.spokeArgs[spec.Name] = managerArgs{kubeconfig: kubeconfig, args: args}
+	f.spokeArgs[spec.Name] = managerArgs{kubeconfig: kubeconfig, args: args, env: env}
 	f.mu.Unlock()
 
 	if err := f.join(ctx, spec.Name, member); err != nil {
 		return err
 	}
 	return f.labelMember(ctx, spec.Name, spec.Labels)
+}
+
+// startRayAccess gives the member's spoke a way to its Ray and returns the spoke's flags and
+// environment for it: with RealNodes.Ray a NodeProxy into the member's Node (the spoke's
+// default address templates are the in-cluster ones), otherwise a dashboard stand-in of the
+// member's own.
+func (f *Fleet) startRayAccess(name string, member *localcluster.Cluster) (args, env []string, err error) {
+	if f.realRay() {
+		url, err := f.startNodeProxy(member)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The API server, on loopback, is never proxied.
+		return nil, []string{"HTTP_PROXY=" + url, "NO_PROXY="}, nil
+	}
+	dash := raydashboard.New(raydashboard.Options{DeployDelay: f.opts.DashboardDeployDelay})
+	dashURL, err := dash.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	f.mu.Lock()
+	f.Dashboards[name] = dash
+	f.mu.Unlock()
+	return []string{
+		"--dashboard-address-template=" + raydashboard.DashboardTemplate(dashURL),
+		"--serve-proxy-address-template=" + raydashboard.ProxyTemplate(dashURL),
+	}, nil, nil
 }
 
 // logArgs are the logging flags of bin/hub and bin/spoke: human-readable lines, at

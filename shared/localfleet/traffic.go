@@ -252,9 +252,11 @@ func (f *Fleet) startLoadBalancer(ctx context.Context, name string, member *loca
 	if err != nil {
 		return fmt.Errorf("opening the load balancer's log: %w", err)
 	}
-	lb, err := loadbalancer.Start(ctx, loadbalancer.Options{
-		Cluster: name, IP: f.opts.Traffic.ServeIPs[name], Config: config, Log: logFile,
-	})
+	opts := loadbalancer.Options{Cluster: name, IP: f.opts.Traffic.ServeIPs[name], Config: config, Log: logFile}
+	if f.realRay() {
+		opts.Backend = f.dialServe(name)
+	}
+	lb, err := loadbalancer.Start(ctx, opts)
 	if err != nil {
 		return errors.Join(err, logFile.Close())
 	}

@@ -60,6 +60,11 @@ type Options struct {
 	// Log receives one line per event worth knowing (a port refused, an address that cannot
 	// be bound); nil discards them.
 	Log io.Writer
+	// Backend, when set, makes the stand-in a load balancer only: each request on a port is
+	// forwarded over a connection Backend opens for the Service holding the port (e.g. to its
+	// ClusterIP inside a real Node's network namespace), so that the Serve proxy answering is
+	// Ray's own. Unset, the stand-in answers every request itself with a Response.
+	Backend func(ctx context.Context, svc *corev1.Service, port int32) (net.Conn, error)
 }
 
 // Response is the body of every answer: who served the request.

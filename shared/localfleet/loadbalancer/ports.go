@@ -119,7 +119,11 @@ func (c *Controller) listen(port int32) (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s for %s: %w", addr, c.opts.Cluster, err)
 	}
-	server := &http.Server{Handler: c.handler(port), ReadHeaderTimeout: readHeaderTimeout}
+	handler := c.handler(port)
+	if c.opts.Backend != nil {
+		handler = c.forwarder(port)
+	}
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: readHeaderTimeout}
 	go func() { _ = server.Serve(ln) }()
 	return server, nil
 }

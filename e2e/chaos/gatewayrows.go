@@ -1,13 +1,15 @@
 package chaos
 
-// BlueGreenRows are the rows e2e/bluegreen measures: they need its Gateway and Traefik, which
-// this package's fleets do not run. `make chaos` runs their tests (at full length) before this
-// package's and passes their output in RAYFLEET_CHAOS_TEST_LOG; the texts here describe what
-// those tests do, and the figures are their FIGURE lines' values.
-var BlueGreenRows = []TestRow{
+// GatewayRows are the rows e2e/bluegreen and e2e/fleetray measure: they need a Gateway and
+// Traefik (and e2e/fleetray real Ray), which this package's fleets do not run. `make chaos` runs
+// their tests (at full length) before this package's and passes their output in
+// RAYFLEET_CHAOS_TEST_LOG; the texts here describe what those tests do, and the figures are
+// their FIGURE lines' values.
+var GatewayRows = []TestRow{
 	{
 		Order:    8,
 		Scenario: "partition between hub and member",
+		Package:  "e2e/bluegreen",
 		Test:     "TestPartitionKeepsServingMember",
 		Figure:   "partition",
 		Done: "a RayService on 2 of 3 members (no rollout; failover toleration {toleration}), a request every 20 ms " +
@@ -43,6 +45,7 @@ var BlueGreenRows = []TestRow{
 	{
 		Order:    10,
 		Scenario: "green's serve endpoint killed mid-shift",
+		Package:  "e2e/bluegreen",
 		Test:     "TestBlueGreenGreenEndpointFails",
 		Figure:   "bluegreen-greenfail",
 		Done: "blue/green (step 25 % every 10 s, progress deadline {deadline}) with a request every 20 ms through " +
@@ -67,6 +70,30 @@ var BlueGreenRows = []TestRow{
 			{Key: "requests", Name: "requests"},
 			{Key: "failed_in_windows", Name: "failed in the windows"},
 			{Key: "failed_outside", Name: "failed outside them"},
+		},
+	},
+	{
+		Order:    11,
+		Scenario: "green's Ray head killed mid-shift (real Ray)",
+		Package:  "e2e/fleetray",
+		Test:     "TestGreenFailsOnRealRay",
+		Figure:   "fleetray-greenfail",
+		Done: "a RayService running Ray 2.52 on real Nodes (kubelet, containerd, runc), blue/green onto the other " +
+			"member (step 50 % every 10 s) with a request every 20 ms through Traefik; once Traefik routes the split, " +
+			"green's Ray head is killed (SIGKILL to its container) while green's API server and spoke run on",
+		Checked: "Traefik routes without green within 20 s (read from its API); TrafficShifting `ShiftPaused` names " +
+			"green (its failing endpoint, or its copy without serve endpoints, whichever the hub learns first); the kubelet restarts the head, the spoke submits the Serve config again, and " +
+			"green gets its share back and the shift completes; requests fail only in the window [kill, Traefik " +
+			"routing without green + 0.3 s]; both copies keep their UIDs",
+		Figures: []Label{
+			{Key: "off_routed", Name: "detect (kill → Traefik routing without green)"},
+			{Key: "paused_seen", Name: "kill → ShiftPaused seen"},
+			{Key: "share_back", Name: "recover (kill → green's share routed again)"},
+			{Key: "shift_done", Name: "change → blue/green done"},
+			{Key: "requests", Name: "requests"},
+			{Key: "failed_in_window", Name: "failed in the window"},
+			{Key: "window", Name: "window"},
+			{Key: "failed_outside", Name: "failed outside it"},
 		},
 	},
 }

@@ -1,6 +1,8 @@
-//go:build e2e
-
-package bluegreen
+// Package traefik reads what Traefik, the local fleet's Gateway, actually routes by, from its
+// API (localfleet's Fleet.GatewayAdminURL): a route's status says the gateway accepted new
+// weights a moment before Traefik applies them, and the tests that judge who answered during a
+// step count from when it applied them.
+package traefik
 
 import (
 	"context"
@@ -9,16 +11,10 @@ import (
 	"maps"
 	"net/http"
 	"strings"
-	"time"
 )
 
-// appliedMargin is how long after the recorder first read a configuration in Traefik's API a
-// request may still have been routed by the one before: a read interval, and a request sent
-// just before the switch.
-const appliedMargin = routePoll + 200*time.Millisecond
-
-// traefikService is the part of a service in Traefik's API the recorder reads.
-type traefikService struct {
+// service is the part of a service in Traefik's API that Applied reads.
+type service struct {
 	Name     string `json:"name"`
 	Provider string `json:"provider"`
 	Weighted *struct {
@@ -30,12 +26,12 @@ type traefikService struct {
 	} `json:"weighted"`
 }
 
-// readApplied reads the weights Traefik routes the HTTPRoute ns/route by, per member, from its
-// API: the weighted service its Gateway API provider made for the route, whose children are the
-// route's backends (members by backend name). A backend Traefik answers 500 for (unresolved) is
-// left out; nil when Traefik has no service for the route.
-func readApplied(ctx context.Context, ns, route string, byBackend map[string]string) (map[string]int32, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fleet.GatewayAdminURL+"/api/http/services?per_page=1000", nil)
+// Applied reads, from the Traefik API at adminURL, the weights Traefik routes the HTTPRoute
+// ns/route by, per member: the weighted service its Gateway API provider made for the route,
+// whose children are the route's backends (members by backend Service name). A backend Traefik
+// answers 500 for (unresolved) is left out; nil when Traefik has no service for the route.
+func Applied(ctx context.Context, adminURL, ns, route string, byBackend map[string]string) (map[string]int32, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/api/http/services?per_page=1000", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -47,17 +43,17 @@ func readApplied(ctx context.Context, ns, route string, byBackend map[string]str
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("reading traefik's services: %s", resp.Status)
 	}
-	var services []traefikService
+	var services []service
 	if err := json.NewDecoder(resp.Body).Decode(&services); err != nil {
 		return nil, fmt.Errorf("decoding traefik's services: %w", err)
 	}
 	// The provider names a route's weighted service "httproute-<ns>-<name>-gw-..." and a
 	// backend "<ns>-<service>-http-<port>", each with its characters other than letters and
 	// digits turned into dashes.
-	prefix := traefikName("httproute-"+ns+"-"+route) + "-gw-"
+	prefix := Name("httproute-"+ns+"-"+route) + "-gw-"
 	child := map[string]string{}
 	for backend, member := range byBackend {
-		child[traefikName(ns+"-"+backend+"-http")] = member
+		child[Name(ns+"-"+backend+"-http")] = member
 	}
 	var out map[string]int32
 	for _, s := range services {
@@ -84,15 +80,15 @@ func readApplied(ctx context.Context, ns, route string, byBackend map[string]str
 			w[m] += weight
 		}
 		if out != nil && !maps.Equal(out, w) {
-			return nil, fmt.Errorf("traefik routes %s/%s by two weightings: %s and %s", ns, route, weightsText(out), weightsText(w))
+			return nil, fmt.Errorf("traefik routes %s/%s by two weightings: %v and %v", ns, route, out, w)
 		}
 		out = w
 	}
 	return out, nil
 }
 
-// traefikName is name as Traefik's providers normalise it.
-func traefikName(name string) string {
+// Name is name as Traefik's providers normalise it.
+func Name(name string) string {
 	return strings.Join(strings.FieldsFunc(name, func(r rune) bool {
 		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
 	}), "-")
