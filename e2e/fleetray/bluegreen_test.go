@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 	"github.com/rayfleet/rayfleet/e2e/internal/requests"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
@@ -70,7 +70,7 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	reqs := startRequests(t, url)
 	shares := recordShares(t, f, ns, name)
 	changed := time.Now()
-	setServeConfig(t, f, ns, name, realnode.ServeConfig("v2"))
+	setServeConfig(t, f, ns, name, rayapp.ServeConfig("v2"))
 	var green string
 	eventuallyFor(t, f, blueGreenTimeout, func(g gomega.Gomega) {
 		b := binding(g, f, ns, name)
