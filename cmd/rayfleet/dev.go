@@ -51,8 +51,9 @@ takes a minute or more to serve on a busy machine, and about 1 GiB of memory.
 `
 
 const devDownLong = `Stops the dev fleet: its supervisor stops every process in order; any it left running is killed
-by pid (only if that pid still runs the recorded program). Removes the state directory. Nothing
-running is not an error.
+by pid (only if that pid still runs the recorded program), and network namespaces a killed
+supervisor left (real Nodes, --ray's traffic path) are deleted. Removes the state directory.
+Nothing running is not an error.
 `
 
 const devStatusLong = `Shows whether the dev fleet runs, each process it started (running or exited), the fleet status

@@ -168,7 +168,7 @@ func (f *Fleet) trafficNetNS(gateway, admin string) (*localcluster.NetNS, error)
 	if !f.opts.Traffic.Isolated {
 		return nil, nil
 	}
-	ns, err := localcluster.CreateNetNS(fmt.Sprintf("rf-fleet-%d-traffic", os.Getpid()), trafficNSAddr)
+	ns, err := localcluster.CreateNetNS(NetNSPrefix(os.Getpid())+"traffic", trafficNSAddr)
 	if err != nil {
 		return nil, err
 	}
