@@ -177,11 +177,11 @@ func (f *Fleet) trafficNetNS(gateway, admin string) (*localcluster.NetNS, error)
 	f.trafficNS = ns
 	f.mu.Unlock()
 	for _, ip := range f.opts.Traffic.ServeIPs {
-		addr, err := netip.ParseAddr(ip) // validate checked it
-		if err != nil {
-			return nil, fmt.Errorf("traffic: serve IP %q: %w", ip, err)
+		addr, parseErr := netip.ParseAddr(ip) // validate checked it
+		if parseErr != nil {
+			return nil, fmt.Errorf("traffic: serve IP %q: %w", ip, parseErr)
 		}
-		if err := ns.AddAddress(addr); err != nil {
+		if err = ns.AddAddress(addr); err != nil {
 			return nil, err
 		}
 	}
@@ -195,9 +195,9 @@ func (f *Fleet) trafficNetNS(gateway, admin string) (*localcluster.NetNS, error)
 	}
 	f.addCloser(in)
 	for _, port := range []string{gateway, admin} {
-		out, err := ns.Expose(port, port)
-		if err != nil {
-			return nil, err
+		out, exposeErr := ns.Expose(port, port)
+		if exposeErr != nil {
+			return nil, exposeErr
 		}
 		f.addCloser(out)
 	}

@@ -27,10 +27,10 @@ func TestExposeReachesAListenerInTheNamespace(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ns.Delete() })
 	serveIP := netip.MustParseAddr("10.99.250.1")
-	if err := ns.AddAddress(serveIP); err != nil {
+	if err = ns.AddAddress(serveIP); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := net.Listen("tcp", serveIP.String()+":0"); err == nil {
+	if _, err = net.Listen("tcp", serveIP.String()+":0"); err == nil {
 		t.Fatal("the serve IP is bindable on the host; the test cannot tell the namespaces apart")
 	}
 	inner, err := ns.Listen(serveIP.String() + ":0")
@@ -40,8 +40,8 @@ func TestExposeReachesAListenerInTheNamespace(t *testing.T) {
 	defer inner.Close()
 	go func() {
 		for {
-			c, err := inner.Accept()
-			if err != nil {
+			c, acceptErr := inner.Accept()
+			if acceptErr != nil {
 				return
 			}
 			_, _ = io.WriteString(c, "from the namespace")

@@ -30,7 +30,7 @@ func LoadRaySample(image string) (*Sample, error) {
 	s.Service.Spec.ServeConfigV2 = rayapp.ServeConfig(raySampleVersion)
 	s.Service.Spec.RayClusterSpec = rayapp.ClusterSpec(image)
 	s.MemberConfigMap = rayapp.ConfigMap(s.Namespace())
-	if err := s.check(); err != nil {
+	if err = s.check(); err != nil {
 		return nil, err
 	}
 	if s.source, err = completedSource(s); err != nil {
@@ -49,7 +49,7 @@ func completedSource(s *Sample) ([]byte, error) {
 			return nil, fmt.Errorf("encoding the Ray sample: %w", err)
 		}
 		var m map[string]any
-		if err := yaml.Unmarshal(data, &m); err != nil {
+		if err = yaml.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("encoding the Ray sample: %w", err)
 		}
 		delete(m, "status") // what the hub writes
