@@ -32,9 +32,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
-	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 )
 
 // headTimeout bounds a head's way from creation to Ready: the image is already imported, but
