@@ -59,7 +59,10 @@ help: ## Show the targets.
 .PHONY: demo
 # `rayfleet dev up` finds bin/hub and bin/spoke next to itself and the tools in bin/k8s;
 # DEMO_ARGS=--detach leaves the fleet running in the background (`bin/rayfleet dev down` stops it).
-demo: build demo-tools ## Start a local fleet (hub + two members), place a sample RayService on both, print the status (DEMO_ARGS=--detach runs it in the background).
+# DEMO_ARGS=--ray runs real Ray on real Nodes (root), which also need the node tools, the pause
+# image and the Ray image (all cached once built).
+DEMO_RAY_PREREQS := $(if $(filter --ray,$(DEMO_ARGS)),node-tools image ray-image)
+demo: build demo-tools $(DEMO_RAY_PREREQS) ## Start a local fleet (hub + two members), place a sample RayService on both, print the status (DEMO_ARGS=--detach runs it in the background, --ray runs real Ray).
 	RAYFLEET_K8S_BIN=$(TOOLS_BIN) $(BIN)/rayfleet dev up $(DEMO_ARGS)
 
 .PHONY: tools

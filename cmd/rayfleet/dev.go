@@ -39,11 +39,21 @@ real Node: a kubelet, containerd and runc, a CNI bridge and kube-proxy in a netw
 of its own (10.200.10.1 for the hub, then .11, .12), with <bin>/images imported, the API server
 advertising that address, and the taint localfleet.rayfleet.io/real-node:NoSchedule so that the
 Ray Pods stay on kwok's Nodes. bin/hub and bin/spoke still run on the host.
+
+With --ray (root; after 'make node-tools image ray-image'; implies --traffic and --real-nodes)
+the members run real Ray: each gets one real Node holding <bin>/images/ray.tar and no kwok
+Nodes (the hub gets no Node), Traefik and the load balancer stand-ins run in a network namespace
+of their own with the serve IPs on its loopback interface, the hub's API server forwarded in and
+the gateway's port forwarded out to 127.0.0.1, and the only sample is demo/hello: Ray Serve
+answering {"version": "v1"} on one member (PlacementPolicy demo/hello: BlueGreen, traffic
+through gateway/fleet). 'curl http://127.0.0.1:<base-port+3>/' answers from Ray. A Ray head
+takes a minute or more to serve on a busy machine, and about 1 GiB of memory.
 `
 
 const devDownLong = `Stops the dev fleet: its supervisor stops every process in order; any it left running is killed
-by pid (only if that pid still runs the recorded program). Removes the state directory. Nothing
-running is not an error.
+by pid (only if that pid still runs the recorded program), and network namespaces a killed
+supervisor left (real Nodes, --ray's traffic path) are deleted. Removes the state directory.
+Nothing running is not an error.
 `
 
 const devStatusLong = `Shows whether the dev fleet runs, each process it started (running or exited), the fleet status
@@ -77,6 +87,8 @@ func (a *devArgs) registerUp(fs *pflag.FlagSet) {
 		"add a traffic path: Traefik serving a Gateway on the hub, a load balancer per member, and the sample demo/berry (BlueGreen)")
 	fs.BoolVar(&a.config.RealNodes, "real-nodes", false,
 		"give the hub and each member one real Node (kubelet, containerd, runc) running <bin>/images; root, `make node-tools image`")
+	fs.BoolVar(&a.config.Ray, "ray", false,
+		"run real Ray on the members' real Nodes and serve the sample demo/hello through the gateway on 127.0.0.1 (implies --traffic --real-nodes); root, `make node-tools image ray-image`")
 }
 
 // devSupervise is the hidden command `dev up --detach` runs in the background.
@@ -145,6 +157,9 @@ func supervisorArgs(c devfleet.Config) []string {
 	}
 	if c.RealNodes {
 		args = append(args, "--real-nodes")
+	}
+	if c.Ray {
+		args = append(args, "--ray")
 	}
 	return args
 }

@@ -43,6 +43,19 @@ func TestDev(t *testing.T) {
 			wantCode:   1,
 			wantStderr: "traefik not found in /nonexistent/k8s: run `make tools`",
 		},
+		{name: "up help on ray", args: []string{"dev", "up", "-h"}, wantCode: 0, wantStdout: "-ray"},
+		{
+			name:       "up with ray implies traffic and real Nodes",
+			args:       []string{"dev", "up", "--ray", "--state-dir", empty, "--k8s-bin", "/nonexistent/k8s", "--bin", "/nonexistent/bin"},
+			wantCode:   1,
+			wantStderr: "traefik not found in /nonexistent/k8s: run `make tools`",
+		},
+		{
+			name:       "up with ray without the Ray image",
+			args:       []string{"dev", "up", "--ray", "--state-dir", empty, "--k8s-bin", "/nonexistent/k8s", "--bin", "/nonexistent/bin"},
+			wantCode:   1,
+			wantStderr: "/nonexistent/bin/images/ray.tar: no such file or directory: run `make ray-image`",
+		},
 		{name: "down with nothing running", args: []string{"dev", "down", "--state-dir", empty}, wantCode: 0, wantStdout: "No dev fleet is running"},
 		{name: "status with nothing running", args: []string{"dev", "status", "--state-dir", empty}, wantCode: 1, wantStdout: "No dev fleet is running"},
 		{name: "status help", args: []string{"dev", "status", "-h"}, wantCode: 0, wantStdout: "Exit code 0 when"},
@@ -70,6 +83,8 @@ func TestSupervisorArgs(t *testing.T) {
 	withTraffic.Traffic = true
 	withRealNodes := base
 	withRealNodes.RealNodes = true
+	withRay := base
+	withRay.Ray, withRay.Traffic, withRay.RealNodes = true, true, true
 	tests := []struct {
 		name string
 		c    devfleet.Config
@@ -78,6 +93,7 @@ func TestSupervisorArgs(t *testing.T) {
 		{name: "plain", c: base, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone"},
 		{name: "traffic passed on", c: withTraffic, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone --traffic"},
 		{name: "real nodes passed on", c: withRealNodes, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone --real-nodes"},
+		{name: "ray passed on", c: withRay, want: "dev supervise --state-dir /state --base-port 16443 --k8s-bin /k8s --bin /bin --root /clone --traffic --real-nodes --ray"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

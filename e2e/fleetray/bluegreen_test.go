@@ -12,10 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	"github.com/rayfleet/rayfleet/e2e/internal/requests"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 )
 
 // Timeouts: a head is a dozen Python processes' imports, 20 s idle and minutes on a loaded
@@ -51,7 +51,7 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 	reqs := startRequests(t, url)
 	shares := recordShares(t, f, ns, name)
 	changed := time.Now()
-	setServeConfig(t, f, ns, name, realnode.ServeConfig("v2"))
+	setServeConfig(t, f, ns, name, rayapp.ServeConfig("v2"))
 	green := waitGreen(t, f, ns, name, blue)
 	waitRetired(t, f, ns, name, green, firstRevision)
 	retired := time.Now()

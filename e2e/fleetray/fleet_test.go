@@ -26,6 +26,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 )
 
 // shared is the fleet the tests share, started by the first one that asks and stopped by
@@ -131,8 +132,8 @@ func setUp(t *testing.T, ns, name string, policy fleetv1alpha1.PlacementPolicySp
 	rs := &rayv1.RayService{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{labels.PlacementPolicy: pp.Name}},
 		Spec: rayv1.RayServiceSpec{
-			ServeConfigV2:  realnode.ServeConfig("v1"),
-			RayClusterSpec: realnode.ClusterSpec(realnode.Ray(t).Name),
+			ServeConfigV2:  rayapp.ServeConfig("v1"),
+			RayClusterSpec: rayapp.ClusterSpec(realnode.Ray(t).Name),
 			ServeService:   serveService,
 		},
 	}
@@ -160,7 +161,7 @@ func prepareNamespace(t *testing.T, f *localfleet.Fleet, ns string) {
 			"pod-security.kubernetes.io/enforce": "baseline",
 		}
 		g.Expect(c.Client.Update(ctx, nsObj)).To(gomega.Succeed())
-		g.Expect(c.Client.Create(ctx, realnode.ServeAppConfigMap(t, ns))).To(gomega.Succeed())
+		g.Expect(c.Client.Create(ctx, rayapp.ConfigMap(ns))).To(gomega.Succeed())
 	}
 }
 

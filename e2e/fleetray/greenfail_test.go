@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/e2e/chaos"
-	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	"github.com/rayfleet/rayfleet/e2e/internal/traefik"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 )
 
 // TestGreenFailsOnRealRay's bounds. greenOffWithin is from the kill to Traefik routing without
@@ -55,7 +55,7 @@ func TestGreenFailsOnRealRay(t *testing.T) {
 
 	reqs := startRequests(t, f.GatewayURL+"/")
 	changed := time.Now()
-	setServeConfig(t, f, ns, name, realnode.ServeConfig("v2"))
+	setServeConfig(t, f, ns, name, rayapp.ServeConfig("v2"))
 	green := waitGreen(t, f, ns, name, blue)
 	split := waitRouted(t, f, ns, name, green, "a split", headBackWithin, func(share int32) bool { return share > 0 && share < 100 })
 	uids := copyUIDs(t, f, ns, name, blue, green)

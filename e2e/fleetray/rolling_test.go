@@ -13,10 +13,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 )
 
 // The Rolling rollout's tuning: a short soak, and a progress deadline that a Serve-config
@@ -50,7 +50,7 @@ func TestRollingOnRealRay(t *testing.T) {
 
 	seen := watchRevisions(t, f, ns, name)
 	changed := time.Now()
-	setServeConfig(t, f, ns, name, realnode.ServeConfig("v2"))
+	setServeConfig(t, f, ns, name, rayapp.ServeConfig("v2"))
 	rev2 := waitRolledOut(t, f, ns, name, rev1, rollingTimeout)
 	east, west := seen.first(memberEast, rev2), seen.first(memberWest, rev2)
 	t.Logf("revision %s done on both members %s after the change; east got it %s, west %s after it",
@@ -59,7 +59,7 @@ func TestRollingOnRealRay(t *testing.T) {
 	g.Expect(west).To(gomega.BeTemporally(">", east), "west got %s before east", rev2)
 
 	broken := time.Now()
-	setServeConfig(t, f, ns, name, realnode.ServeConfig("v3")+realnode.BrokenApp)
+	setServeConfig(t, f, ns, name, rayapp.ServeConfig("v3")+rayapp.BrokenApp)
 	var rev3 string
 	eventuallyFor(t, f, rollingTimeout, func(g gomega.Gomega) {
 		ro := binding(g, f, ns, name).Status.Rollout

@@ -8,7 +8,7 @@
 // the spoke's own dashboard client, Serve config conversion and status reading against it.
 //
 // Every test shares the one head; its applications are the test Serve apps in
-// e2e/testdata/serveapp, importable from the head's PYTHONPATH without fetching anything.
+// shared/localfleet/rayapp/serveapp, importable from the head's PYTHONPATH without fetching anything.
 //
 //	make ray build && go test -tags e2e ./e2e/ray/   # Ray from bin/ray
 //	RAYFLEET_E2E_RAY_FIGURES=1 go test -tags e2e -v … # also measure the idle head's CPU
@@ -154,13 +154,13 @@ func rayBinDir() (string, error) {
 	return filepath.Dir(ray), nil
 }
 
-// serveAppDir is e2e/testdata/serveapp, the test Serve applications.
+// serveAppDir is shared/localfleet/rayapp/serveapp, the test Serve applications.
 func serveAppDir() (string, error) {
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(root, "e2e", "testdata", "serveapp"), nil
+	return filepath.Join(root, "shared", "localfleet", "rayapp", "serveapp"), nil
 }
 
 // headCluster is the RayCluster whose head the tests run, one a RayService made (which gives its

@@ -34,6 +34,7 @@ import (
 	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 )
 
 // headTimeout bounds a head's way from creation to Ready: the image is already imported, but
@@ -63,7 +64,7 @@ func testRayClusterHead(t *testing.T, env *env) {
 	ns := env.namespace(t, "raycluster")
 	rc := &rayv1.RayCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "real", Namespace: ns},
-		Spec:       realnode.ClusterSpec(env.rayImage),
+		Spec:       rayapp.ClusterSpec(env.rayImage),
 	}
 	created := time.Now()
 	g.Expect(c.Create(ctx, rc)).To(gomega.Succeed())
@@ -111,8 +112,8 @@ func testRayService(t *testing.T, env *env) {
 	rs := &rayv1.RayService{
 		ObjectMeta: metav1.ObjectMeta{Name: "real", Namespace: ns},
 		Spec: rayv1.RayServiceSpec{
-			ServeConfigV2:  realnode.ServeConfig("v1"),
-			RayClusterSpec: realnode.ClusterSpec(env.rayImage),
+			ServeConfigV2:  rayapp.ServeConfig("v1"),
+			RayClusterSpec: rayapp.ClusterSpec(env.rayImage),
 		},
 	}
 	created := time.Now()
@@ -141,7 +142,7 @@ func testRayService(t *testing.T, env *env) {
 	// A Serve-config-only change is submitted to the same cluster: the new version answers.
 	active := got.Status.ActiveServiceStatus.RayClusterName
 	updated := time.Now()
-	updateServeConfig(t, c, rs, realnode.ServeConfig("v2"))
+	updateServeConfig(t, c, rs, rayapp.ServeConfig("v2"))
 	g.Eventually(func() (string, error) {
 		return env.get(ctx, "http://"+svc.Spec.ClusterIP+":8000/")
 	}).WithTimeout(headTimeout).WithPolling(time.Second).Should(gomega.MatchJSON(`{"version":"v2"}`))
@@ -154,12 +155,12 @@ func testRayService(t *testing.T, env *env) {
 	testUpgrade(t, env, rs, "http://"+svc.Spec.ClusterIP+":8000/")
 
 	// An application raising at import: Ray's DEPLOY_FAILED and its message reach the status.
-	updateServeConfig(t, c, rs, realnode.ServeConfig("v2")+realnode.BrokenApp)
+	updateServeConfig(t, c, rs, rayapp.ServeConfig("v2")+rayapp.BrokenApp)
 	g.Eventually(func(g gomega.Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rs), &got)).To(gomega.Succeed())
 		app := got.Status.ActiveServiceStatus.Applications["broken"]
 		g.Expect(app.Status).To(gomega.Equal(rayv1.ApplicationStatusEnum.DEPLOY_FAILED), "applications %+v", got.Status.ActiveServiceStatus.Applications)
-		g.Expect(app.Message).To(gomega.ContainSubstring(realnode.BrokenMessage))
+		g.Expect(app.Message).To(gomega.ContainSubstring(rayapp.BrokenMessage))
 	}).WithTimeout(headTimeout).WithPolling(2 * time.Second).Should(gomega.Succeed())
 }
 
@@ -193,7 +194,7 @@ func (e *env) namespace(t *testing.T, name string) string {
 	if err := e.cluster.CreateNamespace(t.Context(), name); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.cluster.Client.Create(t.Context(), realnode.ServeAppConfigMap(t, name)); err != nil {
+	if err := e.cluster.Client.Create(t.Context(), rayapp.ConfigMap(name)); err != nil {
 		t.Fatal(err)
 	}
 	return name

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayfleet/rayfleet/e2e/internal/realnode"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 )
 
 // upgradeDeletionDelay is the RayService's rayClusterDeletionDelaySeconds in the upgrade: short,
@@ -119,7 +119,7 @@ func testUpgrade(t *testing.T, env *env, rs *rayv1.RayService, url string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
 			return err
 		}
-		cur.Spec.ServeConfigV2 = realnode.ServeConfig("v3")
+		cur.Spec.ServeConfigV2 = rayapp.ServeConfig("v3")
 		cur.Spec.RayClusterDeletionDelaySeconds = ptr.To(int32(upgradeDeletionDelay))
 		head := &cur.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0]
 		head.Env = append(head.Env, corev1.EnvVar{Name: "RAYFLEET_TEST_UPGRADE", Value: "1"})

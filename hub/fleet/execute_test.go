@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,8 +104,9 @@ func TestExecuteChangesNeitherPlanNorGroup(t *testing.T) {
 // that names clusters a, b while the API server's, written since, names a, c (the cache lags
 // after the hub's API server came back): nothing is written to members and the RayService is
 // tried again soon, whether the decision changes the binding's spec (the locked patch fails)
-// or not (the binding is read from the API server). With the cache current, the same decision
-// is carried out.
+// or not (the binding is read from the API server), and the decision is not announced (no
+// placement decision counted). With the cache current, the same decision is carried out and
+// counted.
 func TestExecuteHoldsADecisionFromAStaleBinding(t *testing.T) {
 	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	sch, err := scheme.New()
@@ -142,6 +146,9 @@ func TestExecuteHoldsADecisionFromAStaleBinding(t *testing.T) {
 				cached.ResourceVersion = "1"
 			}
 			r := executor(hubClient, now)
+			if r.metrics, err = newMetrics(prometheus.NewRegistry()); err != nil {
+				t.Fatal(err)
+			}
 			g := newGroup(hub, two, cached)
 			g.now = now
 			for _, name := range []string{"a", "b", "c"} {
@@ -154,7 +161,7 @@ func TestExecuteHoldsADecisionFromAStaleBinding(t *testing.T) {
 				t.Fatalf("placed = %v, action on b = %v: want a, b with b applied", d.placed, d.actions["b"])
 			}
 			o := &outcome{g: g, d: d}
-			o.res, err = r.execute(t.Context(), g, d)
+			o.res, err = r.act(t.Context(), g, d)
 			switch {
 			case tt.writeSpec && !apierrors.IsConflict(err):
 				t.Fatalf("execute: %v, want a conflict", err)
@@ -170,6 +177,9 @@ func TestExecuteHoldsADecisionFromAStaleBinding(t *testing.T) {
 			}
 			if wantCopies := map[bool]int{true: 0, false: 1}[tt.wantStale]; len(copies.Items) != wantCopies {
 				t.Errorf("copies on b = %d, want %d", len(copies.Items), wantCopies)
+			}
+			if got, want := testutil.CollectAndCount(r.metrics.decisions), map[bool]int{true: 0, false: 1}[tt.wantStale]; got != want {
+				t.Errorf("placement decisions counted = %d, want %d", got, want)
 			}
 			if got := r.requeueAfter(g, o); o.res.staleBinding && got != staleRetry {
 				t.Errorf("requeueAfter = %v, want %v", got, staleRetry)

@@ -284,7 +284,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 	}
 	r.readSpecs(ctx, g)
 	d := r.decide(g)
-	r.announce(g, d)
 	if d.traffic != nil {
 		r.wantProbes(g.key, d.traffic.probeTargets)
 	} else {
@@ -292,7 +291,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 	}
 	o := &outcome{g: g, d: d}
 	defer func() {
-		if apierrors.IsConflict(err) || (o.res != nil && o.res.staleBinding) {
+		if held(o.res, err) {
 			// The binding read is older than the API server's: a status from it would be too.
 			// The next reconcile, on a cache that caught up, writes it.
 			return
@@ -304,11 +303,29 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 			result = ctrl.Result{}
 		}
 	}()
-	o.res, err = r.execute(ctx, g, d)
+	o.res, err = r.act(ctx, g, d)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(g, o)}, nil
+}
+
+// act carries d out and then announces it, unless the executor held it (made from a binding
+// older than the API server's): a held decision says nothing, and the next reconcile decides
+// again and tells what it did.
+func (r *Reconciler) act(ctx context.Context, g *group, d *decision) (*results, error) {
+	res, err := r.execute(ctx, g, d)
+	if !held(res, err) {
+		r.announce(g, d)
+	}
+	return res, err
+}
+
+// held reports whether the executor held the decision: it was made from a binding older than
+// the API server's (a conflict on the binding's spec, or the binding found newer before a copy
+// was written), so nothing of it was carried out.
+func held(res *results, err error) bool {
+	return apierrors.IsConflict(err) || (res != nil && res.staleBinding)
 }
 
 // engageGrace is how long after the hub starts (or a standby replica starts to lead) a member it has not engaged yet is taken for

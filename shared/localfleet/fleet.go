@@ -184,6 +184,8 @@ type Fleet struct {
 	hubKilled map[int]bool
 	// nodeNS are the real Nodes' network namespaces by cluster name (Options.RealNodes).
 	nodeNS map[string]*localcluster.NetNS
+	// trafficNS is where Traefik and the load balancers run with TrafficOptions.Isolated.
+	trafficNS *localcluster.NetNS
 	// spokeArgs are how each member's spoke was started, for StartMemberAPIServer to start
 	// it again.
 	spokeArgs map[string]managerArgs

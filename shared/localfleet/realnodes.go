@@ -34,6 +34,11 @@ type RealNodes struct {
 	Ray bool
 }
 
+// NetNSPrefix begins the name of every network namespace a fleet started by process pid
+// makes (real Nodes, the isolated traffic path): whoever finds that process killed can remove
+// what it left.
+func NetNSPrefix(pid int) string { return fmt.Sprintf("rf-fleet-%d-", pid) }
+
 // realRay reports whether the members run real Ray (RealNodes.Ray).
 func (f *Fleet) realRay() bool {
 	return f.opts.RealNodes != nil && f.opts.RealNodes.Ray
@@ -55,7 +60,7 @@ func (f *Fleet) realNode(i int, cluster string) (*localcluster.RealNode, error) 
 	if i > 200 {
 		return nil, fmt.Errorf("real Nodes: %d clusters is more than the 10.200.x.0/24 ranges hold", i+1)
 	}
-	ns, err := localcluster.CreateNetNS(fmt.Sprintf("rf-fleet-%d-%s", os.Getpid(), cluster), realNodeAddr(i))
+	ns, err := localcluster.CreateNetNS(NetNSPrefix(os.Getpid())+cluster, realNodeAddr(i))
 	if err != nil {
 		return nil, err
 	}

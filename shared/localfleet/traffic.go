@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,7 +69,17 @@ type TrafficOptions struct {
 	// GatewayPort is the port on 127.0.0.1 of Traefik's entrypoint and of the Gateway's
 	// listener; 0 picks a free one.
 	GatewayPort int
+	// Isolated runs Traefik and the load balancer stand-ins in a network namespace of the
+	// fleet's own, with the serve IPs on its loopback interface, the hub's API server forwarded
+	// in and Traefik's ports forwarded out to 127.0.0.1 on the host: requests to GatewayURL
+	// then reach the members from a host where the serve IPs are not assigned (and must not
+	// be). Root only.
+	Isolated bool
 }
+
+// trafficNSAddr is the traffic namespace's own address (Options.Traffic.Isolated), clear of
+// the real Nodes' 10.200.10.0/24 and up.
+var trafficNSAddr = netip.MustParsePrefix("10.200.9.1/24")
 
 // validate rejects traffic options that cannot work for members.
 func (t *TrafficOptions) validate(members []MemberSpec) error {
@@ -117,6 +130,10 @@ func (f *Fleet) startTraffic(ctx context.Context) error {
 		return err
 	}
 	admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(adminPort))
+	ns, err := f.trafficNetNS(addr, admin)
+	if err != nil {
+		return err
+	}
 	args := []string{
 		"--global.checknewversion=false", "--global.sendanonymoususage=false",
 		"--log.level=INFO", "--log.nocolor=true", "--accesslog=true",
@@ -131,7 +148,7 @@ func (f *Fleet) startTraffic(ctx context.Context) error {
 	// Traefik takes its client from KUBECONFIG unless it believes it runs in a Pod, which an
 	// inherited KUBERNETES_SERVICE_HOST would make it.
 	env := []string{"KUBECONFIG=" + kubeconfig, "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT="}
-	p, err := f.Hub.StartProcess("traefik", filepath.Join(f.opts.BinDir, "traefik"), args, env)
+	p, err := f.Hub.StartProcessIn(ns, "traefik", filepath.Join(f.opts.BinDir, "traefik"), args, env)
 	if err != nil {
 		return fmt.Errorf("starting traefik: %w", err)
 	}
@@ -141,6 +158,57 @@ func (f *Fleet) startTraffic(ctx context.Context) error {
 	f.GatewayAdminURL = "http://" + admin
 	f.mu.Unlock()
 	return f.waitGateway(ctx, p)
+}
+
+// trafficNetNS makes the namespace Traefik and the load balancers run in with
+// TrafficOptions.Isolated: the serve IPs on its loopback, the hub's API server forwarded in at
+// the address Traefik's kubeconfig names, and Traefik's entrypoints (gateway and admin, both
+// host:port on 127.0.0.1) forwarded out. It returns nil, and makes nothing, without Isolated.
+func (f *Fleet) trafficNetNS(gateway, admin string) (*localcluster.NetNS, error) {
+	if !f.opts.Traffic.Isolated {
+		return nil, nil
+	}
+	ns, err := localcluster.CreateNetNS(NetNSPrefix(os.Getpid())+"traffic", trafficNSAddr)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.closers = append(f.closers, ns)
+	f.trafficNS = ns
+	f.mu.Unlock()
+	for _, ip := range f.opts.Traffic.ServeIPs {
+		addr, parseErr := netip.ParseAddr(ip) // validate checked it
+		if parseErr != nil {
+			return nil, fmt.Errorf("traffic: serve IP %q: %w", ip, parseErr)
+		}
+		if err = ns.AddAddress(addr); err != nil {
+			return nil, err
+		}
+	}
+	hub, err := url.Parse(f.Hub.Host())
+	if err != nil {
+		return nil, fmt.Errorf("parsing the hub's API server URL %s: %w", f.Hub.Host(), err)
+	}
+	in, err := ns.Forward(hub.Host, hub.Host)
+	if err != nil {
+		return nil, err
+	}
+	f.addCloser(in)
+	for _, port := range []string{gateway, admin} {
+		out, exposeErr := ns.Expose(port, port)
+		if exposeErr != nil {
+			return nil, exposeErr
+		}
+		f.addCloser(out)
+	}
+	return ns, nil
+}
+
+// addCloser has Stop close c.
+func (f *Fleet) addCloser(c io.Closer) {
+	f.mu.Lock()
+	f.closers = append(f.closers, c)
+	f.mu.Unlock()
 }
 
 // createTraefikAccess lets TraefikUser read what Traefik's Gateway API provider watches and
@@ -256,6 +324,11 @@ func (f *Fleet) startLoadBalancer(ctx context.Context, name string, member *loca
 	if f.realRay() {
 		opts.Backend = f.dialServe(name)
 	}
+	f.mu.Lock()
+	if ns := f.trafficNS; ns != nil {
+		opts.Listen = ns.Listen
+	}
+	f.mu.Unlock()
 	lb, err := loadbalancer.Start(ctx, opts)
 	if err != nil {
 		return errors.Join(err, logFile.Close())

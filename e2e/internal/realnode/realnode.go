@@ -3,8 +3,8 @@
 // see localcluster.RealNode) with the images `make image` and `make ray-image` write imported.
 // Start returns once every Node is Ready and registers the cleanup: the control planes' logs
 // dumped when the test failed, the clusters stopped, the namespaces deleted. Root only.
-// ClusterSpec, ServeConfig and ServeAppConfigMap are the RayCluster and Serve app that fit
-// such a Node, shared by the tests that run real Ray.
+// HeadMemory reads a Ray head's memory; the RayCluster and Serve app such a Node runs are
+// shared/localfleet/rayapp's.
 //
 // Only the e2e tests import it; of the repository it imports only shared/localfleet.
 package realnode

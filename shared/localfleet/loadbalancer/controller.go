@@ -65,6 +65,9 @@ type Options struct {
 	// ClusterIP inside a real Node's network namespace), so that the Serve proxy answering is
 	// Ray's own. Unset, the stand-in answers every request itself with a Response.
 	Backend func(ctx context.Context, svc *corev1.Service, port int32) (net.Conn, error)
+	// Listen opens the listeners on IP (e.g. inside a network namespace where IP is
+	// assigned); default net.Listen on TCP.
+	Listen func(address string) (net.Listener, error)
 }
 
 // Response is the body of every answer: who served the request.

@@ -107,7 +107,11 @@ func (c *Controller) claim(key string, ports []int32) error {
 // e2e tests make): the Service still gets its ingress, and requests to it fail.
 func (c *Controller) listen(port int32) (*http.Server, error) {
 	addr := net.JoinHostPort(c.opts.IP, strconv.Itoa(int(port)))
-	ln, err := net.Listen("tcp", addr)
+	listen := func(address string) (net.Listener, error) { return net.Listen("tcp", address) }
+	if c.opts.Listen != nil {
+		listen = c.opts.Listen
+	}
+	ln, err := listen(addr)
 	if errors.Is(err, syscall.EADDRNOTAVAIL) {
 		if !c.unbindableLogged {
 			c.unbindableLogged = true

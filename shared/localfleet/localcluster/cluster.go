@@ -214,10 +214,21 @@ func (c *Cluster) logPath(name string) string {
 
 // start starts one of the cluster's processes and tells Options.OnStart about it.
 func (c *Cluster) start(name, bin string, args, env []string) (*Process, error) {
-	p, err := startProcessLogging(c.logPath(name), name, bin, args, env)
+	return c.startIn("", name, bin, args, env)
+}
+
+// startIn is start inside the network namespace at nsPath ("" for this process's). nsenter
+// execs the program, so the pid (and SIGTERM) are the program's, and so is Process.Bin.
+func (c *Cluster) startIn(nsPath, name, bin string, args, env []string) (*Process, error) {
+	exe := bin
+	if nsPath != "" {
+		exe, args = "nsenter", append([]string{"--net=" + nsPath, "--", bin}, args...)
+	}
+	p, err := startProcessLogging(c.logPath(name), name, exe, args, env)
 	if err != nil {
 		return nil, err
 	}
+	p.Bin = bin
 	if c.opts.OnStart != nil {
 		c.opts.OnStart(p)
 	}
@@ -228,7 +239,16 @@ func (c *Cluster) start(name, bin string, args, env []string) (*Process, error) 
 // <Dir>/<name>.log (or under Options.LogDir). It is stopped by Stop before the control plane
 // goes down.
 func (c *Cluster) StartProcess(name, bin string, args, env []string) (*Process, error) {
-	p, err := c.start(name, bin, args, env)
+	return c.StartProcessIn(nil, name, bin, args, env)
+}
+
+// StartProcessIn is StartProcess inside the network namespace ns (nil for this process's).
+func (c *Cluster) StartProcessIn(ns *NetNS, name, bin string, args, env []string) (*Process, error) {
+	nsPath := ""
+	if ns != nil {
+		nsPath = ns.Path
+	}
+	p, err := c.startIn(nsPath, name, bin, args, env)
 	if err != nil {
 		return nil, err
 	}

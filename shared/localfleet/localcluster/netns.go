@@ -138,18 +138,45 @@ func DialInNetNS(ctx context.Context, path, address string) (net.Conn, error) {
 	return conn, err
 }
 
-// forwarder accepts connections on a listener inside a namespace and splices each to a
-// loopback address of the host: the API server stays on 127.0.0.1 while the Node and its Pods
-// reach it at the namespace's address.
+// Listen listens on address (host:port) inside the namespace: a socket keeps the namespace it
+// was made in, so whatever serves on the listener serves there.
+func (ns *NetNS) Listen(address string) (net.Listener, error) {
+	var ln net.Listener
+	err := inNetNS(ns.Path, func() error {
+		var err error
+		ln, err = net.Listen("tcp", address)
+		return err
+	})
+	return ln, err
+}
+
+// Expose listens on listen (host:port) on the host and splices each connection to target
+// inside the namespace, until the returned Closer is closed: Forward the other way round.
+func (ns *NetNS) Expose(listen, target string) (io.Closer, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s for %s in %s: %w", listen, target, ns.Path, err)
+	}
+	f := &forwarder{ln: ln, dial: func() (net.Conn, error) {
+		return DialInNetNS(context.Background(), ns.Path, target)
+	}}
+	go f.serve()
+	return ln, nil
+}
+
+// forwarder accepts connections on a listener and splices each to what dial connects to: a
+// listener inside a namespace and a loopback address of the host (so that the API server
+// stays on 127.0.0.1 while the Node and its Pods reach it at the namespace's address), or the
+// other way round.
 type forwarder struct {
-	ln     net.Listener
-	target string
+	ln   net.Listener
+	dial func() (net.Conn, error)
 }
 
 // startForwarder listens on listen (host:port) inside the namespace at nsPath and forwards to
 // target on the host.
 func startForwarder(nsPath, listen, target string) (*forwarder, error) {
-	f := &forwarder{target: target}
+	f := &forwarder{dial: func() (net.Conn, error) { return net.Dial("tcp", target) }}
 	err := inNetNS(nsPath, func() error {
 		var err error
 		f.ln, err = net.Listen("tcp", listen)
@@ -170,7 +197,7 @@ func (f *forwarder) serve() {
 		}
 		go func() {
 			defer in.Close()
-			out, err := net.Dial("tcp", f.target)
+			out, err := f.dial()
 			if err != nil {
 				return
 			}

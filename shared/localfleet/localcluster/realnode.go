@@ -226,11 +226,10 @@ func withNodeDefaults(n RealNode, cluster string) RealNode {
 	return n
 }
 
-// startInNode starts a node component inside the namespace. nsenter execs the program, so the
-// pid (and SIGTERM) are the component's. PATH leads with the bin directory, where containerd
-// finds its shim.
+// startInNode starts a node component inside the namespace. PATH leads with the bin directory,
+// where containerd finds its shim.
 func (c *Cluster) startInNode(n *realNode, name, bin string, args ...string) (*Process, error) {
-	p, err := c.start(name, "nsenter", append([]string{"--net=" + n.spec.NetNS.Path, "--", bin}, args...),
+	p, err := c.startIn(n.spec.NetNS.Path, name, bin, args,
 		[]string{"PATH=" + c.opts.BinDir + ":" + os.Getenv("PATH")})
 	if err != nil {
 		return nil, err

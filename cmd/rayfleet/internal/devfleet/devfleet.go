@@ -4,7 +4,10 @@
 // per member, bin/hub and a bin/spoke per member, joined with `rayfleet join` — applies a
 // sample PlacementPolicy and RayService, and waits until the hub reports the RayService Ready.
 // With Config.Traffic the hub also runs Traefik serving a Gateway, each member a load balancer
-// stand-in, and a second sample (a BlueGreen rollout with traffic) is applied.
+// stand-in, and a second sample (a BlueGreen rollout with traffic) is applied. With Config.Ray
+// the members run real Ray on real Nodes, the traffic path runs in a network namespace bridged
+// to the host's loopback, and the Ray sample (shared/localfleet/rayapp's Serve app) is the only
+// one: the gateway answers from Ray on 127.0.0.1.
 //
 // Everything the fleet needs lives in one state directory (see Layout): the logs, a pid file per
 // process, admin kubeconfigs and fleet.json, so that `dev status` and `dev down` find a fleet
@@ -89,6 +92,11 @@ type Config struct {
 	// RealNodes gives the hub and each member one real Node (kubelet, containerd, runc) in a
 	// network namespace of its own, with the images in <Bin>/images imported; root only.
 	RealNodes bool
+	// Ray runs real Ray: only the members get a real Node, holding the Ray image, and no kwok
+	// Nodes; Traefik and the load balancers run in a network namespace of their own, so that
+	// the gateway answers on the host; and the only sample is the Ray sample. Resolve turns on
+	// RealNodes and Traffic with it.
+	Ray bool
 }
 
 // DefaultStateDir is ${XDG_STATE_HOME:-$HOME/.local/state}/rayfleet/dev.
@@ -118,6 +126,9 @@ func Resolve(c Config) (Config, error) {
 	}
 	if c.BasePort == 0 {
 		c.BasePort = DefaultBasePort
+	}
+	if c.Ray {
+		c.RealNodes, c.Traffic = true, true
 	}
 	if c.CLI == "" {
 		if c.CLI, err = os.Executable(); err != nil {
@@ -224,26 +235,39 @@ func (c Config) fleetOptions(l Layout, onStart func(string, *localcluster.Proces
 		OnStart:          onStart,
 	}
 	for i, m := range members {
-		opts.Members = append(opts.Members, localfleet.MemberSpec{
-			Name: m.name, Labels: m.labels, Nodes: m.nodes, APIServerPort: c.port(i + 1),
-		})
+		spec := localfleet.MemberSpec{Name: m.name, Labels: m.labels, Nodes: m.nodes, APIServerPort: c.port(i + 1)}
+		if c.Ray {
+			spec.Nodes = nil // Ray's Pods must land on the real Node
+		}
+		opts.Members = append(opts.Members, spec)
 	}
 	if c.Traffic {
 		// The hub writes HTTPRoutes there and Traefik serves its Gateway.
 		opts.HubCRDDirs = append(opts.HubCRDDirs, filepath.Join(c.Root, gatewayCRDDir))
-		opts.Traffic = &localfleet.TrafficOptions{ServeIPs: serveIPs(), GatewayPort: c.GatewayPort()}
+		opts.Traffic = &localfleet.TrafficOptions{ServeIPs: serveIPs(), GatewayPort: c.GatewayPort(), Isolated: c.Ray}
 	}
 	if c.RealNodes {
 		// Preflight checked the archive; a name it cannot read fails the Node's start instead.
 		sandbox, _ := localcluster.ArchiveImageName(c.pauseImage())
-		opts.RealNodes = &localfleet.RealNodes{Images: []string{c.pauseImage(), c.rayfleetImage()}, SandboxImage: sandbox}
+		opts.RealNodes = &localfleet.RealNodes{Images: c.nodeImages(), SandboxImage: sandbox, Ray: c.Ray}
 	}
 	return opts
 }
 
-// pauseImage and rayfleetImage are the archives `make image` writes, which real Nodes import.
+// nodeImages are the archives real Nodes import: the pause image, and the Ray image with Ray
+// or else RayFleet's.
+func (c Config) nodeImages() []string {
+	if c.Ray {
+		return []string{c.pauseImage(), c.rayImage()}
+	}
+	return []string{c.pauseImage(), c.rayfleetImage()}
+}
+
+// pauseImage and rayfleetImage are the archives `make image` writes, rayImage the one `make
+// ray-image` writes.
 func (c Config) pauseImage() string    { return filepath.Join(c.Bin, "images", "pause.tar") }
 func (c Config) rayfleetImage() string { return filepath.Join(c.Bin, "images", "rayfleet.tar") }
+func (c Config) rayImage() string      { return filepath.Join(c.Bin, "images", "ray.tar") }
 
 func isFile(path string) bool {
 	fi, err := os.Stat(path)

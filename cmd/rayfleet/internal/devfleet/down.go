@@ -2,14 +2,19 @@ package devfleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // stopTimeout is how long the supervisor gets to stop the fleet after SIGTERM: it stops the
@@ -39,6 +44,9 @@ func Down(ctx context.Context, stateDir string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := removeNetNS(netnsDir, sup, out); err != nil {
+		return err
+	}
 	if err := l.Remove(); err != nil {
 		return err
 	}
@@ -59,6 +67,9 @@ func clearStale(ctx context.Context, l Layout, out io.Writer) error {
 	}
 	sup, _ := ReadRecord(l.SupervisorPIDFile())
 	if _, err := stopProcesses(ctx, l, sup, out); err != nil {
+		return err
+	}
+	if err := removeNetNS(netnsDir, sup, out); err != nil {
 		return err
 	}
 	if err := l.Remove(); err != nil {
@@ -125,4 +136,30 @@ func waitGone(ctx context.Context, recs []Record, timeout time.Duration) bool {
 		return true, nil
 	})
 	return err == nil
+}
+
+// netnsDir is where named network namespaces live (ip netns).
+const netnsDir = "/run/netns"
+
+// removeNetNS deletes the network namespaces under dir that the fleet of supervisor sup made
+// (localfleet.NetNSPrefix), once sup no longer runs: a supervisor that stops removes its own,
+// one that was killed leaves them. Nothing without a recorded supervisor.
+func removeNetNS(dir string, sup Record, out io.Writer) error {
+	if sup.PID == 0 || sup.Alive() {
+		return nil
+	}
+	left, err := filepath.Glob(filepath.Join(dir, localfleet.NetNSPrefix(sup.PID)+"*"))
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var errs []error
+	for _, path := range left {
+		ns := localcluster.NetNS{Name: filepath.Base(path), Path: path}
+		if err := ns.Delete(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(out, "Removed network namespace %s, left behind by the supervisor.\n", ns.Name)
+	}
+	return errors.Join(errs...)
 }

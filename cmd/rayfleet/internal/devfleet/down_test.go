@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // TestStatusAndDown plays a dev fleet with cat processes: a supervisor, a component that runs
@@ -98,5 +103,50 @@ func TestStatusOfAFailedFleet(t *testing.T) {
 	want := "No dev fleet is running. The last one failed: kube-apiserver exited …\nIts logs are in " + l.LogDir()
 	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "tails") {
 		t.Errorf("output %q, want it to contain %q and no log tails", out.String(), want)
+	}
+}
+
+// TestRemoveNetNS checks that the network namespaces of a supervisor that no longer runs are
+// removed, and those of one that runs are not.
+func TestRemoveNetNS(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no ip (iproute2)")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := Record{PID: gone.Process.Pid, Bin: "/nonexistent/rayfleet"}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := RecordOf(os.Getpid(), self)
+	for _, sup := range []Record{dead, alive} {
+		name := localfleet.NetNSPrefix(sup.PID) + "test"
+		ns, err := localcluster.CreateNetNS(name, netip.MustParsePrefix("10.200.251.1/24"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ns.Delete() })
+	}
+
+	var out bytes.Buffer
+	for _, sup := range []Record{dead, alive} {
+		if err := removeNetNS(netnsDir, sup, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(netnsDir, localfleet.NetNSPrefix(dead.PID)+"test")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead supervisor's namespace is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(netnsDir, localfleet.NetNSPrefix(alive.PID)+"test")); err != nil {
+		t.Errorf("the live supervisor's namespace is gone: %v", err)
+	}
+	if want := "Removed network namespace " + localfleet.NetNSPrefix(dead.PID) + "test"; !strings.Contains(out.String(), want) {
+		t.Errorf("output %q lacks %q", out.String(), want)
 	}
 }

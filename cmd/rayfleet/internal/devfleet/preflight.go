@@ -155,28 +155,46 @@ func apiServerOf(cluster string) string {
 	return "kube-apiserver of member " + cluster
 }
 
-// checkRealNodes checks what --real-nodes needs: root, the node tools, runc and iptables, and
-// the images the Nodes import.
+// checkRealNodes checks what --real-nodes (and --ray) needs: root, the node tools, the
+// programs of nodePrograms, and the images the Nodes import.
 func checkRealNodes(c Config) []error {
 	if !c.RealNodes {
 		return nil
 	}
 	var errs []error
 	if os.Geteuid() != 0 {
-		errs = append(errs, errors.New("--real-nodes needs root (network namespaces, mounts, cgroups)"))
+		errs = append(errs, fmt.Errorf("%s needs root (network namespaces, mounts, cgroups)", c.realNodesFlag()))
 	}
 	if missing := localcluster.MissingNodeTools(c.K8sBin); len(missing) > 0 {
 		errs = append(errs, fmt.Errorf("node tools %v not found in %s: run `make node-tools`", missing, c.K8sBin))
 	}
-	for _, bin := range []string{"runc", "iptables"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			errs = append(errs, fmt.Errorf("--real-nodes needs %s on PATH (Debian's %s package)", bin, bin))
+	for _, p := range nodePrograms {
+		if _, err := exec.LookPath(p.bin); err != nil {
+			errs = append(errs, fmt.Errorf("%s needs %s on PATH (Debian's %s package)", c.realNodesFlag(), p.bin, p.pkg))
 		}
 	}
-	for _, img := range []string{c.pauseImage(), c.rayfleetImage()} {
+	for _, img := range c.nodeImages() {
+		target := "make image"
+		if img == c.rayImage() {
+			target = "make ray-image"
+		}
 		if _, err := localcluster.ArchiveImageName(img); err != nil {
-			errs = append(errs, fmt.Errorf("%w: run `make image`", err))
+			errs = append(errs, fmt.Errorf("%w: run `%s`", err, target))
 		}
 	}
 	return errs
+}
+
+// nodePrograms are what real Nodes and their network namespaces run from PATH, with the
+// Debian package of each.
+var nodePrograms = []struct{ bin, pkg string }{
+	{"runc", "runc"}, {"iptables", "iptables"}, {"ip", "iproute2"}, {"nsenter", "util-linux"},
+}
+
+// realNodesFlag is the flag that asked for real Nodes, for messages.
+func (c Config) realNodesFlag() string {
+	if c.Ray {
+		return "--ray"
+	}
+	return "--real-nodes"
 }

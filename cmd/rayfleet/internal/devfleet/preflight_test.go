@@ -87,6 +87,8 @@ func TestPreflight(t *testing.T) {
 		name  string
 		setup func(t *testing.T, c *Config)
 		want  []string // substrings of the error; none: no error
+		// wantNot are substrings the error must not hold.
+		wantNot []string
 	}{
 		{name: "everything in place", setup: func(*testing.T, *Config) {}},
 		{
@@ -157,6 +159,17 @@ func TestPreflight(t *testing.T) {
 				"%BIN%/images/rayfleet.tar: no such file or directory: run `make image`"},
 		},
 		{
+			name: "ray without node tools or images: the Ray image instead of RayFleet's",
+			setup: func(t *testing.T, c *Config) {
+				c.Ray, c.RealNodes, c.Traffic = true, true, true // as Resolve sets them
+				touch(t, filepath.Join(c.K8sBin, "traefik"))
+			},
+			want: []string{"node tools [kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-plugins] not found in %K8S%: run `make node-tools`",
+				"%BIN%/images/pause.tar: no such file or directory: run `make image`",
+				"%BIN%/images/ray.tar: no such file or directory: run `make ray-image`"},
+			wantNot: []string{"rayfleet.tar"},
+		},
+		{
 			name: "a fleet already running",
 			setup: func(t *testing.T, c *Config) {
 				l := Layout{Dir: c.StateDir}
@@ -197,6 +210,11 @@ func TestPreflight(t *testing.T) {
 			for _, w := range tt.want {
 				if w = r.Replace(w); !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q contains %q", err, w)
 				}
 			}
 		})

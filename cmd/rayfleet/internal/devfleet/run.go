@@ -11,12 +11,14 @@ import (
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
 	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
@@ -60,6 +62,9 @@ func Run(ctx context.Context, c Config, out io.Writer, detached bool) error {
 	if c.Traffic {
 		fmt.Fprintf(out, "With traffic: Traefik serving the hub's Gateway %s/%s on %s, load balancers on %s\n",
 			localfleet.GatewayNamespace, localfleet.GatewayName, c.gatewayURL(), ipList(serveIPs()))
+	}
+	if c.Ray {
+		fmt.Fprintln(out, "With real Ray: one real Node per member holding the Ray image; a Ray head takes a minute or more to serve")
 	}
 	f, err := c.start(ctx, l, out)
 	if err == nil {
@@ -114,7 +119,7 @@ func (c Config) initialState(l Layout) *State {
 		st.Clusters = append(st.Clusters, ClusterInfo{Name: name, Server: c.server(i), Kubeconfig: l.Kubeconfig(name)})
 	}
 	if c.Traffic {
-		st.Traffic = &TrafficInfo{GatewayURL: c.gatewayURL(), ServeIPs: serveIPs()}
+		st.Traffic = &TrafficInfo{GatewayURL: c.gatewayURL(), ServeIPs: serveIPs(), Ray: c.Ray}
 	}
 	return st
 }
@@ -125,8 +130,21 @@ type sampleFile struct {
 	path string
 }
 
-// samples are the samples the fleet applies: the traffic sample too with Traffic.
+// samples are the samples the fleet applies: the traffic sample too with Traffic; with Ray,
+// the Ray sample only (the others' Ray Pods would land on the real Nodes, which lack their
+// image).
 func (c Config) samples(l Layout) ([]sampleFile, error) {
+	if c.Ray {
+		image, err := localcluster.ArchiveImageName(c.rayImage())
+		if err != nil {
+			return nil, fmt.Errorf("%w: run `make ray-image`", err)
+		}
+		s, err := LoadRaySample(image)
+		if err != nil {
+			return nil, err
+		}
+		return []sampleFile{{s, l.RaySampleFile()}}, nil
+	}
 	s, err := LoadSample()
 	if err != nil {
 		return nil, err
@@ -202,9 +220,12 @@ func placeSamples(ctx context.Context, f *localfleet.Fleet, samples []sampleFile
 	return nil
 }
 
-// applySample creates the sample's namespace and objects on the hub and copies it into the
-// state directory.
+// applySample creates the sample's namespace and objects on the hub (after what the members
+// need, see prepareMembers) and copies it into the state directory.
 func applySample(ctx context.Context, f *localfleet.Fleet, s sampleFile) error {
+	if err := prepareMembers(ctx, f, s.Sample); err != nil {
+		return err
+	}
 	if err := f.Hub.CreateNamespace(ctx, s.Namespace()); err != nil {
 		return fmt.Errorf("on the hub: %w", err)
 	}
@@ -213,6 +234,29 @@ func applySample(ctx context.Context, f *localfleet.Fleet, s sampleFile) error {
 	}
 	if err := os.WriteFile(s.path, s.source, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// prepareMembers gives each member what s.MemberConfigMap says it needs before the hub places
+// s there: the namespace, made as a member's admin would (open to the hub, Pod Security
+// baseline, which the member's guard asks of namespaces it lets the hub place in), and the
+// ConfigMap. Nothing without MemberConfigMap.
+func prepareMembers(ctx context.Context, f *localfleet.Fleet, s *Sample) error {
+	if s.MemberConfigMap == nil {
+		return nil
+	}
+	for _, m := range members {
+		c := f.Members[m.name]
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace(), Labels: map[string]string{
+			labels.HubNamespace:                  labels.HubNamespaceAllowed,
+			"pod-security.kubernetes.io/enforce": "baseline",
+		}}}
+		for _, obj := range []client.Object{ns, s.MemberConfigMap.DeepCopy()} {
+			if err := c.Client.Create(ctx, obj); client.IgnoreAlreadyExists(err) != nil {
+				return fmt.Errorf("creating %T %s on member %s: %w", obj, client.ObjectKeyFromObject(obj), m.name, err)
+			}
+		}
 	}
 	return nil
 }

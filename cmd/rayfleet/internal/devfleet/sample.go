@@ -10,6 +10,7 @@ import (
 	"io"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -38,6 +39,9 @@ type Sample struct {
 	Policy *fleetv1alpha1.PlacementPolicy
 	// Service is a small RayService naming Policy in its placement-policy annotation.
 	Service *rayv1.RayService
+	// MemberConfigMap, when set, is what each member needs in the sample's namespace before
+	// the RayService lands there (the Serve app's code); see prepareMembers.
+	MemberConfigMap *corev1.ConfigMap
 
 	// source is the YAML the sample was decoded from, copied into the state directory.
 	source []byte
@@ -62,6 +66,15 @@ func loadSample(data []byte) (*Sample, error) {
 // decodeSample decodes a PlacementPolicy and a RayService, strictly (an unknown field is an
 // error), and checks that they fit together and that the RayService is one KubeRay accepts.
 func decodeSample(data []byte) (*Sample, error) {
+	s, err := parseSample(data)
+	if err != nil {
+		return nil, err
+	}
+	return s, s.check()
+}
+
+// parseSample is decodeSample without the check.
+func parseSample(data []byte) (*Sample, error) {
 	s := &Sample{}
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
@@ -92,7 +105,7 @@ func decodeSample(data []byte) (*Sample, error) {
 			return nil, fmt.Errorf("decoding the sample's %s: %w", tm.Kind, err)
 		}
 	}
-	return s, s.check()
+	return s, nil
 }
 
 // check says what is wrong with the sample, if anything.

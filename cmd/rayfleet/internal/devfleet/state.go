@@ -55,9 +55,12 @@ func (l Layout) SampleFile() string { return filepath.Join(l.Dir, "sample.yaml")
 // TrafficSampleFile is a copy of the traffic sample a fleet with --traffic applied.
 func (l Layout) TrafficSampleFile() string { return filepath.Join(l.Dir, "traffic-sample.yaml") }
 
+// RaySampleFile is a copy of the sample a fleet with --ray applied.
+func (l Layout) RaySampleFile() string { return filepath.Join(l.Dir, "ray-sample.yaml") }
+
 // entries are everything Remove may delete.
 func (l Layout) entries() []string {
-	return []string{l.StateFile(), l.PIDDir(), l.LogDir(), l.KubeconfigDir(), l.ClustersDir(), l.SampleFile(), l.TrafficSampleFile(), l.StateFile() + ".tmp"}
+	return []string{l.StateFile(), l.PIDDir(), l.LogDir(), l.KubeconfigDir(), l.ClustersDir(), l.SampleFile(), l.TrafficSampleFile(), l.RaySampleFile(), l.StateFile() + ".tmp"}
 }
 
 // Exists reports whether the state directory holds anything of a dev fleet.
@@ -136,6 +139,8 @@ type TrafficInfo struct {
 	GatewayURL string `json:"gatewayURL"`
 	// ServeIPs are the members' load balancer addresses by member name.
 	ServeIPs map[string]string `json:"serveIPs"`
+	// Ray is set for a fleet started with --ray: the gateway answers on the host, from Ray.
+	Ray bool `json:"ray,omitempty"`
 }
 
 // Cluster returns the named cluster's info.

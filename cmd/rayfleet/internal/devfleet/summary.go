@@ -14,6 +14,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/fleetstatus"
 	"github.com/rayfleet/rayfleet/shared/localfleet"
+	"github.com/rayfleet/rayfleet/shared/localfleet/rayapp"
 	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
 )
 
@@ -47,11 +48,21 @@ func PrintSummary(ctx context.Context, out io.Writer, st *State, kubectl string)
 // rollout to the other member.
 const blueGreenPatch = `{"spec":{"rayClusterConfig":{"headGroupSpec":{"template":{"metadata":{"annotations":{"demo/version":"2"}}}}}}}`
 
+// rayBlueGreenPatch changes the Ray sample's Serve app to answer v2: a new revision, rolled
+// out blue/green to the other member.
+var rayBlueGreenPatch = fmt.Sprintf(`{"spec":{"serveConfigV2":%q}}`, rayapp.ServeConfig("v2"))
+
 // printTraffic says where the Gateway serves, where the load balancers are and how to start a
-// blue/green rollout of the traffic sample.
+// blue/green rollout of the traffic sample (or the Ray sample's, with Ray).
 func printTraffic(out io.Writer, st *State, kubectl string) {
 	hub, _ := st.Cluster(HubName)
 	fmt.Fprintf(out, "Gateway %s/%s (Traefik on the hub): %s\n", localfleet.GatewayNamespace, localfleet.GatewayName, st.Traffic.GatewayURL)
+	if st.Traffic.Ray {
+		fmt.Fprintf(out, "Ask Ray Serve through it: curl %s/\n", st.Traffic.GatewayURL)
+		fmt.Fprintf(out, "Blue/green of demo/hello to v2: %s --kubeconfig %s -n demo patch rayservice hello --type merge -p '%s'\n",
+			kubectl, hub.Kubeconfig, rayBlueGreenPatch)
+		return
+	}
 	fmt.Fprintf(out, "Load balancers: %s (they answer only where these addresses are assigned, as in the e2e tests' network namespace)\n",
 		ipList(st.Traffic.ServeIPs))
 	fmt.Fprintf(out, "Blue/green of demo/berry: %s --kubeconfig %s -n demo patch rayservice berry --type merge -p '%s'\n",
