@@ -133,6 +133,9 @@ func (p *planner) shifting(bg *fleetv1alpha1.BlueGreenStatus) {
 			return
 		}
 		p.requeueIn(deadline.Sub(p.in.Now))
+		// Green's share went back to blue: once green recovers, the step starts again from
+		// the gateway accepting that share, rather than moving on at once.
+		bg.Accepted = false
 		p.progress(bg, fleetv1alpha1.ReasonShiftPaused, metav1.ConditionTrue,
 			fmt.Sprintf("shift paused (the traffic goes back to blue at %s unless green recovers): %s", clock(deadline), strings.Join(waiting, "; ")))
 		return
