@@ -53,7 +53,9 @@ type Decision struct {
 
 // Plan decides the route of one RayService: each share's weight, except for a cluster whose
 // backend objects the traffic cluster does not hold yet, which gets its objects now and its
-// weight once they are there, and the objects to write. It makes no API calls.
+// weight once they are there (while every cluster given weight waits so, the route in force
+// keeps its weights for those that still serve), and the objects to write. It makes no API
+// calls.
 func Plan(in PlanInput) Decision {
 	d := Decision{Weights: make(map[string]int32, len(in.Shares)), Unserved: map[string]string{}, Kept: map[string]string{}}
 	shares := slices.SortedFunc(slices.Values(in.Shares), func(a, b Share) int { return cmp.Compare(a.Cluster, b.Cluster) })
@@ -91,8 +93,57 @@ func Plan(in PlanInput) Decision {
 			d.Pending = append(d.Pending, b.Cluster)
 		}
 	}
+	if len(d.Pending) > 0 && !anyWeighted(route.Backends) {
+		// Every cluster given weight is still being made, and a route with no weighted backend
+		// answers every request with 503: the route in force keeps its weights for the clusters
+		// that still serve until a read shows the new objects.
+		for _, b := range held(route, shares, in.Live) {
+			route.Backends = append(route.Backends, b)
+			d.Weights[b.Cluster] = b.Weight
+		}
+	}
 	d.Objects, d.Err = Desired(route)
 	return d
+}
+
+// anyWeighted reports whether a backend that is not pending has weight.
+func anyWeighted(backends []Backend) bool {
+	return slices.ContainsFunc(backends, func(b Backend) bool { return !b.Pending && b.Weight > 0 })
+}
+
+// held are the backends the live route gives weight to among shares that serve, are given no
+// weight now and whose objects live holds, at their live weights: what keeps the traffic
+// flowing while the clusters now given it are being made.
+func held(route Input, shares []Share, live *Live) []Backend {
+	if live == nil || live.Route == nil {
+		return nil
+	}
+	names := make([]string, 0, len(shares))
+	for _, s := range shares {
+		names = append(names, s.Cluster)
+	}
+	liveWeights := weights(Key(route.RayService), live.Route, names)
+	var out []Backend
+	for _, s := range shares {
+		w := liveWeights[s.Cluster]
+		if w <= 0 || s.Weight > 0 || s.Unserved != "" {
+			continue
+		}
+		b := Backend{Cluster: s.Cluster, Weight: w}
+		if route.Spec.BackendKind != fleetv1alpha1.BackendServiceImport {
+			var err error
+			if b.Host, b.Port, err = ParseAddress(s.Address); err != nil {
+				continue
+			}
+		}
+		probe := route
+		probe.Backends = []Backend{b}
+		if Unresolved(probe, live)[b.Cluster] {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // pendingText says why a cluster whose backend objects are being made takes no traffic yet.

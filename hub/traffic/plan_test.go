@@ -6,12 +6,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
 func TestPlan(t *testing.T) {
 	both := liveOf([]string{"blue", "green"}, []string{"blue", "green"})
+	// blueRouted: the route in force sends everything to blue; green's objects are gone (it
+	// stopped serving, and the route without it was accepted).
+	blueRouted := liveOf([]string{"blue"}, []string{"blue"})
+	blueRouted.Route = routeOf(t, Backend{Cluster: "blue", Host: "10.0.0.1", Port: 8000, Weight: 10000})
 	tests := []struct {
 		name         string
 		kind         fleetv1alpha1.BackendKind
@@ -37,6 +42,23 @@ func TestPlan(t *testing.T) {
 		wantUnserved: map[string]string{"green": pendingText},
 		wantPending:  []string{"green"},
 		wantRefs:     []string{"Service. " + be("blue") + ":8000=5000"},
+	}, {
+		name: "green given everything while its backend is being made: the route in force holds",
+		shares: []Share{{Cluster: "blue", Weight: 0, Address: "10.0.0.1:8000"},
+			{Cluster: "green", Weight: 10000, Address: "10.0.0.2:8000"}},
+		live:         blueRouted,
+		wantWeights:  map[string]int32{"blue": 10000, "green": 0},
+		wantUnserved: map[string]string{"green": pendingText},
+		wantPending:  []string{"green"},
+		wantRefs:     []string{"Service. " + be("blue") + ":8000=10000"},
+	}, {
+		name: "nothing to hold when the cluster in force no longer serves",
+		shares: []Share{{Cluster: "blue", Weight: 0, Address: "10.0.0.1:8000", Unserved: "not Ready"},
+			{Cluster: "green", Weight: 10000, Address: "10.0.0.2:8000"}},
+		live:         blueRouted,
+		wantWeights:  map[string]int32{"blue": 0, "green": 0},
+		wantUnserved: map[string]string{"blue": "not Ready", "green": pendingText},
+		wantPending:  []string{"green"},
 	}, {
 		name: "unserved and kept by the probe",
 		shares: []Share{{Cluster: "blue", Weight: 10000, Address: "10.0.0.1:8000", View: "the member is not Ready"},
@@ -90,4 +112,14 @@ func TestPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// routeOf is the route Desired makes for backends.
+func routeOf(t *testing.T, backends ...Backend) *gwv1.HTTPRoute {
+	t.Helper()
+	objs, err := Desired(input("", backends...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs.Route
 }
