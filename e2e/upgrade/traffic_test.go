@@ -332,6 +332,18 @@ func routeBeforeUpgrade(t *testing.T, f *localfleet.Fleet) (snapshot, *requests,
 		g.Expect(accepted(r[localfleet.GatewayNamespace])).To(gomega.BeTrue(), "the previous release's route accepted")
 		before = snap(g, f, routedNS)
 	})
+	// Traefik reports a route accepted before it routes by it (it applies what it read up to
+	// two seconds later): the requests that count start once a run of them succeeds.
+	warm := &http.Client{Timeout: requestTimeout}
+	eventually(t, func(g gomega.Gomega) {
+		from := map[string]int{}
+		for range 25 {
+			c, err := get(t.Context(), warm, f.GatewayURL+"/")
+			g.Expect(err).NotTo(gomega.HaveOccurred(), "a request through the Gateway on the previous release")
+			from[c]++
+		}
+		g.Expect(from).To(gomega.And(gomega.HaveKey(memberUS), gomega.HaveKey(memberEU)), "members answering through the Gateway")
+	})
 	w := watchRoutes(t, f)
 	reqs := startRequests(t, f.GatewayURL+"/")
 	eventually(t, func(g gomega.Gomega) {

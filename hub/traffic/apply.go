@@ -74,6 +74,9 @@ func Write(ctx context.Context, w client.Client, r client.Reader, objs *Objects,
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	if objs.RouteHeld {
+		return nil
+	}
 	if live.Route == nil || !holdsRoute(live.Route, objs.Route) {
 		if err := apply(ctx, w, objs.Route); err != nil {
 			return err

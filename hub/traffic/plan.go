@@ -54,8 +54,8 @@ type Decision struct {
 // Plan decides the route of one RayService: each share's weight, except for a cluster whose
 // backend objects the traffic cluster does not hold yet, which gets its objects now and its
 // weight once they are there (while every cluster given weight waits so, the route in force
-// keeps its weights for those that still serve), and the objects to write. It makes no API
-// calls.
+// keeps its weights for those that still serve, and a route not made yet waits for them), and
+// the objects to write. It makes no API calls.
 func Plan(in PlanInput) Decision {
 	d := Decision{Weights: make(map[string]int32, len(in.Shares)), Unserved: map[string]string{}, Kept: map[string]string{}}
 	shares := slices.SortedFunc(slices.Values(in.Shares), func(a, b Share) int { return cmp.Compare(a.Cluster, b.Cluster) })
@@ -103,6 +103,12 @@ func Plan(in PlanInput) Decision {
 		}
 	}
 	d.Objects, d.Err = Desired(route)
+	if d.Objects != nil && len(d.Pending) > 0 && !anyWeighted(route.Backends) && (in.Live == nil || in.Live.Route == nil) {
+		// A new route with no weighted backend answers 503 for its whole path, and the gateway
+		// may prefer it to another route of that path (the one an earlier hub wrote in the
+		// Gateway's namespace): it is made once the backends it routes to are there.
+		d.Objects.RouteHeld = true
+	}
 	return d
 }
 

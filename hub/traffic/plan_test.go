@@ -27,6 +27,7 @@ func TestPlan(t *testing.T) {
 		wantKept     map[string]string
 		wantPending  []string
 		wantRefs     []string
+		wantHeld     bool
 		wantErr      string
 	}{{
 		name:        "a steady split",
@@ -59,6 +60,22 @@ func TestPlan(t *testing.T) {
 		wantWeights:  map[string]int32{"blue": 0, "green": 0},
 		wantUnserved: map[string]string{"blue": "not Ready", "green": pendingText},
 		wantPending:  []string{"green"},
+	}, {
+		name:         "a new route waits for its backends: none is written yet",
+		shares:       []Share{{Cluster: "blue", Weight: 5000, Address: "10.0.0.1:8000"}, {Cluster: "green", Weight: 5000, Address: "10.0.0.2:8000"}},
+		live:         &Live{},
+		wantWeights:  map[string]int32{"blue": 0, "green": 0},
+		wantUnserved: map[string]string{"blue": pendingText, "green": pendingText},
+		wantPending:  []string{"blue", "green"},
+		wantHeld:     true,
+	}, {
+		name:         "a new route is written once one backend is there",
+		shares:       []Share{{Cluster: "blue", Weight: 5000, Address: "10.0.0.1:8000"}, {Cluster: "green", Weight: 5000, Address: "10.0.0.2:8000"}},
+		live:         liveOf([]string{"blue"}, []string{"blue"}),
+		wantWeights:  map[string]int32{"blue": 5000, "green": 0},
+		wantUnserved: map[string]string{"green": pendingText},
+		wantPending:  []string{"green"},
+		wantRefs:     []string{"Service. " + be("blue") + ":8000=5000"},
 	}, {
 		name: "unserved and kept by the probe",
 		shares: []Share{{Cluster: "blue", Weight: 10000, Address: "10.0.0.1:8000", View: "the member is not Ready"},
@@ -106,6 +123,9 @@ func TestPlan(t *testing.T) {
 				t.Errorf("pending (-want +got):\n%s", diff)
 			}
 			if d.Objects != nil {
+				if d.Objects.RouteHeld != tt.wantHeld {
+					t.Errorf("route held %v, want %v", d.Objects.RouteHeld, tt.wantHeld)
+				}
 				if diff := cmp.Diff(tt.wantRefs, refs(d.Objects.Route), empty); diff != "" {
 					t.Errorf("refs (-want +got):\n%s", diff)
 				}

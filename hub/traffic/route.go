@@ -85,6 +85,9 @@ type Objects struct {
 	// addresses of those whose member reported an IP.
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
+	// RouteHeld leaves Route unwritten this time (Plan): the traffic cluster holds no route of
+	// it yet and it would route nothing while its backends are being made.
+	RouteHeld bool
 }
 
 // ParseAddress splits a serve address a spoke reported, "host:port" ("[v6]:port" for IPv6),

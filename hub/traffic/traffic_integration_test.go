@@ -170,6 +170,7 @@ func TestApplyObserveDelete(t *testing.T) {
 		name string
 		run  func(e *trafficEnv)
 	}{
+		{"a new route waits for its backends", (*trafficEnv).heldUntilBackends},
 		{"applied with three kinds of backends", (*trafficEnv).firstApply},
 		{"weights shifted, a member dropped, acceptance by generation", (*trafficEnv).shift},
 		{"an address changes kind", (*trafficEnv).addressKinds},
@@ -182,6 +183,44 @@ func TestApplyObserveDelete(t *testing.T) {
 		if !t.Run(step.name, func(t *testing.T) { step.run(&trafficEnv{t: t, c: e.c, cfg: e.cfg}) }) {
 			return
 		}
+	}
+}
+
+// heldUntilBackends plans a route no read has shown backends for: its backends are written and
+// the route is not (it would route nothing); planned again on what is read then, the route is
+// written with every cluster weighted. The RayService is gone afterwards.
+func (e *trafficEnv) heldUntilBackends() {
+	t := e.t
+	ctx := t.Context()
+	in := input("")
+	in.RayService.Name = "held"
+	shares := []Share{{Cluster: "us", Weight: 6000, Address: "10.99.0.1:30080"}, {Cluster: "eu", Weight: 4000, Address: "10.99.0.2:30080"}}
+	key := Key(in.RayService)
+	for i, want := range []map[string]int32{{"eu": 0, "us": 0}, {"eu": 4000, "us": 6000}} {
+		_, live, err := Read(ctx, e.c, key, in.HubName, []string{"us", "eu"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := Plan(PlanInput{Route: in, Shares: shares, Live: live})
+		if d.Err != nil {
+			t.Fatal(d.Err)
+		}
+		if !maps.Equal(d.Weights, want) || d.Objects.RouteHeld != (i == 0) {
+			t.Fatalf("plan %d: weights %v, route held %v; want %v, held %v", i, d.Weights, d.Objects.RouteHeld, want, i == 0)
+		}
+		if err := Write(ctx, e.c, e.c, d.Objects, live); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		st := e.observe(in)
+		if st.Exists == (i == 0) {
+			t.Fatalf("after write %d the route exists: %v", i, st.Exists)
+		}
+		if got := e.backends(in); len(got) != 4 {
+			t.Fatalf("after write %d the backends are %v; want a Service and an EndpointSlice for us and eu", i, got)
+		}
+	}
+	if err := Delete(ctx, e.c, e.c, key, in.HubName); err != nil {
+		t.Fatal(err)
 	}
 }
 
