@@ -266,9 +266,9 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) error {
 // member's own.
 func (f *Fleet) startRayAccess(name string, member *localcluster.Cluster) (args, env []string, err error) {
 	if f.realRay() {
-		url, err := f.startNodeProxy(member)
-		if err != nil {
-			return nil, nil, err
+		url, perr := f.startNodeProxy(member)
+		if perr != nil {
+			return nil, nil, perr
 		}
 		// The API server, on loopback, is never proxied.
 		return nil, []string{"HTTP_PROXY=" + url, "NO_PROXY="}, nil

@@ -55,8 +55,8 @@ func TestBackendForwardsToTheServiceHoldingThePort(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	url := fmt.Sprintf("http://127.0.0.1:%d/-/healthz", port)
 	g.Eventually(func(g gomega.Gomega) {
-		status, cluster, body, err := get(url)
-		g.Expect(err).NotTo(gomega.HaveOccurred())
+		status, cluster, body, gerr := get(url)
+		g.Expect(gerr).NotTo(gomega.HaveOccurred())
 		g.Expect(status).To(gomega.Equal(http.StatusOK))
 		g.Expect(cluster).To(gomega.Equal("us"))
 		g.Expect(body).To(gomega.Equal("ray serve at /-/healthz"))
