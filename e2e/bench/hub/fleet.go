@@ -71,6 +71,14 @@ func (b *bench) stop() {
 	}
 }
 
+// printDirs says where each cluster's state, logs and audit log (when it keeps one) stay.
+func (b *bench) printDirs() {
+	fmt.Fprintln(os.Stderr, "bench: hub state and logs in", b.hub.Dir)
+	for _, name := range b.names {
+		fmt.Fprintf(os.Stderr, "bench: %s state and logs in %s\n", name, b.members[name].Dir)
+	}
+}
+
 func mapValues(m map[string]*localcluster.Cluster) []*localcluster.Cluster {
 	out := make([]*localcluster.Cluster, 0, len(m))
 	for _, c := range m {
@@ -188,7 +196,13 @@ func (b *bench) heartbeat(ctx context.Context, interval time.Duration) error {
 			return fmt.Errorf("creating ClusterReport on %s: %w", name, err)
 		}
 	}
-	if err := b.writeReports(ctx); err != nil {
+	return every(ctx, interval, b.writeReports)
+}
+
+// every runs write now, failing with its error, and then every interval until ctx ends, printing
+// the errors of later rounds: the spokes' heartbeat, played by the benchmark.
+func every(ctx context.Context, interval time.Duration, write func(context.Context) error) error {
+	if err := write(ctx); err != nil {
 		return err
 	}
 	go func() {
@@ -199,7 +213,7 @@ func (b *bench) heartbeat(ctx context.Context, interval time.Duration) error {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
-				if err := b.writeReports(ctx); err != nil && ctx.Err() == nil {
+				if err := write(ctx); err != nil && ctx.Err() == nil {
 					fmt.Fprintln(os.Stderr, "bench: heartbeat:", err)
 				}
 			}

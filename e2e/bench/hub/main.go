@@ -138,10 +138,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer b.stop()
 	if cfg.keep {
-		fmt.Fprintln(os.Stderr, "bench: hub state and logs in", b.hub.Dir)
-		for _, name := range b.names {
-			fmt.Fprintf(os.Stderr, "bench: %s state and audit log in %s\n", name, b.members[name].Dir)
-		}
+		b.printDirs()
 	}
 	// The reports count the copies as the spokes would see them; set before the heartbeats
 	// start reading it.

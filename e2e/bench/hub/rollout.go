@@ -72,10 +72,7 @@ func runRollout(ctx context.Context, cfg config) error {
 	}
 	defer b.stop()
 	if cfg.keep {
-		fmt.Fprintln(os.Stderr, "bench: hub state, logs and audit log in", b.hub.Dir)
-		for _, name := range b.names {
-			fmt.Fprintf(os.Stderr, "bench: %s state, logs and audit log in %s\n", name, b.members[name].Dir)
-		}
+		b.printDirs()
 	}
 	if err = b.startHub(ctx, cfg); err != nil {
 		return err

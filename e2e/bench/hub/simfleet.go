@@ -278,24 +278,7 @@ func (f *simFleet) heartbeat(ctx context.Context, interval time.Duration) error 
 	if err != nil {
 		return err
 	}
-	if err := f.writeReports(ctx); err != nil {
-		return err
-	}
-	go func() {
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-				if err := f.writeReports(ctx); err != nil && ctx.Err() == nil {
-					fmt.Fprintln(os.Stderr, "bench: heartbeat:", err)
-				}
-			}
-		}
-	}()
-	return nil
+	return every(ctx, interval, f.writeReports)
 }
 
 // writeReports patches every member's ClusterReport status: a fresh heartbeat, its capacity,
