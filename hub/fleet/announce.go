@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -40,7 +41,11 @@ func (r *Reconciler) announce(g *group, d *decision) {
 	}
 	if d.rollout != nil {
 		for _, ev := range d.rollout.plan.Events {
-			r.recorder.Eventf(g.hub, nil, ev.Type, ev.Reason, "Rollout", "%s", ev.Message)
+			var related runtime.Object
+			if ev.Cluster != "" {
+				related = memberRef(ev.Cluster)
+			}
+			r.recorder.Eventf(g.hub, related, ev.Type, ev.Reason, "Rollout", "%s", ev.Message)
 		}
 		r.metrics.rollout(g.key, g.binding, d.rollout.plan)
 	}

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -82,6 +84,18 @@ func TestFleetRollingUpgrade(t *testing.T) {
 			g.Expect(revisions(g)).To(Equal(map[string]string{"a": first, "b": first, "c": first}))
 		}, timeout, interval).Should(Succeed())
 		complete(first)
+		// Done together, each cluster says so in an event of its own: the events API would fold
+		// them into one series, keeping the first message, were the member not the related object.
+		g.Eventually(func(g Gomega) {
+			var evs eventsv1.EventList
+			g.Expect(h.hub.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+			for _, m := range members {
+				g.Expect(evs.Items).To(ContainElement(And(
+					HaveField("Reason", rollout.EventClusterDone),
+					HaveField("Note", ContainSubstring("cluster "+m+" is done on revision "+first)),
+					HaveField("Related.Name", m))), "the ClusterDone event of %s", m)
+			}
+		}, timeout, interval).Should(Succeed())
 	}
 
 	setImage := func(image string) string {

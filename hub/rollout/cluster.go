@@ -56,7 +56,7 @@ func (p *planner) step(m *member, deadlines bool) bool {
 			return false
 		}
 		m.phase = ClusterPhase{Phase: fleetv1alpha1.ClusterDone, Since: now}
-		p.event(EventNormal, EventClusterDone, fmt.Sprintf("cluster %s is done on revision %s", m.Name, p.in.Target))
+		p.clusterEvent(EventNormal, EventClusterDone, m.Name, fmt.Sprintf("cluster %s is done on revision %s", m.Name, p.in.Target))
 	case fleetv1alpha1.ClusterFailed:
 		if done && !m.Blocked {
 			// Late, but done: it soaks like any other, and the rollout moves again.
@@ -101,7 +101,7 @@ func (p *planner) pending(m *member, deadlines bool) bool {
 // fail marks m Failed: it missed the progress deadline or can never run the target.
 func (p *planner) fail(m *member) {
 	m.phase = ClusterPhase{Phase: fleetv1alpha1.ClusterFailed, Since: p.in.Now}
-	p.event(EventWarning, EventRolloutStalled, p.failureText(m))
+	p.clusterEvent(EventWarning, EventRolloutStalled, m.Name, p.failureText(m))
 }
 
 // failureText says why m failed, in the member's words.

@@ -27,7 +27,7 @@ func TestPlanDeadlineAndRollback(t *testing.T) {
 			want: want{
 				apply: kv("a", "r2", "b", "r1"), phases: kv("a", "Failed@600", "b", "Pending"),
 				phase: stalled, good: "r1", stage: "rest", updated: "0/2", stages: []string{"rest:a,b"},
-				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled},
+				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled + "@a"},
 				message: []string{"stalled: cluster a not done on revision r2 within 10m0s: application app is DEPLOYING; " +
 					"nothing else starts until it is done or the target changes"},
 				eventText: []string{"cluster a not done on revision r2 within 10m0s: application app is DEPLOYING"},
@@ -40,7 +40,7 @@ func TestPlanDeadlineAndRollback(t *testing.T) {
 			want: want{
 				apply: kv("a", "r2", "b", "r1"), phases: kv("a", "Failed@600", "b", "Pending"),
 				phase: stalled, good: "r1", stage: "rest", updated: "0/2",
-				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled},
+				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled + "@a"},
 				message: []string{"cluster a not done on revision r2 within 10m0s: revision r2 is being applied"},
 			},
 		},
@@ -52,7 +52,7 @@ func TestPlanDeadlineAndRollback(t *testing.T) {
 			want: want{
 				apply: kv("a", "r2", "b", "r1"), phases: kv("a", "Failed@610", "b", "Pending"),
 				phase: stalled, good: "r1", stage: "rest", updated: "0/2",
-				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled},
+				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled + "@a"},
 			},
 		},
 		{
@@ -82,7 +82,7 @@ func TestPlanDeadlineAndRollback(t *testing.T) {
 			want: want{
 				apply: kv("a", "r2", "b", "r1"), phases: kv("a", "Failed@10", "b", "Pending"),
 				phase: stalled, good: "r1", stage: "rest", updated: "0/2",
-				progressing: "False/UpgradeBlocked", paused: "False/NotPaused", events: []string{EventRolloutStalled},
+				progressing: "False/UpgradeBlocked", paused: "False/NotPaused", events: []string{EventRolloutStalled + "@a"},
 				message: []string{"cluster a can never run revision r2: upgradeStrategy.type is None"},
 			},
 		},
@@ -94,7 +94,7 @@ func TestPlanDeadlineAndRollback(t *testing.T) {
 				apply: kv("a", "r1", "b", "r1"), phases: kv("a", "Failed@600", "b", "Pending"),
 				phase: rollingBack, good: "r1", failed: "r2", updated: "0/2", stages: []string{},
 				progressing: "False/RollingBack", paused: "False/NotPaused",
-				events:    []string{EventRolloutStalled, EventRollingBack},
+				events:    []string{EventRolloutStalled + "@a", EventRollingBack},
 				message:   []string{"rolling back to revision r1 after revision r2 failed on a: waiting for a"},
 				eventText: []string{"rolling every cluster back to revision r1; revision r2 failed; cluster a not done"},
 			},
@@ -107,7 +107,7 @@ func TestPlanDeadlineAndRollback(t *testing.T) {
 				apply: kv("a", "r1", "b", "r1"), phases: kv("a", "Failed@10", "b", "Pending"),
 				phase: rollingBack, good: "r1", failed: "r2", updated: "0/2",
 				progressing: "False/RollingBack", paused: "False/NotPaused",
-				events: []string{EventRolloutStalled, EventRollingBack},
+				events: []string{EventRolloutStalled + "@a", EventRollingBack},
 			},
 		},
 		{
@@ -175,7 +175,7 @@ func TestPlanDeadlineAndRollback(t *testing.T) {
 			want: want{
 				apply: kv("a", "r1", "b", "r1"), phases: kv("a", "Failed@600", "b", "Done@100"),
 				phase: stalled, updated: "1/2",
-				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled},
+				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled + "@a"},
 				message: []string{"there is no good revision to roll back to; every cluster keeps revision r1"},
 			},
 		},

@@ -49,7 +49,7 @@ func TestPlanFirstRevision(t *testing.T) {
 				apply: allTo("r1", "a", "b"), phases: kv("a", "Done@90", "b", "Done@90"),
 				phase: complete, good: "r1", updated: "2/2",
 				progressing: "True/RolloutComplete", paused: "False/NotPaused",
-				events: []string{EventClusterDone, EventClusterDone, EventRolloutComplete},
+				events: []string{EventClusterDone + "@a", EventClusterDone + "@b", EventRolloutComplete},
 			},
 		},
 		{
@@ -181,7 +181,7 @@ func TestPlanTypeNone(t *testing.T) {
 			want: want{
 				apply: allTo("r2", "a", "b"), phases: kv("a", "Failed@600", "b", "Done@100"),
 				phase: stalled, good: "r1", updated: "1/2",
-				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled},
+				progressing: "False/ProgressDeadlineExceeded", paused: "False/NotPaused", events: []string{EventRolloutStalled + "@a"},
 				message: []string{"every cluster keeps revision r2"},
 			},
 		},
@@ -205,7 +205,7 @@ func TestPlanTypeNone(t *testing.T) {
 				apply: kv("a", "r2"), phases: kv("a", "Done@200"),
 				phase: complete, good: "r2", updated: "1/1",
 				progressing: "True/RolloutComplete", paused: "False/NotPaused",
-				events: []string{EventClusterDone, EventRolloutComplete},
+				events: []string{EventClusterDone + "@a", EventRolloutComplete},
 			},
 		},
 	}

@@ -185,7 +185,7 @@ func check(t *testing.T, d Decision, w want) {
 		got.phases[name] = phaseText(p)
 	}
 	for _, e := range d.Events {
-		got.events = append(got.events, e.Reason)
+		got.events = append(got.events, eventText(e))
 	}
 	if w.stages != nil {
 		got.stages = stageTexts(d.Status.Stages)
@@ -248,4 +248,12 @@ func merged(ms ...map[string]string) map[string]string {
 		maps.Copy(out, m)
 	}
 	return out
+}
+
+// eventText is an event's reason, and the cluster it is about after an @.
+func eventText(e Event) string {
+	if e.Cluster == "" {
+		return e.Reason
+	}
+	return e.Reason + "@" + e.Cluster
 }

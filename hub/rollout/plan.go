@@ -315,7 +315,12 @@ func (p *planner) applyFor(m *member) string {
 
 // event records an Event of this decision.
 func (p *planner) event(typ, reason, msg string) {
-	p.events = append(p.events, Event{Type: typ, Reason: reason, Message: conditions.Truncate(msg)})
+	p.clusterEvent(typ, reason, "", msg)
+}
+
+// clusterEvent asks for an Event about one cluster of the rollout.
+func (p *planner) clusterEvent(typ, reason, cluster, msg string) {
+	p.events = append(p.events, Event{Type: typ, Reason: reason, Message: conditions.Truncate(msg), Cluster: cluster})
 }
 
 // requeueIn asks to be planned again in d, keeping the soonest request.

@@ -163,6 +163,11 @@ type Event struct {
 	Reason string
 	// Message says what happened.
 	Message string
+	// Cluster is the member the event is about, "" for the rollout as a whole. The events API
+	// folds events with the same object, reason and related object into one series and keeps
+	// the first message: the hub names the member as the related object, so that one
+	// cluster's event does not hide another's.
+	Cluster string
 }
 
 // Decision is the planner's answer.
