@@ -261,6 +261,9 @@ func TestJoinWaitsForTheGuard(t *testing.T) {
 	if err = chartMember.Client.Create(ctx, guard.Bindings[0]); err != nil {
 		t.Fatal(err)
 	}
+	// A binding takes the API server a moment to enforce, longer on a busy machine; join waits
+	// only until it does.
+	opts.GuardTimeout = time.Minute
 	res, err = Join(ctx, hub, chartMember, opts)
 	if err != nil || res.Existing == nil || len(res.Guard.Enforced) != 2 {
 		t.Fatalf("join with the chart's bound guard: %+v, %v; want both policies enforced", res, err)
