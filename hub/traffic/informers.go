@@ -151,8 +151,9 @@ func (i *Informers) Start(ctx context.Context) error {
 }
 
 // Reader returns a reader of this hub's routes and backends in namespace of cluster, backed by
-// informers that have synced; ok is false until then (the first call starts them), and always
-// on nil Informers. Reads of other objects through it fail.
+// informers that have synced; ok is false until then (the first call starts them), for
+// deniedRetry after the API server refused them, and always on nil Informers. Reads of other
+// objects through it fail.
 func (i *Informers) Reader(ctx context.Context, cluster, namespace string) (r client.Reader, ok bool) {
 	c := i.cacheFor(ctx, cluster, namespace)
 	if c == nil || !c.synced() {
@@ -163,9 +164,10 @@ func (i *Informers) Reader(ctx context.Context, cluster, namespace string) (r cl
 
 // ImportsReader is Reader, and reads the names of the ServiceImports in namespace of cluster as
 // well (ObserveImports): ok is false until the ServiceImports' informer has synced too (the
-// first call starts it), and while the cluster has no ServiceImport kind. That informer is
-// started only when asked for, so that a namespace without ServiceImport backends, or a cluster
-// without the kind, costs nothing and keeps Reader's routes watched.
+// first call starts it), and for deniedRetry after the cluster had no ServiceImport kind or
+// refused the informer (a Role without watch on them). That informer is started only when
+// asked for, so that a namespace without ServiceImport backends, or a cluster without the
+// kind, costs nothing and keeps Reader's routes watched.
 func (i *Informers) ImportsReader(ctx context.Context, cluster, namespace string) (r client.Reader, ok bool) {
 	c := i.cacheFor(ctx, cluster, namespace)
 	if c == nil {
@@ -200,7 +202,7 @@ func (i *Informers) cacheFor(ctx context.Context, cluster, namespace string) *na
 	defer i.mu.Unlock()
 	key := informersKey{cluster: cluster, namespace: namespace}
 	c := i.caches[key]
-	if c != nil && !c.denied.IsZero() && i.clock.Since(c.denied) < deniedRetry {
+	if c != nil && c.config == cfg && !c.denied.IsZero() && i.clock.Since(c.denied) < deniedRetry {
 		return nil
 	}
 	if c != nil && (c.config != cfg || !c.denied.IsZero()) {
