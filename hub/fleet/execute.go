@@ -461,7 +461,8 @@ func (r *Reconciler) applyTraffic(ctx context.Context, g *group, td *trafficDeci
 	if !ok || r.legacyGone.has(td.spec.Cluster, legacy) {
 		return nil, nil
 	}
-	remains, err := traffic.RetireLegacy(ctx, w, reader, legacy, r.opts.HubName, g.route.state)
+	cached, _ := r.legacyReader(ctx, td.spec.Cluster, legacy, reader)
+	remains, err := traffic.RetireLegacy(ctx, w, reader, cached, legacy, r.opts.HubName, g.route.state)
 	if err != nil {
 		// The new route is written; the earlier one is retried next time.
 		ctrl.LoggerFrom(ctx).Error(err, "Retiring the route in the Gateway's namespace failed", "route", legacy.Route)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,11 +26,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
+	"sigs.k8s.io/yaml"
 
 	"github.com/rayfleet/rayfleet/hub/dataplane"
 	"github.com/rayfleet/rayfleet/hub/propagation"
@@ -113,6 +117,8 @@ type fleetOptions struct {
 	// hubCalls, when set, counts the requests the hub manager (the reconciler's cache and
 	// clients) sends the hub's API server.
 	hubCalls *apiCalls
+	// serviceImports installs the Multi-Cluster Services API's ServiceImport kind on the hub.
+	serviceImports bool
 }
 
 // startFleetWith starts a hub and o's members with the hub reconciler running.
@@ -122,6 +128,15 @@ func startFleetWith(t *testing.T, o fleetOptions) *fleetHarness {
 	envs := envtest.StartN(t, 1+len(names), envtest.WithCRDDirectories("charts/rayfleet-hub/crds", "charts/rayfleet-spoke/crds", "e2e/testdata/gateway-api"))
 	if os.Getenv("TEST_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	}
+	if o.serviceImports {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(mcscrd.ServiceImportCRD, &crd); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := crenvtest.InstallCRDs(envs[0].Config, crenvtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{&crd}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	memberEnvs := map[string]*envtest.Env{}
 	h := &fleetHarness{hub: envs[0].Client, members: staticMembers{}, writes: &memberWrites{}}

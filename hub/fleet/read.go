@@ -285,7 +285,9 @@ type routeRead struct {
 	// nil when not read or not readable.
 	imports traffic.Imports
 	// watched is set when everything was read from the traffic informers, whose changes
-	// queue the RayService (Informers.Changes): nothing read here needs polling.
+	// queue the RayService (Informers.Changes): the route and backends, the route an earlier
+	// hub wrote in the Gateway's namespace until it is gone, the ServiceImports. Nothing read
+	// here, or by the executor's RetireLegacy, needs polling.
 	watched bool
 }
 
@@ -307,8 +309,9 @@ func (rr routeRead) acceptedWeights(want map[string]int32) bool {
 	return true
 }
 
-// readRoute reads the RayService's route and backends in the traffic cluster: from the
-// traffic informers once they have synced, else uncached.
+// readRoute reads the RayService's route and backends in the traffic cluster, the route an
+// earlier hub wrote in the Gateway's namespace and the ServiceImports: each from the traffic
+// informers once they have synced, else uncached.
 func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha1.TrafficSpec) routeRead {
 	reader, _, err := r.trafficClients(ctx, spec)
 	if err != nil {
@@ -321,21 +324,38 @@ func (r *Reconciler) readRoute(ctx context.Context, g *group, spec *fleetv1alpha
 	}
 	state, live, err := traffic.Read(ctx, cached, key, r.opts.HubName, g.holding())
 	rr := routeRead{state: state, live: live, err: err, watched: ok}
-	if legacy, ok := traffic.LegacyKey(g.key, spec); ok && err == nil && !state.Exists {
-		rr.legacy, rr.err = traffic.ObserveLegacy(ctx, reader, legacy, r.opts.HubName, g.holding())
-		rr.watched = false
+	if legacy, ok := traffic.LegacyKey(g.key, spec); ok && err == nil && (!state.Exists || !r.legacyGone.has(spec.Cluster, legacy)) {
+		// The executor reads it too (RetireLegacy) until it is gone.
+		legacyReader, watched := r.legacyReader(ctx, spec.Cluster, legacy, reader)
+		rr.watched = rr.watched && watched
+		if !state.Exists {
+			rr.legacy, rr.err = traffic.ObserveLegacy(ctx, legacyReader, legacy, r.opts.HubName, g.holding())
+		}
 	}
 	if rr.err == nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport {
-		rr.watched = false
-		imports, ierr := traffic.ObserveImports(ctx, reader, key.Route.Namespace)
+		imports, ok := r.opts.TrafficInformers.ImportsReader(ctx, spec.Cluster, key.Route.Namespace)
+		if !ok {
+			imports, rr.watched = reader, false
+		}
+		names, ierr := traffic.ObserveImports(ctx, imports, key.Route.Namespace)
 		if ierr != nil {
 			// The legacy export names carry the traffic meanwhile.
 			ctrl.LoggerFrom(ctx).V(1).Info("Could not list ServiceImports; routing to the legacy export names",
 				"cluster", spec.Cluster, "reason", ierr.Error())
 		}
-		rr.imports = imports
+		rr.imports = names
 	}
 	return rr
+}
+
+// legacyReader reads the route an earlier hub wrote in the Gateway's namespace (legacy): the
+// traffic informers of that namespace once synced (watched), else uncached, as when the hub
+// may not watch there.
+func (r *Reconciler) legacyReader(ctx context.Context, cluster string, legacy traffic.RouteKey, uncached client.Reader) (_ client.Reader, watched bool) {
+	if cached, ok := r.opts.TrafficInformers.Reader(ctx, cluster, legacy.Route.Namespace); ok {
+		return cached, true
+	}
+	return uncached, false
 }
 
 // trafficClients are the clients of the traffic cluster: the hub's own (uncached reads), or

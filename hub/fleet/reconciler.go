@@ -109,8 +109,9 @@ type Options struct {
 	// Probes probes the serve addresses the routes send traffic to, from the hub; nil leaves
 	// each backend's health to the control plane's view (MemberCluster Ready, the copy read).
 	Probes *dataplane.Prober
-	// TrafficInformers read the routes and their backends without calling the traffic
-	// clusters' API servers; nil reads them uncached.
+	// TrafficInformers read the routes and their backends, the ServiceImports and the routes
+	// earlier hubs wrote in Gateways' namespaces without calling the traffic clusters' API
+	// servers; nil reads them uncached.
 	TrafficInformers *traffic.Informers
 }
 
@@ -392,12 +393,13 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 // reconciled every Resync: a reconcile that stopped early or failed to write a member, an
 // invalid or under-placed RayService, a member or a copy's spec not read, a cluster leaving, a foreign
 // RayService in a copy's place (its deletion maps to no hub RayService), a blue/green in
-// flight, or traffic read without the traffic informers (the route's acceptance read, not
+// flight, or traffic read without the traffic informers (the route's acceptance, the
+// ServiceImports or the route an earlier hub wrote in the Gateway's namespace read, not
 // watched). Everything else a RayService waits on arrives by watch (its spec and annotations,
 // its binding's approval, its policy, the MemberClusters, every member copy, its route and
-// backends in the traffic informers) or is a timer (requeueAfter): a rollout
-// paused, awaiting an approval, stalled or rolling back included, whatever its phase. It is
-// reconciled otherwise only every SettledResync, a safety net.
+// backends, ServiceImports and earlier route in the traffic informers) or is a timer
+// (requeueAfter): a rollout paused, awaiting an approval, stalled or rolling back included,
+// whatever its phase. It is reconciled otherwise only every SettledResync, a safety net.
 func polled(g *group, o *outcome) bool {
 	d := o.d
 	if o.res == nil || d.invalid != nil || d.placedCond.Status != metav1.ConditionTrue ||

@@ -20,7 +20,7 @@ func Retirable(current State) bool {
 }
 
 // ObserveLegacy reads the route an earlier hub wrote for legacy.RayService in the Gateway's
-// namespace, as Observe does. A route of that name that is not this hub's for the RayService,
+// namespace through r (uncached, or the Informers' reader of that namespace), as Observe does. A route of that name that is not this hub's for the RayService,
 // or a namespace the hub may no longer read, gives a State that does not exist.
 func ObserveLegacy(ctx context.Context, r client.Reader, legacy RouteKey, hubName string, members []string) (State, error) {
 	var route gwv1.HTTPRoute
@@ -47,10 +47,12 @@ func ownedLegacy(route *gwv1.HTTPRoute, legacy RouteKey, hubName string) bool {
 // reports whether a route of this hub's for the RayService remains there. A route of that name
 // that is not this hub's for the RayService is left alone and does not count, and so is a
 // Gateway namespace where the hub may no longer read routes: its admin withdrew the rights the
-// earlier routes needed.
-func RetireLegacy(ctx context.Context, w client.Client, r client.Reader, legacy RouteKey, hubName string, current State) (remains bool, err error) {
+// earlier routes needed. The route is read through cached (the Informers' reader of the
+// Gateway's namespace, or r), so that one that stays costs no call at a resync; deleting reads
+// r.
+func RetireLegacy(ctx context.Context, w client.Client, r, cached client.Reader, legacy RouteKey, hubName string, current State) (remains bool, err error) {
 	var route gwv1.HTTPRoute
-	err = r.Get(ctx, legacy.Route, &route)
+	err = cached.Get(ctx, legacy.Route, &route)
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err):
 		return false, nil

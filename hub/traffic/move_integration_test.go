@@ -67,7 +67,7 @@ func TestMoveFromGatewayNamespace(t *testing.T) {
 
 	retire := func(step string, wantRemains bool) {
 		t.Helper()
-		remains, err := RetireLegacy(ctx, e.c, e.c, legacy, "rayfleet", e.observe(demo))
+		remains, err := RetireLegacy(ctx, e.c, e.c, e.c, legacy, "rayfleet", e.observe(demo))
 		if err != nil || remains != wantRemains {
 			t.Fatalf("%s: RetireLegacy = %v, %v; want %v", step, remains, err, wantRemains)
 		}

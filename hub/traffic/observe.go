@@ -167,8 +167,8 @@ func weights(key RouteKey, route *gwv1.HTTPRoute, members []string) map[string]i
 	return out
 }
 
-// ObserveImports lists the names of the ServiceImports in namespace through r, uncached and
-// metadata only. A traffic cluster without the kind has none; an error (for instance a
+// ObserveImports lists the names of the ServiceImports in namespace through r, metadata only:
+// uncached, or the Informers' ImportsReader. A traffic cluster without the kind has none; an error (for instance a
 // traffic Role from before the hub read ServiceImports) leaves the caller with nil, which
 // routes to the legacy names every spoke exports.
 func ObserveImports(ctx context.Context, r client.Reader, namespace string) (Imports, error) {

@@ -3,8 +3,8 @@
 // the gateway accepted it. Deciding and building are pure (Plan, Desired): the split comes from
 // the caller (the rollout's), and Plan holds back a cluster whose backend objects are not there
 // yet. Read, Write, Apply and Delete are thin calls on the clients the caller gives, so that the
-// traffic cluster may be the hub's own or a member; Informers keep what Read reads, so that a
-// resync of a settled route calls no API server.
+// traffic cluster may be the hub's own or a member; Informers keep what Read, ObserveImports
+// and ObserveLegacy read, so that a resync of a settled route calls no API server.
 // Of the repository it imports only shared/; it never imports other hub packages or spoke/.
 package traffic
 

@@ -22,8 +22,8 @@ const mcsGroup = "multicluster.x-k8s.io"
 // these are its HTTPRoutes and the Services and EndpointSlices standing for each member's
 // backend, and read access to the ServiceImports there (which export name of a member's serve
 // Service to route to). Watch lets the hub keep namespaced informers on its own routes and
-// backends there (hub/traffic.Informers), so that a resync calls no API server; a Role
-// without it leaves the hub reading them uncached.
+// backends and on the ServiceImports there (hub/traffic.Informers), so that a resync calls no
+// API server; a Role without it leaves the hub reading them uncached.
 func TrafficRules() []rbacv1.PolicyRule {
 	rule := func(group, resource string) rbacv1.PolicyRule {
 		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource},
@@ -33,6 +33,6 @@ func TrafficRules() []rbacv1.PolicyRule {
 		rule(gwv1.GroupName, "httproutes"),
 		rule(corev1.GroupName, "services"),
 		rule(discoveryv1.GroupName, "endpointslices"),
-		{APIGroups: []string{mcsGroup}, Resources: []string{"serviceimports"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{mcsGroup}, Resources: []string{"serviceimports"}, Verbs: []string{"get", "list", "watch"}},
 	}
 }

@@ -14,6 +14,8 @@ func TestTrafficRules(t *testing.T) {
 		{group: "gateway.networking.k8s.io", resource: "httproutes", wantVerbs: write},
 		{group: "", resource: "services", wantVerbs: write},
 		{group: "discovery.k8s.io", resource: "endpointslices", wantVerbs: write},
+		// Read and watched (the hub's informers), never written: the members' exports make them.
+		{group: "multicluster.x-k8s.io", resource: "serviceimports", wantVerbs: []string{"get", "list", "watch"}},
 		// Status is the gateway's to write; Secrets and Gateways are not the hub's business.
 		{group: "gateway.networking.k8s.io", resource: "httproutes/status"},
 		{group: "gateway.networking.k8s.io", resource: "gateways"},
