@@ -295,9 +295,25 @@ func TestMemberChange(t *testing.T) {
 			mc.Status.LastHeartbeatTime = &metav1.Time{Time: time.Unix(100, 0)}
 			mc.Status.LastHeartbeatObservedTime = &metav1.Time{Time: time.Unix(101, 0)}
 		}, want: changeNone},
-		{name: "free capacity", modify: func(mc *fleetv1alpha1.MemberCluster) {
+		{name: "less free capacity cannot place anything", modify: func(mc *fleetv1alpha1.MemberCluster) {
 			mc.Status.Capacity.Free[corev1.ResourceCPU] = resource.MustParse("2")
+		}, want: changeNone},
+		{name: "more free capacity", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Status.Capacity.Free[corev1.ResourceCPU] = resource.MustParse("4500m")
 		}, want: changeCapacity},
+		{name: "a resource appears", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Status.Capacity.Free["nvidia.com/gpu"] = resource.MustParse("1")
+		}, want: changeCapacity},
+		{name: "one resource grows while another shrinks", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Status.Capacity.Free = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}, want: changeCapacity},
+		{name: "a resource goes", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Status.Capacity.Free = corev1.ResourceList{}
+		}, want: changeNone},
+		{name: "more free capacity beyond a capacity limit", modify: func(mc *fleetv1alpha1.MemberCluster) {
+			mc.Spec.CapacityLimits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+			mc.Status.Capacity.Free[corev1.ResourceCPU] = resource.MustParse("8")
+		}, want: changeNone},
 		{name: "readiness", modify: func(mc *fleetv1alpha1.MemberCluster) {
 			mc.Status.Conditions = readyCond(metav1.ConditionFalse, fleetv1alpha1.ReasonMemberNotReady, "")
 		}, want: changePlacement},

@@ -240,8 +240,8 @@ func (r *Reconciler) waitingForRoom(ctx context.Context) []reconcile.Request {
 // memberClusterHandler requeues RayServices on MemberCluster changes. A member joining,
 // leaving, or changing readiness, labels, taints, Pod Security level or serve address grant can
 // change any placement or route (and its namespaces left unlabelled any hub RayService's
-// status); a change of its free capacity alone (every heartbeat) only matters to RayServices
-// waiting for room (waitsForRoom), and the heartbeat itself to none.
+// status); more free capacity only matters to RayServices waiting for room (waitsForRoom), and
+// less free capacity or the heartbeat itself to none.
 func (r *Reconciler) memberClusterHandler() handler.EventHandler {
 	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range r.rayServices(ctx) {
@@ -298,10 +298,23 @@ func memberChange(oldMC, newMC *fleetv1alpha1.MemberCluster) change {
 		!equality.Semantic.DeepEqual(oldMC.Spec.ServeAddresses, newMC.Spec.ServeAddresses) {
 		return changePlacement
 	}
-	if !equality.Semantic.DeepEqual(a.Free, b.Free) {
+	if grew(a.Free, b.Free) {
 		return changeCapacity
 	}
 	return changeNone
+}
+
+// grew reports whether after has more of some resource than before, a missing resource being
+// none. Only more room can place a RayService that waits for it: while a burst of copies is
+// placed, every member's free capacity shrinks with each report, and requeueing the waiting
+// RayServices on each of those only re-plans them to the same answer.
+func grew(before, after corev1.ResourceList) bool {
+	for name, q := range after {
+		if had := before[name]; q.Cmp(had) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // keySource queues the hub RayServices changes names: those whose backends' probe verdict

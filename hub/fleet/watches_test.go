@@ -41,7 +41,7 @@ func TestNotCreated(t *testing.T) {
 }
 
 // TestCapacityChangeRequeuesBindingsWaitingForRoom tables which RayServices a member's free
-// capacity changing queues: those placed on fewer clusters than asked, not those being placed
+// capacity growing queues: those placed on fewer clusters than asked, not those being placed
 // right now (no Placed condition yet), placed, or refused for something room cannot change.
 func TestCapacityChangeRequeuesBindingsWaitingForRoom(t *testing.T) {
 	sch, err := scheme.New()
@@ -94,7 +94,8 @@ func TestCapacityChangeRequeuesBindingsWaitingForRoom(t *testing.T) {
 		old, new *fleetv1alpha1.MemberCluster
 		want     map[string]bool
 	}{
-		{name: "free capacity changed", old: member("10"), new: member("12"), want: want},
+		{name: "more free capacity", old: member("10"), new: member("12"), want: want},
+		{name: "less free capacity", old: member("10"), new: member("8"), want: map[string]bool{}},
 		{name: "a heartbeat alone", old: member("10"), new: member("10"), want: map[string]bool{}},
 	}
 	for _, tt := range tests {
