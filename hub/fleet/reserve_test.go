@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -146,4 +149,56 @@ func copiesOf(t *testing.T, member client.Client) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// TestDecideBlueGreenReservesBlueThenGreen decides a blue/green rollout in flight whose green
+// member left the fleet: green is placed again, on the reservations as blue's plan leaves
+// them, and the decision names blue's intent, then green's under its own key. Deciding records
+// neither (decideTwice).
+func TestDecideBlueGreenReservesBlueThenGreen(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	sch, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := executor(fake.NewClientBuilder().WithScheme(sch).Build(), now)
+	hub := raybuilder.MakeRayService("svc", "team").Annotation(labels.PlacementPolicy, "two").Obj()
+	bg := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "two"},
+		Spec:       fleetv1alpha1.PlacementPolicySpec{Clusters: ptr.To[int32](1), Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen}},
+	}
+	binding := placedOn("a", "gone")
+	binding.Status.Rollout = &fleetv1alpha1.RolloutStatus{BlueGreen: &fleetv1alpha1.BlueGreenStatus{
+		Step: fleetv1alpha1.BlueGreenDeploying, Blue: []string{"a"}, Green: []string{"gone"}}}
+	g := newGroup(hub, bg, binding)
+	g.now = now
+	for _, name := range []string{"a", "b", "c"} {
+		m := ready(name, nil)
+		g.members[name], g.memberClusters[name] = m, m.mc
+	}
+	// Another RayService holds b: green must go to c.
+	other := types.NamespacedName{Namespace: "team", Name: "other"}
+	demand := placement.DemandOf(hub)
+	g.memberClusters["b"].Status.Capacity.Free = demand
+	if misfit := r.reserved.Record(placement.Intent{Key: other, Demand: demand, At: now, Chosen: []string{"b"},
+		Reserve: map[string]corev1.ResourceList{"b": demand}}); misfit != nil {
+		t.Fatalf("setting up: %v full", misfit)
+	}
+	r.readReserved(g)
+	d := decideTwice(t, r, g)
+	if d.colors == nil || !slices.Equal(d.colors.green, []string{"c"}) {
+		t.Fatalf("colors = %+v, want green c (%s)", d.colors, d.placedCond.Message)
+	}
+	var keys []types.NamespacedName
+	var reserved [][]string
+	for _, intent := range d.reserve {
+		keys = append(keys, intent.Key)
+		reserved = append(reserved, slices.Sorted(maps.Keys(intent.Reserve)))
+	}
+	if want := []types.NamespacedName{g.key, greenKey(g.key)}; !slices.Equal(keys, want) {
+		t.Errorf("intents for %v, want %v", keys, want)
+	}
+	if want := [][]string{nil, {"c"}}; !reflect.DeepEqual(reserved, want) {
+		t.Errorf("intents reserve on %v, want %v (blue runs on a already)", reserved, want)
+	}
 }

@@ -40,8 +40,8 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
-// BenchmarkReservationsPlan plans one RayService more while 10,000 placed in the last seconds
-// are still reserved on 100 members: the cost must not grow with them.
+// BenchmarkReservationsPlan plans one RayService more (snapshot, plan, record) while 10,000
+// placed in the last seconds are still reserved on 100 members: the cost must not grow with them.
 func BenchmarkReservationsPlan(b *testing.B) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	fleet := make([]Member, 0, 100)
