@@ -76,16 +76,20 @@ type Snapshot struct {
 	own   map[types.NamespacedName]map[string]corev1.ResourceList
 }
 
-// Intent is what a plan asks of the reservations: reserve Demand for Key, at At, on each
-// member newly chosen (Reserve, with the free capacity its report gave, to re-check the
-// demand against when recording), and drop Key's reservations on every member not in Chosen.
-// Members already running the copy are chosen but never reserved: their reports count it.
+// Intent is what a plan asks of the reservations. Members already running the copy are
+// chosen but never reserved: their reports count it.
 type Intent struct {
-	Key     types.NamespacedName
-	Demand  corev1.ResourceList
-	At      time.Time
+	// Key is the RayService (or its green set) the reservations are for.
+	Key types.NamespacedName
+	// Demand is one copy's demand, reserved on each member of Reserve.
+	Demand corev1.ResourceList
+	// At is when the plan was made, from which the reservations expire.
+	At time.Time
+	// Reserve are the members newly chosen, each with the free capacity its report gave, which
+	// Record checks Demand against again.
 	Reserve map[string]corev1.ResourceList
-	Chosen  []string
+	// Chosen are all the members chosen: Key's reservations on any other are dropped.
+	Chosen []string
 }
 
 // Snapshot drops the reservations the members' reports caught up with and those past the TTL,
