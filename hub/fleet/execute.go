@@ -55,6 +55,9 @@ type results struct {
 	// is older than the API server's: it may rest on clusters or a revision a newer decision
 	// replaced, and removing or applying from it would undo that one.
 	staleBinding bool
+	// misfit are the members the decision newly chose that other placements, recorded since
+	// its group was read, left too little room on: nothing of it was carried out.
+	misfit []string
 }
 
 // removalsOf names the clusters whose copy the decision removes, sorted.
@@ -111,6 +114,14 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 		if m.readErr == nil {
 			res.copies[name] = m.copy
 		}
+	}
+	// Recorded before the binding names a member: once it does, the member counts the copy as
+	// current and nothing reserves for it again.
+	if res.misfit = r.reserved.Record(d.reserve...); len(res.misfit) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Holding a decision: placements recorded since it was read filled members it chose",
+			"clusters", res.misfit)
+		r.metrics.decision(resultReservationMisfit)
+		return res, nil
 	}
 	binding, err := r.writeBindingSpec(ctx, g, d)
 	if err != nil {

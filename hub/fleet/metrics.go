@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rayfleet_placement_decisions_total",
-			Help: "Placement decisions by result: placed, partial, none, policy_not_found, policy_invalid.",
+			Help: "Placement decisions by result: placed, partial, none, policy_not_found, policy_invalid, reservation_misfit (held: a member it chose filled up meanwhile, planned again).",
 		}, []string{"result"}),
 		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rayfleet_rayservice_clusters",

@@ -58,6 +58,9 @@ type decision struct {
 	traffic *trafficDecision
 	// grant is the GrantMissing condition; nil when the namespace is granted all it uses.
 	grant *metav1.Condition
+	// reserve are the reservations the placement implies (blue's before green's), recorded by
+	// the executor before it writes anything; none when invalid.
+	reserve []placement.Intent
 }
 
 // decide computes the decision for a group, feature by feature, each once and in this order:
@@ -96,6 +99,7 @@ func (r *Reconciler) decide(g *group) *decision {
 		rollout: rs.rollout, colors: rs.colors, leaveAs: rs.leaveAs,
 		traffic: td,
 		grant:   grantCondition(g, pl, rs.placed, td),
+		reserve: slices.Concat(pl.reserve, rs.reserve),
 	}
 }
 
@@ -181,6 +185,8 @@ type placementResult struct {
 	colors *colors
 	// rejected says why each member not chosen was not.
 	rejected map[string]string
+	// reserve are the reservations the plan implies, one per colour planned.
+	reserve []placement.Intent
 }
 
 // planPlacement resolves the policy and plans. A policy that is missing leaves the placement
@@ -222,10 +228,13 @@ func (r *Reconciler) planPlacement(g *group) placementResult {
 	}
 	var plan placement.Decision
 	var cols *colors
+	var reserve []placement.Intent
 	if bg := blueGreenInFlight(g); bg != nil {
-		plan, cols = r.placeBlueGreen(g, in, bg)
+		plan, cols, reserve = placeBlueGreen(g, in, bg)
 	} else {
-		plan = r.reserved.Plan(g.key, in)
+		var intent placement.Intent
+		plan, intent = placement.PlanReserved(g.reserved, g.key, in)
+		reserve = []placement.Intent{intent}
 	}
 	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue
 	switch {
@@ -239,7 +248,7 @@ func (r *Reconciler) planPlacement(g *group) placementResult {
 		cond.Reason, cond.Message = fleetv1alpha1.ReasonNotGranted, g.grants.NoneMessage()
 	}
 	return placementResult{result: result, placedCond: cond, placed: plan.Clusters, wake: plan.Wake, frozen: plan.Frozen,
-		overrides: overrides, in: in, colors: cols, rejected: plan.Rejected}
+		overrides: overrides, in: in, colors: cols, rejected: plan.Rejected, reserve: reserve}
 }
 
 // appliedHash is the spec hash the hub applies (or has applied) on a cluster this reconcile,

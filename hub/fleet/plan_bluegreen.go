@@ -51,13 +51,15 @@ func greenKey(key types.NamespacedName) types.NamespacedName {
 
 // placeBlueGreen plans each colour of a rollout in flight on its own, the other colour left
 // out: a member of either that fails over is replaced within its colour, by the policy's rules.
-func (r *Reconciler) placeBlueGreen(g *group, in placement.Input, bg *fleetv1alpha1.BlueGreenStatus) (placement.Decision, *colors) {
+// Green is planned on the reservations as blue's plan leaves them; the intents are blue's, then
+// green's.
+func placeBlueGreen(g *group, in placement.Input, bg *fleetv1alpha1.BlueGreenStatus) (placement.Decision, *colors, []placement.Intent) {
 	blueIn := in
 	blueIn.Current, blueIn.Refused = bg.Blue, withRefused(in.Refused, bg.Green, inGreen)
-	blue := r.reserved.Plan(g.key, blueIn)
+	blue, blueIntent := placement.PlanReserved(g.reserved, g.key, blueIn)
 	greenIn := in
 	greenIn.Current, greenIn.Refused = bg.Green, withRefused(in.Refused, blue.Clusters, inBlue)
-	green := r.reserved.Plan(greenKey(g.key), greenIn)
+	green, greenIntent := placement.PlanReserved(g.reserved.With(blueIntent), greenKey(g.key), greenIn)
 
 	both := blue
 	both.Clusters = slices.Sorted(slices.Values(slices.Concat(blue.Clusters, green.Clusters)))
@@ -73,20 +75,24 @@ func (r *Reconciler) placeBlueGreen(g *group, in placement.Input, bg *fleetv1alp
 	if both.Frozen == "" {
 		both.Frozen = green.Frozen
 	}
-	return both, &colors{blue: blue.Clusters, green: green.Clusters}
+	return both, &colors{blue: blue.Clusters, green: green.Clusters}, []placement.Intent{blueIntent, greenIntent}
 }
 
 // chooseGreen plans a green set for a rollout that starts: as many members as the policy asks
-// for, by its rules, none of them blue. When the policy cannot be met the message says why
-// each member is not eligible, and nothing stays reserved.
-func (r *Reconciler) chooseGreen(g *group, in placement.Input, blue []string) *colors {
+// for, by its rules, none of them blue, on the reservations as blue's plan (before, the intents
+// placement returned) leaves them. When the policy cannot be met the message says why each
+// member is not eligible, and the intent drops every green reservation.
+func chooseGreen(g *group, in placement.Input, blue []string, before []placement.Intent) (*colors, placement.Intent) {
 	in.Current, in.Refused = nil, withRefused(in.Refused, blue, "blue: runs the revision green replaces")
-	plan := r.reserved.Plan(greenKey(g.key), in)
-	if !plan.Placed {
-		r.reserved.Forget(greenKey(g.key))
-		return &colors{blue: blue, noGreen: plan.Message}
+	view := g.reserved
+	for _, intent := range before {
+		view = view.With(intent)
 	}
-	return &colors{blue: blue, green: plan.Clusters}
+	plan, intent := placement.PlanReserved(view, greenKey(g.key), in)
+	if !plan.Placed {
+		return &colors{blue: blue, noGreen: plan.Message}, placement.Intent{Key: greenKey(g.key)}
+	}
+	return &colors{blue: blue, green: plan.Clusters}, intent
 }
 
 // withRefused is refused plus every one of names, with why.

@@ -28,6 +28,9 @@ const (
 	resultNone           = "none"
 	resultPolicyNotFound = "policy_not_found"
 	resultPolicyInvalid  = "policy_invalid"
+	// resultReservationMisfit counts decisions held because a member they newly chose was
+	// filled by placements recorded after their group was read; they are planned again.
+	resultReservationMisfit = "reservation_misfit"
 )
 
 // heldBy is what the RayService's copies already hold on their current clusters: a copy whose

@@ -10,6 +10,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayfleet/rayfleet/hub/dataplane"
+	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
 	"github.com/rayfleet/rayfleet/hub/rollout"
@@ -47,6 +48,8 @@ type rolloutResult struct {
 	colors *colors
 	// leaveAs are the clusters the rollout gave up, with the reason they leave for.
 	leaveAs map[string]fleetv1alpha1.LeaveReason
+	// reserve is the green set's reservation intent when one is chosen here.
+	reserve []placement.Intent
 }
 
 // planRollout computes the target revision and plans which revision each placed cluster
@@ -101,12 +104,15 @@ func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1
 	}
 	placed := slices.Clone(pl.placed)
 	cols := pl.colors
+	var reserve []placement.Intent
 	clusters := make([]rollout.Cluster, 0, len(placed))
 	for _, name := range placed {
 		clusters = append(clusters, r.rolloutCluster(g, ro, name))
 	}
 	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && cols == nil && rollout.NeedsGreen(previous, ro.target, clusters) {
-		cols = r.chooseGreen(g, pl.in, placed)
+		var green placement.Intent
+		cols, green = chooseGreen(g, pl.in, placed, pl.reserve)
+		reserve = []placement.Intent{green}
 		for _, name := range cols.green {
 			placed = append(placed, name)
 			clusters = append(clusters, r.rolloutCluster(g, ro, name))
@@ -133,7 +139,7 @@ func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1
 		placed = slices.DeleteFunc(placed, gone)
 		ro.clusters = slices.DeleteFunc(ro.clusters, func(c rollout.Cluster) bool { return gone(c.Name) })
 	}
-	return rolloutResult{rollout: ro, placed: placed, colors: cols, leaveAs: leaveAs}, nil
+	return rolloutResult{rollout: ro, placed: placed, colors: cols, leaveAs: leaveAs, reserve: reserve}, nil
 }
 
 // rolloutCluster is what the planner knows of one placed cluster: whether it can be worked

@@ -12,6 +12,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayfleet/rayfleet/hub/placement"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
@@ -55,17 +56,27 @@ func checkUnchanged(t *testing.T, before groupSnapshot, g *group, after string) 
 }
 
 // decideTwice decides g twice and checks that the two decisions are equal and that deciding
-// left the group as it was: the decision is a function of the group.
+// left the group and the reservations as they were: the decision is a function of the group,
+// and only the executor records the reservations it names.
 func decideTwice(t *testing.T, r *Reconciler, g *group) *decision {
 	t.Helper()
 	before := snapshot(g)
+	reservedBefore := reservedNow(r, g)
 	d := r.decide(g)
 	checkUnchanged(t, before, g, "deciding")
 	again := r.decide(g)
 	if !reflect.DeepEqual(d, again) {
 		t.Errorf("a second decision of one group differs:\nfirst  %+v\nsecond %+v", d, again)
 	}
+	if after := reservedNow(r, g); !reflect.DeepEqual(reservedBefore, after) {
+		t.Errorf("deciding changed the reservations:\nbefore %+v\nafter  %+v", reservedBefore, after)
+	}
 	return d
+}
+
+// reservedNow are r's reservations as g's RayService would read them at g.now.
+func reservedNow(r *Reconciler, g *group) placement.Snapshot {
+	return r.reserved.Snapshot(g.now, nil, g.key, greenKey(g.key))
 }
 
 // TestDecisionAssignedOnlyWhereAssembled reads the package's source and fails on any

@@ -60,6 +60,9 @@ type group struct {
 	// nil when probing is off. probeFresh is how long a verdict counts.
 	probes     map[string]dataplane.Health
 	probeFresh time.Duration
+	// reserved are the recent placements as they stood when the group was read, under the
+	// RayService's key and its green key; the plan reads them, the executor records its intents.
+	reserved placement.Snapshot
 }
 
 // memberRecord is one member as the reconcile read it.
@@ -136,6 +139,7 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 	for i := range mcs.Items {
 		g.memberClusters[mcs.Items[i].Name] = &mcs.Items[i]
 	}
+	r.readReserved(g)
 	policy, err := r.readPolicy(ctx, hub)
 	if err != nil {
 		return nil, err
@@ -169,6 +173,12 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 	}
 	r.readProbes(g)
 	return g, nil
+}
+
+// readReserved takes g's snapshot of the reservations, after the MemberClusters were read: a
+// report they show ends the reservations it includes.
+func (r *Reconciler) readReserved(g *group) {
+	g.reserved = r.reserved.Snapshot(g.now, membersOf(g.memberClusters, r.memberViews), g.key, greenKey(g.key))
 }
 
 // readBinding reads the RayService's binding, nil when there is none. Its status is the one

@@ -7,8 +7,8 @@
 //
 // A reconcile reads once (the group: the hub RayService, its binding and policy, every member's
 // copy, the unreachable members listed), decides without API calls (placement, failover
-// toleration included, from hub/placement with the in-memory placement.Reservations; per-cluster
-// actions), executes the decision with a thin executor that collects errors per cluster, and
+// toleration included, from hub/placement with the snapshot of placement.Reservations the group
+// read; per-cluster actions), executes the decision (recording the reservations it names first) with a thin executor that collects errors per cluster, and
 // writes the binding's and the hub RayService's status once, from a defer, on every path.
 //
 // The controller runs in the hub's multicluster-runtime manager: hub objects come from the
@@ -312,8 +312,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hub *rayv1.RayService)
 }
 
 // act carries d out and then announces it, unless the executor held it (made from a binding
-// older than the API server's): a held decision says nothing, and the next reconcile decides
-// again and tells what it did.
+// older than the API server's, or onto a member filled meanwhile): a held decision says
+// nothing, and the next reconcile decides again and tells what it did.
 func (r *Reconciler) act(ctx context.Context, g *group, d *decision) (*results, error) {
 	res, err := r.execute(ctx, g, d)
 	if !held(res, err) {
@@ -324,9 +324,10 @@ func (r *Reconciler) act(ctx context.Context, g *group, d *decision) (*results, 
 
 // held reports whether the executor held the decision: it was made from a binding older than
 // the API server's (a conflict on the binding's spec, or the binding found newer before a copy
-// was written), so nothing of it was carried out.
+// was written), or a member it newly chose was filled by placements recorded since its group
+// was read, so nothing of it was carried out.
 func held(res *results, err error) bool {
-	return apierrors.IsConflict(err) || (res != nil && res.staleBinding)
+	return apierrors.IsConflict(err) || (res != nil && (res.staleBinding || len(res.misfit) > 0))
 }
 
 // engageGrace is how long after the hub starts (or a standby replica starts to lead) a member it has not engaged yet is taken for
@@ -341,6 +342,10 @@ const engageGrace = membership.EngageGrace
 // staleRetry is how soon a RayService whose decision was held, its binding in the cache older
 // than the API server's, is tried again.
 const staleRetry = time.Second
+
+// misfitRetry is how soon a RayService whose decision was held on a member filled meanwhile is
+// planned again: its next read sees the reservations that filled it, so it can go at once.
+const misfitRetry = time.Millisecond
 
 // engageRetry is how soon a RayService waiting for engagement is tried again.
 const engageRetry = time.Second
@@ -371,6 +376,9 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 	}
 	if o.res != nil && o.res.staleBinding {
 		return staleRetry
+	}
+	if o.res != nil && len(o.res.misfit) > 0 {
+		return misfitRetry
 	}
 	after := r.opts.Resync
 	if !polled(g, o) {

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -50,9 +51,11 @@ type memberReservations struct {
 	queue []queued
 }
 
-// Reservations are the copies placed recently, by member and RayService. Planning and
-// reserving happen under one lock, so that concurrent reconciles of different RayServices see
-// each other's choices. The zero value is not usable: use NewReservations.
+// Reservations are the copies placed recently, by member and RayService. A reconcile reads a
+// Snapshot of them with its group, plans from the snapshot alone (PlanReserved), and its
+// executor records the plan's Intent (Record) before it applies a copy: concurrent reconciles
+// of different RayServices see each other's recorded choices, and a plan mutates nothing. The
+// zero value is not usable: use NewReservations.
 type Reservations struct {
 	mu       sync.Mutex
 	byMember map[string]*memberReservations
@@ -64,38 +67,152 @@ func NewReservations() *Reservations {
 	return &Reservations{byMember: map[string]*memberReservations{}}
 }
 
-// Plan runs Plan for the RayService key with every member's free capacity reduced by what
-// other RayServices reserved there since the member's last report (Member.ReportedAt), then
-// reserves the demand, at in.Now, on the members newly chosen and drops the key's reservations
-// on members no longer chosen.
-func (r *Reservations) Plan(key types.NamespacedName, in Input) Decision {
+// Snapshot is what one RayService's plans need of the reservations, as they stood when its
+// group was read: every member's reserved total, and the RayService's own part of it under
+// each of its keys. Planning from it costs O(members) however many RayServices hold
+// reservations. The zero value has no reservations.
+type Snapshot struct {
+	total map[string]corev1.ResourceList
+	own   map[types.NamespacedName]map[string]corev1.ResourceList
+}
+
+// Intent is what a plan asks of the reservations. Members already running the copy are
+// chosen but never reserved: their reports count it.
+type Intent struct {
+	// Key is the RayService (or its green set) the reservations are for.
+	Key types.NamespacedName
+	// Demand is one copy's demand, reserved on each member of Reserve.
+	Demand corev1.ResourceList
+	// At is when the plan was made, from which the reservations expire.
+	At time.Time
+	// Reserve are the members newly chosen, each with the free capacity its report gave, which
+	// Record checks Demand against again.
+	Reserve map[string]corev1.ResourceList
+	// Chosen are all the members chosen: Key's reservations on any other are dropped.
+	Chosen []string
+}
+
+// Snapshot drops the reservations the members' reports caught up with and those past the TTL,
+// then returns what remains for the RayService's keys.
+func (r *Reservations) Snapshot(now time.Time, members []Member, keys ...types.NamespacedName) Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.expire(in.Members, in.Now)
+	r.expire(members, now)
+	s := Snapshot{total: make(map[string]corev1.ResourceList, len(r.byMember)),
+		own: make(map[types.NamespacedName]map[string]corev1.ResourceList, len(keys))}
+	for name, m := range r.byMember {
+		s.total[name] = m.total.DeepCopy()
+		for _, key := range keys {
+			if res, ok := m.byKey[key]; ok {
+				if s.own[key] == nil {
+					s.own[key] = map[string]corev1.ResourceList{}
+				}
+				s.own[key][name] = res.demand.DeepCopy()
+			}
+		}
+	}
+	return s
+}
+
+// PlanReserved runs Plan for the RayService key with every member's free capacity reduced by
+// what other RayServices had reserved there in s, and returns the intent the decision implies.
+func PlanReserved(s Snapshot, key types.NamespacedName, in Input) (Decision, Intent) {
+	reported := in.Members
 	members := slices.Clone(in.Members)
 	for i := range members {
-		members[i].Free = r.free(members[i].Name, key, members[i].Free)
+		members[i].Free = less(members[i].Free, s.total[members[i].Name], s.own[key][members[i].Name])
 	}
 	in.Members = members
 	d := Plan(in)
-	for name, m := range r.byMember {
-		if !slices.Contains(d.Clusters, name) {
-			m.drop(key)
+	intent := Intent{Key: key, Demand: in.Demand, At: in.Now, Chosen: slices.Clone(d.Clusters)}
+	for i := range reported {
+		name := reported[i].Name
+		if !slices.Contains(d.Clusters, name) || slices.Contains(in.Current, name) {
+			continue
+		}
+		if intent.Reserve == nil {
+			intent.Reserve = map[string]corev1.ResourceList{}
+		}
+		intent.Reserve[name] = reported[i].Free
+	}
+	return d, intent
+}
+
+// With is s as it would be once intent is recorded: a later plan of the same reconcile (green
+// after blue) sees the earlier one's choices. s itself is unchanged.
+func (s Snapshot) With(intent Intent) Snapshot {
+	out := Snapshot{total: maps.Clone(s.total), own: maps.Clone(s.own)}
+	if out.total == nil {
+		out.total = map[string]corev1.ResourceList{}
+	}
+	if out.own == nil {
+		out.own = map[types.NamespacedName]map[string]corev1.ResourceList{}
+	}
+	own := map[string]corev1.ResourceList{}
+	for name, demand := range s.own[intent.Key] {
+		_, reserve := intent.Reserve[name]
+		if reserve || !slices.Contains(intent.Chosen, name) {
+			out.total[name] = minus(out.total[name], demand)
+			continue
+		}
+		own[name] = demand
+	}
+	for name := range intent.Reserve {
+		out.total[name] = plus(out.total[name], intent.Demand)
+		own[name] = intent.Demand
+	}
+	out.own[intent.Key] = own
+	return out
+}
+
+// Record records the intents of one decision, in order, unless the demand of one of them no
+// longer fits a member it newly reserves, given the reservations recorded since its snapshot
+// (and those of the intents before it): then it records nothing and returns those members.
+// Checking fit rather than whether anything changed lets concurrent plans of a burst succeed
+// wherever there is room for all of them.
+func (r *Reservations) Record(intents ...Intent) (misfit []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pending := map[string]corev1.ResourceList{}
+	for _, in := range intents {
+		asked := askedFor(in.Demand)
+		for _, name := range slices.Sorted(maps.Keys(in.Reserve)) {
+			var total, own corev1.ResourceList
+			if m := r.byMember[name]; m != nil {
+				total, own = m.total, m.byKey[in.Key].demand
+			}
+			free := less(in.Reserve[name], plus(total, pending[name]), own)
+			if shortages(in.Demand, asked, free) != "" {
+				misfit = append(misfit, name)
+			}
+			pending[name] = plus(pending[name], in.Demand)
 		}
 	}
-	for _, name := range d.Clusters {
-		if slices.Contains(in.Current, name) {
-			continue // already running there: the member's report counts it, or will
+	if len(misfit) > 0 {
+		return misfit
+	}
+	for _, in := range intents {
+		r.record(in)
+	}
+	return nil
+}
+
+// record carries out one intent.
+func (r *Reservations) record(in Intent) {
+	for name, m := range r.byMember {
+		if !slices.Contains(in.Chosen, name) {
+			m.drop(in.Key)
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.Reserve)) {
 		m := r.byMember[name]
 		if m == nil {
 			m = &memberReservations{byKey: map[types.NamespacedName]reservation{}, total: corev1.ResourceList{}}
 			r.byMember[name] = m
 		}
 		r.seq++
-		m.add(key, reservation{demand: in.Demand.DeepCopy(), at: in.Now, seq: r.seq})
+		m.add(in.Key, reservation{demand: in.Demand.DeepCopy(), at: in.At, seq: r.seq})
 	}
-	return d
 }
 
 // Forget drops every reservation of a RayService that is gone.
@@ -126,16 +243,14 @@ func (r *Reservations) expire(members []Member, now time.Time) {
 	}
 }
 
-// free is a member's free capacity less the other RayServices' reservations there, never
-// below zero.
-func (r *Reservations) free(member string, except types.NamespacedName, free corev1.ResourceList) corev1.ResourceList {
-	m := r.byMember[member]
-	if m == nil || len(m.byKey) == 0 || free == nil {
+// less is free less what total reserves, except own (the planning RayService's part of it),
+// never below zero; free's absent resources stay absent.
+func less(free, total, own corev1.ResourceList) corev1.ResourceList {
+	if len(total) == 0 || free == nil {
 		return free
 	}
 	out := free.DeepCopy()
-	own := m.byKey[except].demand
-	for name, q := range m.total {
+	for name, q := range total {
 		have, ok := out[name]
 		if !ok {
 			continue // the member has none to begin with
@@ -147,6 +262,17 @@ func (r *Reservations) free(member string, except types.NamespacedName, free cor
 		if have.Sign() < 0 {
 			have = *resource.NewQuantity(0, have.Format)
 		}
+		out[name] = have
+	}
+	return out
+}
+
+// minus returns a - b without modifying either.
+func minus(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	for name, q := range b {
+		have := out[name]
+		have.Sub(q)
 		out[name] = have
 	}
 	return out

@@ -10,7 +10,8 @@
 // down (the freeze). A member back from an outage gets no new work until it has been Ready for
 // the policy's readmission delay (filter.go). Reservations
 // (reservations.go) is the one piece of state: the copies placed recently, held in memory by
-// the hub and subtracted from the members' free capacity until their reports include them.
+// the hub and subtracted from the members' free capacity until their reports include them. It
+// is read as a Snapshot and written by recording a plan's Intent; PlanReserved stays pure.
 //
 // Of the repository it imports only shared/ (the demand of a RayService, the Pod Security
 // levels, condition message limits, the policy annotation, the fleet API's default names and durations): no client,
