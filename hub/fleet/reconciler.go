@@ -8,8 +8,9 @@
 // A reconcile reads once (the group: the hub RayService, its binding and policy, every member's
 // copy, the unreachable members listed), decides without API calls (placement, failover
 // toleration included, from hub/placement with the snapshot of placement.Reservations the group
-// read; per-cluster actions), executes the decision (recording the reservations it names first) with a thin executor that collects errors per cluster, and
-// writes the binding's and the hub RayService's status once, from a defer, on every path.
+// read; per-cluster actions), executes the decision (recording the reservations it names
+// first) with a thin executor that collects errors per cluster, and writes the binding's and
+// the hub RayService's status once, from a defer, on every path.
 //
 // The controller runs in the hub's multicluster-runtime manager: hub objects come from the
 // local cluster, and the watch on the member copies (on every engaged member) feeds the same
