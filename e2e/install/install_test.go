@@ -51,6 +51,7 @@ func TestInstallFromTheREADME(t *testing.T) {
 	step(t, "one hub leads", func(t *testing.T) { e.leader(t) })
 	step(t, "join", e.join)
 	step(t, "place a RayService", e.place)
+	step(t, "a real Prometheus scrapes the Pods", e.scrape)
 	step(t, "least privilege", e.checkPermissions)
 	step(t, "no request of the Pods was forbidden", e.noForbidden)
 	step(t, "leader handover", e.handover)

@@ -94,8 +94,8 @@ func newEnv(t *testing.T) *env {
 		realnode.Spec{
 			Options: localcluster.Options{
 				Name: "member",
-				// The Ray Pods' Nodes (type=kwok); the spoke runs on the real one.
-				Nodes: localcluster.FakeNodes(2, localcluster.NodeSpec{CPU: "16", Memory: "64Gi"}),
+				// The Ray Pods' Nodes (type=kwok), with GPUs as a GPU pool has; the spoke runs on the real one.
+				Nodes: localcluster.FakeNodes(2, localcluster.NodeSpec{CPU: "16", Memory: "64Gi", GPUs: 2}),
 			},
 			Prefix: memberPrefix, Images: []realnode.Image{image},
 		},

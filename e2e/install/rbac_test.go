@@ -165,15 +165,22 @@ func (e *env) serviceAccountKubeconfig(ctx context.Context, c *localcluster.Clus
 	if sa == "" || sa == "default" {
 		return "", fmt.Errorf("deployment %s/%s runs as ServiceAccount %q, want the chart's own", namespace, deployments.Items[0].Name, sa)
 	}
+	return e.tokenKubeconfig(ctx, c, namespace, sa, "")
+}
+
+// tokenKubeconfig writes a kubeconfig for ServiceAccount ns/sa of cluster c: the admin
+// kubeconfig's cluster entry, with server instead of its address when server is set, and a
+// token from the TokenRequest API.
+func (e *env) tokenKubeconfig(ctx context.Context, c *localcluster.Cluster, ns, sa, server string) (string, error) {
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return "", err
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](tokenLifetime)},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", namespace, sa, err)
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", ns, sa, err)
 	}
 	admin, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
@@ -184,11 +191,14 @@ func (e *env) serviceAccountKubeconfig(ctx context.Context, c *localcluster.Clus
 		return "", fmt.Errorf("%s has no current context", c.Kubeconfig)
 	}
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[c.Name] = admin.Clusters[adminContext.Cluster]
+	kc.Clusters[c.Name] = admin.Clusters[adminContext.Cluster].DeepCopy()
+	if server != "" {
+		kc.Clusters[c.Name].Server = server
+	}
 	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	kc.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: sa}
 	kc.CurrentContext = c.Name
-	path := filepath.Join(e.dir, c.Name+"-"+sa+".kubeconfig")
+	path := filepath.Join(e.dir, c.Name+"-"+ns+"-"+sa+".kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}

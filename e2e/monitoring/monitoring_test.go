@@ -13,10 +13,7 @@ package monitoring
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -118,7 +115,7 @@ func TestDashboardsAndAlertsOnARunningFleet(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(served), &b)).To(gomega.Succeed())
 		g.Expect(b.Status.Rollout).NotTo(gomega.BeNil())
 		g.Expect(b.Status.Rollout.Phase).To(gomega.Equal(fleetv1alpha1.RolloutComplete), "rollout: %s", b.Status.Rollout.Message)
-		g.Expect(prom.value(g, "sum(rayfleet_rollout_duration_seconds_count)")).To(gomega.BeNumerically(">=", 1))
+		g.Expect(prom.Value(g, "sum(rayfleet_rollout_duration_seconds_count)")).To(gomega.BeNumerically(">=", 1))
 	}).WithTimeout(timeout).WithPolling(poll).Should(gomega.Succeed())
 
 	dashboards, err := monitoring.Dashboards(chart)
@@ -133,7 +130,7 @@ func TestDashboardsAndAlertsOnARunningFleet(t *testing.T) {
 	// does not exist is a broken panel or an alert that can never fire.
 	var missing []string
 	g.Eventually(func(g gomega.Gomega) {
-		scraped := prom.names(g)
+		scraped := prom.Names(g)
 		missing = nil
 		for i, e := range exprs {
 			for _, n := range names[i] {
@@ -164,7 +161,7 @@ func TestDashboardsAndAlertsOnARunningFleet(t *testing.T) {
 	g.Eventually(func(g gomega.Gomega) {
 		var empty []string
 		for i, e := range exprs {
-			n := prom.count(g, e)
+			n := prom.Count(g, e.Expr)
 			skip := e.Alert || quietWhenHealthy[e.Source] || slices.ContainsFunc(names[i], func(n string) bool { _, ok := notProduced[n]; return ok })
 			if n == 0 && !skip {
 				empty = append(empty, e.Source+": "+e.Expr)
@@ -176,12 +173,12 @@ func TestDashboardsAndAlertsOnARunningFleet(t *testing.T) {
 	// Prometheus evaluated every alert rule against the fleet's series without an error, and
 	// the refusal fired RayFleetMemberRefusals.
 	g.Eventually(func(g gomega.Gomega) {
-		rules := prom.rules(g)
+		rules := prom.Rules(g)
 		g.Expect(rules).To(gomega.HaveLen(len(alerts)))
 		for _, r := range rules {
 			g.Expect(r.Health).To(gomega.Equal("ok"), "rule %s: %s", r.Name, r.LastError)
 		}
-		g.Expect(prom.value(g, `count(ALERTS{alertname="RayFleetMemberRefusals",cluster="us",rule="hubPolicy/serviceAccount"})`)).
+		g.Expect(prom.Value(g, `count(ALERTS{alertname="RayFleetMemberRefusals",cluster="us",rule="hubPolicy/serviceAccount"})`)).
 			To(gomega.BeNumerically("==", 1))
 	}).WithTimeout(timeout).WithPolling(poll).Should(gomega.Succeed())
 }
@@ -202,14 +199,9 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// prometheus is a running Prometheus's HTTP API.
-type prometheus struct {
-	base string
-}
-
 // startPrometheus runs bin/k8s/prometheus on the hub's control plane (stopped with the fleet)
 // scraping bin/hub and the spoke every second and evaluating the chart's alert rules as often.
-func startPrometheus(t *testing.T, fleet *localfleet.Fleet, chart string) *prometheus {
+func startPrometheus(t *testing.T, fleet *localfleet.Fleet, chart string) *monitoring.Prometheus {
 	t.Helper()
 	hostOf := func(metricsURL string) string {
 		u, err := url.Parse(metricsURL)
@@ -247,95 +239,9 @@ scrape_configs:
 	if err != nil {
 		t.Fatalf("starting prometheus: %v", err)
 	}
-	p := &prometheus{base: "http://" + addr}
+	p := &monitoring.Prometheus{Base: "http://" + addr}
 	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
-		g.Expect(p.value(g, `count(up == 1)`)).To(gomega.BeNumerically("==", 2), "hub and spoke up")
+		g.Expect(p.Value(g, `count(up == 1)`)).To(gomega.BeNumerically("==", 2), "hub and spoke up")
 	}).WithTimeout(timeout).WithPolling(poll).Should(gomega.Succeed())
 	return p
-}
-
-// get decodes the data of an API response.
-func (p *prometheus) get(g gomega.Gomega, path string, params url.Values, into any) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path+"?"+params.Encode(), nil)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	resp, err := http.DefaultClient.Do(req)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	defer resp.Body.Close()
-	var body struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	g.Expect(json.NewDecoder(resp.Body).Decode(&body)).To(gomega.Succeed())
-	g.Expect(body.Status).To(gomega.Equal("success"), "%s %v: %s", path, params, body.Error)
-	g.Expect(json.Unmarshal(body.Data, into)).To(gomega.Succeed())
-}
-
-// vector is an instant query's result.
-type vector struct {
-	ResultType string `json:"resultType"`
-	Result     []struct {
-		Metric map[string]string `json:"metric"`
-		Value  [2]any            `json:"value"`
-	} `json:"result"`
-}
-
-func (p *prometheus) query(g gomega.Gomega, expr string) vector {
-	var v vector
-	p.get(g, "/api/v1/query", url.Values{"query": {expr}}, &v)
-	return v
-}
-
-// count is the number of samples expr returns now.
-func (p *prometheus) count(g gomega.Gomega, e monitoring.Expr) int {
-	v := p.query(g, e.Expr)
-	if v.ResultType == "scalar" {
-		return 1
-	}
-	return len(v.Result)
-}
-
-// value is the single sample of expr, or fails.
-func (p *prometheus) value(g gomega.Gomega, expr string) float64 {
-	v := p.query(g, expr)
-	g.Expect(v.Result).To(gomega.HaveLen(1), "samples of %s", expr)
-	var f float64
-	_, err := fmt.Sscan(fmt.Sprint(v.Result[0].Value[1]), &f)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	return f
-}
-
-// names are the metric names Prometheus holds series of (a histogram's as its _bucket, _count
-// and _sum).
-func (p *prometheus) names(g gomega.Gomega) map[string]bool {
-	var names []string
-	p.get(g, "/api/v1/label/__name__/values", url.Values{}, &names)
-	out := map[string]bool{}
-	for _, n := range names {
-		out[n] = true
-	}
-	return out
-}
-
-// rule is an alerting rule's evaluation state.
-type rule struct {
-	Name      string `json:"name"`
-	Health    string `json:"health"`
-	LastError string `json:"lastError"`
-}
-
-func (p *prometheus) rules(g gomega.Gomega) []rule {
-	var data struct {
-		Groups []struct {
-			Rules []rule `json:"rules"`
-		} `json:"groups"`
-	}
-	p.get(g, "/api/v1/rules", url.Values{"type": {"alert"}}, &data)
-	var out []rule
-	for _, grp := range data.Groups {
-		out = append(out, grp.Rules...)
-	}
-	return out
 }

@@ -119,7 +119,9 @@ build() {
     controller-gen) out=$TOOLS_CACHE/controller-gen-$CONTROLLER_TOOLS_VERSION ;;
     golangci-lint) out=$TOOLS_CACHE/golangci-lint-$GOLANGCI_LINT_VERSION ;;
     traefik) out=$TOOLS_CACHE/traefik-$TRAEFIK_VERSION ;;
-    promtool|prometheus) out=$TOOLS_CACHE/$tool-$PROMETHEUS_VERSION ;;
+    promtool) out=$TOOLS_CACHE/$tool-$PROMETHEUS_VERSION ;;
+    # Named for its discoveries: a build without Kubernetes' is cached under the plain name.
+    prometheus) out=$TOOLS_CACHE/$tool-$PROMETHEUS_VERSION-kubernetes-sd ;;
     # Ours, so its cached build is keyed by its source too.
     promql-names) out=$TOOLS_CACHE/$tool-$(cat "$HERE"/promql/{go.mod,go.sum,main.go} | sha256sum | cut -c1-12) ;;
     *) echo "build.sh: unknown tool $tool" >&2; return 2 ;;
@@ -159,11 +161,13 @@ build() {
         ldf+=" -X github.com/traefik/traefik/v3/pkg/version.BuildDate=1970-01-01T00:00:00Z"
         (cd "$dir" && go build -trimpath -ldflags "$ldf" -o "$tmp" ./cmd/traefik) ;;
       promtool|prometheus)
-        # The tests scrape static targets: remove_all_sd leaves out the cloud service
-        # discoveries, most of the server's build. The web UI is not embedded (no
-        # builtinassets tag); the HTTP API works without it.
+        # remove_all_sd leaves out the cloud service discoveries, most of the server's build;
+        # the server keeps Kubernetes', which e2e/install scrapes the charts' Pods with. The web
+        # UI is not embedded (no builtinassets tag); the HTTP API works without it.
+        tags=remove_all_sd
+        if [ "$tool" = prometheus ]; then tags+=,enable_kubernetes_sd; fi
         ldf="-s -w -X github.com/prometheus/common/version.Version=$(prometheus_release)"
-        GO_TAGS=remove_all_sd go_install "$tmp" "github.com/prometheus/prometheus/cmd/$tool@$PROMETHEUS_VERSION" "$ldf" ;;
+        GO_TAGS=$tags go_install "$tmp" "github.com/prometheus/prometheus/cmd/$tool@$PROMETHEUS_VERSION" "$ldf" ;;
       promql-names)
         # Its own module (e2e/tools/promql), whose go.mod pins the Prometheus of
         # PROMETHEUS_VERSION's default.
