@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/rayfleet/rayfleet/hub/placement"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
@@ -29,7 +30,7 @@ func (r *Reconciler) announce(g *group, d *decision) {
 	}
 	if placedChanged(g.binding, withType(d.placedCond)) {
 		r.metrics.decision(d.result)
-		if d.placedCond.Status != metav1.ConditionTrue && (d.result == resultPolicyNotFound || d.result == resultPolicyInvalid) {
+		if d.placedCond.Status != metav1.ConditionTrue && (d.result == placement.ResultPolicyNotFound || d.result == placement.ResultPolicyInvalid) {
 			r.recorder.Eventf(g.hub, nil, corev1.EventTypeWarning, d.placedCond.Reason, "Place", "%s", d.placedCond.Message)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
 	"github.com/rayfleet/rayfleet/hub/traffic"
@@ -120,7 +121,7 @@ func (r *Reconciler) execute(ctx context.Context, g *group, d *decision) (*resul
 	if res.misfit = r.reserved.Record(d.reserve...); len(res.misfit) > 0 {
 		ctrl.LoggerFrom(ctx).Info("Holding a decision: placements recorded since it was read filled members it chose",
 			"clusters", res.misfit)
-		r.metrics.decision(resultReservationMisfit)
+		r.metrics.decision(placement.ResultReservationMisfit)
 		return res, nil
 	}
 	binding, err := r.writeBindingSpec(ctx, g, d)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -51,7 +52,7 @@ func TestStatusLatencyCountsEachMemberStatusOnce(t *testing.T) {
 		t.Errorf("after forget, %d gauge series, want 0", got)
 	}
 	var nilMetrics *metrics
-	nilMetrics.decision(resultPlaced) // must not panic
+	nilMetrics.decision(placement.ResultPlaced) // must not panic
 }
 
 // histogramCount reads the number of latency observations from reg.

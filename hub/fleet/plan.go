@@ -50,7 +50,7 @@ type decision struct {
 	// rollout is which revision each placed cluster gets; nil when invalid.
 	rollout *rolloutDecision
 	// colors are a BlueGreen rollout's colours; nil when none is in flight or starting.
-	colors *colors
+	colors *placement.Colors
 	// leaveAs are the clusters a BlueGreen rollout gave up in this decision, with the reason
 	// they leave for.
 	leaveAs map[string]fleetv1alpha1.LeaveReason
@@ -182,7 +182,7 @@ type placementResult struct {
 	// in is the planner's input, for a green set planned after it.
 	in placement.Input
 	// colors are the colours of a blue/green rollout in flight, each planned on its own.
-	colors *colors
+	colors *placement.Colors
 	// rejected says why each member not chosen was not.
 	rejected map[string]string
 	// reserve are the reservations the plan implies, one per colour planned.
@@ -198,13 +198,13 @@ func (r *Reconciler) planPlacement(g *group) placementResult {
 	var overrides []fleetv1alpha1.ClusterOverride
 	if !g.policy.builtIn {
 		if g.policy.pp == nil {
-			return placementResult{result: resultPolicyNotFound, placed: g.placedBefore(),
+			return placementResult{result: placement.ResultPolicyNotFound, placed: g.placedBefore(),
 				placedCond: metav1.Condition{Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonPolicyNotFound,
 					Message: fmt.Sprintf("PlacementPolicy %q not found in namespace %q; placement unchanged", g.policy.name, g.key.Namespace)}}
 		}
 		var err error
 		if policy, err = policyOf(g.policy.pp); err != nil {
-			return placementResult{invalid: err, invalidReason: fleetv1alpha1.ReasonPolicyInvalid, result: resultPolicyInvalid}
+			return placementResult{invalid: err, invalidReason: fleetv1alpha1.ReasonPolicyInvalid, result: placement.ResultPolicyInvalid}
 		}
 		overrides = g.policy.pp.Spec.Overrides
 	}
@@ -227,26 +227,20 @@ func (r *Reconciler) planPlacement(g *group) placementResult {
 		Serving: r.servingMembers(g, g.placedBefore()),
 	}
 	var plan placement.Decision
-	var cols *colors
+	var cols *placement.Colors
 	var reserve []placement.Intent
 	if bg := blueGreenInFlight(g); bg != nil {
-		plan, cols, reserve = placeBlueGreen(g, in, bg)
+		plan, cols, reserve = placement.PlanBlueGreen(g.reserved, g.key, in, bg.Blue, bg.Green)
 	} else {
 		var intent placement.Intent
 		plan, intent = placement.PlanReserved(g.reserved, g.key, in)
 		reserve = []placement.Intent{intent}
 	}
-	result, reason, status := resultPlaced, fleetv1alpha1.ReasonClustersChosen, metav1.ConditionTrue
-	switch {
-	case len(plan.Clusters) == 0:
-		result, reason, status = resultNone, fleetv1alpha1.ReasonNoClusterFits, metav1.ConditionFalse
-	case !plan.Placed:
-		result, reason, status = resultPartial, fleetv1alpha1.ReasonInsufficientClusters, metav1.ConditionFalse
+	notGranted := ""
+	if g.grants.None() {
+		notGranted = g.grants.NoneMessage()
 	}
-	cond := metav1.Condition{Status: status, Reason: reason, Message: plan.Message}
-	if len(plan.Clusters) == 0 && g.grants.None() {
-		cond.Reason, cond.Message = fleetv1alpha1.ReasonNotGranted, g.grants.NoneMessage()
-	}
+	result, cond := placement.Outcome(plan, notGranted)
 	return placementResult{result: result, placedCond: cond, placed: plan.Clusters, wake: plan.Wake, frozen: plan.Frozen,
 		overrides: overrides, in: in, colors: cols, rejected: plan.Rejected, reserve: reserve}
 }

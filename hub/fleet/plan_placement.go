@@ -20,19 +20,6 @@ import (
 	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
 
-// Results of a placement decision, the values of the result label of
-// rayfleet_placement_decisions_total.
-const (
-	resultPlaced         = "placed"
-	resultPartial        = "partial"
-	resultNone           = "none"
-	resultPolicyNotFound = "policy_not_found"
-	resultPolicyInvalid  = "policy_invalid"
-	// resultReservationMisfit counts decisions held because a member they newly chose was
-	// filled by placements recorded after their group was read; they are planned again.
-	resultReservationMisfit = "reservation_misfit"
-)
-
 // heldBy is what the RayService's copies already hold on their current clusters: a copy whose
 // member reported an active RayCluster runs there, and the member's free capacity no longer
 // counts its Pods. Without this, a copy filling its member would be moved on the next plan.

@@ -28,14 +28,20 @@ type rolloutDecision struct {
 	// target is the newest revision (the spec and overrides now) and its content.
 	target        string
 	targetContent *revision.Content
-	// contents are the contents of the revisions the decision applies, by name.
-	contents map[string]*revision.Content
+	// contents are the contents of the revisions the decision applies.
+	contents *revisionContents
 	// plan is the planner's decision; nil when no rollout was planned (invalid, nothing placed).
 	plan *rollout.Decision
 	// clusters are the placed clusters as the planner saw them (done or not, and why).
 	clusters []rollout.Cluster
 	// historyLimit is how many revisions to keep.
 	historyLimit int
+}
+
+// revisionContents are revisions' contents by name, the target's and those decoded from the
+// history. The one mutable part of a rollout decision: a memo filled while copies are built.
+type revisionContents struct {
+	byName map[string]*revision.Content
 }
 
 // rolloutResult is what the rollout step decided: the rollout, and the placement as the
@@ -45,7 +51,7 @@ type rolloutResult struct {
 	placed  []string
 	// colors are the BlueGreen colours: placement's, or the green set chosen for a rollout
 	// that starts; nil when none.
-	colors *colors
+	colors *placement.Colors
 	// leaveAs are the clusters the rollout gave up, with the reason they leave for.
 	leaveAs map[string]fleetv1alpha1.LeaveReason
 	// reserve is the green set's reservation intent when one is chosen here.
@@ -73,78 +79,56 @@ func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1
 	if err != nil {
 		return rolloutResult{}, err
 	}
-	// ro is completed below (clusters, plan) before it is returned; until then only its
-	// target and contents are read, to build copies.
-	ro := &rolloutDecision{
-		target:        revision.Name(g.hub.Name, hash),
-		targetContent: content,
-		contents:      map[string]*revision.Content{},
-		historyLimit:  int(fleetv1alpha1.DefaultRevisionHistoryLimit),
-	}
-	if spec != nil && spec.RevisionHistoryLimit != nil {
-		ro.historyLimit = int(*spec.RevisionHistoryLimit)
-	}
-	ro.contents[ro.target] = content
+	target := revision.Name(g.hub.Name, hash)
+	contents := &revisionContents{byName: map[string]*revision.Content{target: content}}
 
 	var previous *fleetv1alpha1.RolloutStatus
-	phases := map[string]rollout.ClusterPhase{}
+	var recorded []fleetv1alpha1.ClusterStatus
+	approval := ""
 	if g.binding != nil {
-		previous = g.binding.Status.Rollout
-		for i := range g.binding.Status.Clusters {
-			cs := &g.binding.Status.Clusters[i]
-			p := rollout.ClusterPhase{Phase: cs.RolloutPhase}
-			if cs.PhaseTime != nil {
-				p.Since = cs.PhaseTime.Time
-			}
-			if cs.UpdateTime != nil {
-				p.Started = cs.UpdateTime.Time
-			}
-			phases[cs.Name] = p
-		}
+		previous, recorded = g.binding.Status.Rollout, g.binding.Status.Clusters
+		approval = g.binding.Annotations[labels.ApprovedStage]
 	}
 	placed := slices.Clone(pl.placed)
 	cols := pl.colors
 	var reserve []placement.Intent
 	clusters := make([]rollout.Cluster, 0, len(placed))
 	for _, name := range placed {
-		clusters = append(clusters, r.rolloutCluster(g, ro, name))
+		clusters = append(clusters, r.rolloutCluster(g, contents, name))
 	}
-	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && cols == nil && rollout.NeedsGreen(previous, ro.target, clusters) {
+	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && cols == nil && rollout.NeedsGreen(previous, target, clusters) {
 		var green placement.Intent
-		cols, green = chooseGreen(g, pl.in, placed, pl.reserve)
+		cols, green = placement.ChooseGreen(g.reserved, g.key, pl.in, placed, pl.reserve)
 		reserve = []placement.Intent{green}
-		for _, name := range cols.green {
+		for _, name := range cols.Green {
 			placed = append(placed, name)
-			clusters = append(clusters, r.rolloutCluster(g, ro, name))
+			clusters = append(clusters, r.rolloutCluster(g, contents, name))
 		}
 		slices.Sort(placed)
 	}
-	approval := ""
-	if g.binding != nil {
-		approval = g.binding.Annotations[labels.ApprovedStage]
-	}
 	plan := rollout.Plan(rollout.Input{
-		Now: g.now, Strategy: strategy, Target: ro.target, Previous: previous,
-		Clusters: clusters, ClusterPhases: phases,
+		Now: g.now, Strategy: strategy, Target: target, Previous: previous,
+		Clusters: clusters, ClusterPhases: rollout.PhasesOf(recorded),
 		Paused: g.hub.Annotations[labels.Paused] == "true", Approval: approval,
 		BlueGreen: r.blueGreenInput(g, cols, placed, clusters),
 	})
-	ro.plan = &plan
-	ro.clusters = clusters
+	// The clusters a BlueGreen rollout gives up leave the placement, with its reason.
+	placed, clusters = rollout.WithoutLeaving(&plan, placed, clusters)
 	var leaveAs map[string]fleetv1alpha1.LeaveReason
 	if len(plan.Leave) > 0 {
-		// The clusters a BlueGreen rollout gives up leave the placement, with its reason.
 		leaveAs = plan.Leave
-		gone := func(name string) bool { _, ok := plan.Leave[name]; return ok }
-		placed = slices.DeleteFunc(placed, gone)
-		ro.clusters = slices.DeleteFunc(ro.clusters, func(c rollout.Cluster) bool { return gone(c.Name) })
+	}
+	ro := &rolloutDecision{
+		target: target, targetContent: content, contents: contents,
+		plan: &plan, clusters: clusters,
+		historyLimit: rollout.HistoryLimit(spec),
 	}
 	return rolloutResult{rollout: ro, placed: placed, colors: cols, leaveAs: leaveAs, reserve: reserve}, nil
 }
 
 // rolloutCluster is what the planner knows of one placed cluster: whether it can be worked
 // on, which revision its copy carries and whether it runs it (Ray-aware, soak aside).
-func (r *Reconciler) rolloutCluster(g *group, ro *rolloutDecision, name string) rollout.Cluster {
+func (r *Reconciler) rolloutCluster(g *group, contents *revisionContents, name string) rollout.Cluster {
 	m := g.members[name]
 	c := rollout.Cluster{Name: name}
 	if m == nil || m.mc == nil {
@@ -163,7 +147,7 @@ func (r *Reconciler) rolloutCluster(g *group, ro *rolloutDecision, name string) 
 	}
 	c.Revision = m.copy.Annotations[labels.Revision]
 	c.Endpoints = m.copy.Status.NumServeEndpoints
-	desired, err := r.copyOf(g, ro, name, c.Revision)
+	desired, err := r.copyFrom(g, contents, name, c.Revision)
 	if err != nil {
 		// Without the spec it runs there is no bound to hold its count to: it counts as one.
 		c.Endpoints = 0
@@ -190,7 +174,12 @@ func withProbe(c rollout.Cluster, b dataplane.Backend) rollout.Cluster {
 // copyOf is the member copy of revision rev for cluster name: the revision's spec with its
 // overrides applied, annotated with the revision's name.
 func (r *Reconciler) copyOf(g *group, ro *rolloutDecision, name, rev string) (*rayv1.RayService, error) {
-	content, err := ro.content(g, rev)
+	return r.copyFrom(g, ro.contents, name, rev)
+}
+
+// copyFrom is copyOf with the revisions' contents taken from contents.
+func (r *Reconciler) copyFrom(g *group, contents *revisionContents, name, rev string) (*rayv1.RayService, error) {
+	content, err := contents.of(g, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +196,10 @@ func (r *Reconciler) copyOf(g *group, ro *rolloutDecision, name, rev string) (*r
 	return desired, nil
 }
 
-// content is the content of revision rev: the target's, or decoded from the history.
-func (ro *rolloutDecision) content(g *group, rev string) (*revision.Content, error) {
-	if c := ro.contents[rev]; c != nil {
-		return c, nil
+// of is the content of revision rev: the target's, or decoded from g's history once.
+func (c *revisionContents) of(g *group, rev string) (*revision.Content, error) {
+	if content := c.byName[rev]; content != nil {
+		return content, nil
 	}
 	if rev == "" {
 		return nil, errors.New("the copy names no revision")
@@ -219,12 +208,12 @@ func (ro *rolloutDecision) content(g *group, rev string) (*revision.Content, err
 	if cr == nil {
 		return nil, fmt.Errorf("revision %s is not in the RayService's history", rev)
 	}
-	c, err := revision.Decode(cr)
+	content, err := revision.Decode(cr)
 	if err != nil {
 		return nil, err
 	}
-	ro.contents[rev] = c
-	return c, nil
+	c.byName[rev] = content
+	return content, nil
 }
 
 // keep are the revisions pruning must leave: the target, the good one, and any a member runs.

@@ -76,7 +76,7 @@ func decideTwice(t *testing.T, r *Reconciler, g *group) *decision {
 
 // reservedNow are r's reservations as g's RayService would read them at g.now.
 func reservedNow(r *Reconciler, g *group) placement.Snapshot {
-	return r.reserved.Snapshot(g.now, nil, g.key, greenKey(g.key))
+	return r.reserved.Snapshot(g.now, nil, g.key, placement.GreenKey(g.key))
 }
 
 // TestDecisionAssignedOnlyWhereAssembled reads the package's source and fails on any

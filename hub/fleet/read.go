@@ -178,7 +178,7 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 // readReserved takes g's snapshot of the reservations, after the MemberClusters were read: a
 // report they show ends the reservations it includes.
 func (r *Reconciler) readReserved(g *group) {
-	g.reserved = r.reserved.Snapshot(g.now, membersOf(g.memberClusters, r.memberViews), g.key, greenKey(g.key))
+	g.reserved = r.reserved.Snapshot(g.now, membersOf(g.memberClusters, r.memberViews), g.key, placement.GreenKey(g.key))
 }
 
 // readBinding reads the RayService's binding, nil when there is none. Its status is the one

@@ -18,6 +18,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/rayfleet/rayfleet/hub/membership"
+	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/cachememo"
@@ -77,7 +78,7 @@ func TestRequeueAfterSettled(t *testing.T) {
 			o.d.traffic, g.route.watched = &trafficDecision{}, true
 		}},
 		{name: "a decision held on a stale binding", wantExact: staleRetry, mutate: func(_ *group, o *outcome) { o.res.staleBinding = true }},
-		{name: "blue/green in flight", mutate: func(_ *group, o *outcome) { o.d.colors = &colors{} }},
+		{name: "blue/green in flight", mutate: func(_ *group, o *outcome) { o.d.colors = &placement.Colors{} }},
 		{name: "rollout progressing, waiting on members", settled: true, mutate: func(_ *group, o *outcome) {
 			o.d.rollout.plan.Status.Phase = fleetv1alpha1.RolloutProgressing
 		}},

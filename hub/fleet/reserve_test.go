@@ -112,10 +112,10 @@ func TestExecuteHoldsAPlacementOntoAMemberFilledMeanwhile(t *testing.T) {
 	if got := copiesOf(t, memberClients["a"]); !slices.Equal(got, []string{placed.g.key.Name}) {
 		t.Errorf("copies on a = %v, want only %s's", got, placed.g.key.Name)
 	}
-	if got := testutil.ToFloat64(r.metrics.decisions.WithLabelValues(resultReservationMisfit)); got != 1 {
+	if got := testutil.ToFloat64(r.metrics.decisions.WithLabelValues(placement.ResultReservationMisfit)); got != 1 {
 		t.Errorf("decisions held on a misfit counted = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(r.metrics.decisions.WithLabelValues(resultPlaced)); got != 1 {
+	if got := testutil.ToFloat64(r.metrics.decisions.WithLabelValues(placement.ResultPlaced)); got != 1 {
 		t.Errorf("placed decisions counted = %v, want 1 (the held one is not announced)", got)
 	}
 
@@ -186,7 +186,7 @@ func TestDecideBlueGreenReservesBlueThenGreen(t *testing.T) {
 	}
 	r.readReserved(g)
 	d := decideTwice(t, r, g)
-	if d.colors == nil || !slices.Equal(d.colors.green, []string{"c"}) {
+	if d.colors == nil || !slices.Equal(d.colors.Green, []string{"c"}) {
 		t.Fatalf("colors = %+v, want green c (%s)", d.colors, d.placedCond.Message)
 	}
 	var keys []types.NamespacedName
@@ -195,7 +195,7 @@ func TestDecideBlueGreenReservesBlueThenGreen(t *testing.T) {
 		keys = append(keys, intent.Key)
 		reserved = append(reserved, slices.Sorted(maps.Keys(intent.Reserve)))
 	}
-	if want := []types.NamespacedName{g.key, greenKey(g.key)}; !slices.Equal(keys, want) {
+	if want := []types.NamespacedName{g.key, placement.GreenKey(g.key)}; !slices.Equal(keys, want) {
 		t.Errorf("intents for %v, want %v", keys, want)
 	}
 	if want := [][]string{nil, {"c"}}; !reflect.DeepEqual(reserved, want) {

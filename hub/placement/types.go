@@ -12,10 +12,14 @@
 // (reservations.go) is the one piece of state: the copies placed recently, held in memory by
 // the hub and subtracted from the members' free capacity until their reports include them. It
 // is read as a Snapshot and written by recording a plan's Intent; PlanReserved stays pure.
+// A BlueGreen rollout in flight plans each colour on its own (PlanBlueGreen), and one that
+// starts chooses its green set (ChooseGreen) (bluegreen.go). Outcome maps a plan to its
+// metric label and the binding's Placed condition (outcome.go).
 //
 // Of the repository it imports only shared/ (the demand of a RayService, the Pod Security
-// levels, condition message limits, the policy annotation, the fleet API's default names and durations): no client,
-// nothing of spoke/ and none of the hub's reconcilers.
+// levels, condition message limits, the policy annotation, the fleet API's default names,
+// durations, colours and condition reasons): no client, nothing of spoke/ and none of the
+// hub's reconcilers.
 package placement
 
 import (
