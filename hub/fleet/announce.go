@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/rayfleet/rayfleet/hub/leaving"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
@@ -78,19 +79,19 @@ func (r *Reconciler) announceLeaving(g *group, d *decision) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.departures)) {
 		dep := d.departures[name]
-		if !dep.fresh || d.leaveAs[name] != "" {
+		if !dep.Fresh || d.leaveAs[name] != "" {
 			// A BlueGreen rollout announced its own departures (BlueRetired, TrafficReverted).
 			continue
 		}
 		why := ""
-		if dep.why != "" {
-			why = " (" + dep.why + ")"
+		if dep.Why != "" {
+			why = " (" + dep.Why + ")"
 		}
-		if dep.leaving.Reason == fleetv1alpha1.LeaveFailedOver {
+		if dep.Leaving.Reason == fleetv1alpha1.LeaveFailedOver {
 			r.metrics.failover(name)
 			r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeWarning, "FailedOver", "Failover",
 				"cluster %s stayed not Ready past its toleration%s: now placed on %s; its copy there is removed as purgeMode %s says once they are done",
-				name, why, placed, purgeModeOf(g.policy.pp))
+				name, why, placed, leaving.PurgeModeOf(g.policy.pp))
 			continue
 		}
 		r.recorder.Eventf(g.hub, memberRef(name), corev1.EventTypeNormal, "Moving", "Place",

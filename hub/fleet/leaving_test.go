@@ -234,7 +234,7 @@ func TestDecideLeaving(t *testing.T) {
 			}
 			leaving := map[string]fleetv1alpha1.LeaveReason{}
 			for name, dep := range d.departures {
-				leaving[name] = dep.leaving.Reason
+				leaving[name] = dep.Leaving.Reason
 			}
 			if !maps.Equal(leaving, tt.leaving) && (len(leaving) > 0 || len(tt.leaving) > 0) {
 				t.Errorf("leaving = %v, want %v", leaving, tt.leaving)

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayfleet/rayfleet/hub/leaving"
 	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/revision"
@@ -42,7 +43,7 @@ type decision struct {
 	// unreachable, not Ready, retained).
 	kept []string
 	// departures are the clusters no longer placed whose copy is still there, by name.
-	departures map[string]*departure
+	departures map[string]leaving.Departure
 	// retained are the departures whose copy purgeMode Never keeps.
 	retained []string
 	// frozen says why failover is frozen; "" when it is not.
@@ -71,11 +72,11 @@ type decision struct {
 // handed the decision. It makes no API calls.
 func (r *Reconciler) decide(g *group) *decision {
 	if err := r.validate(g.hub); err != nil {
-		return invalidDecision(g, placementResult{}, err, fleetv1alpha1.ReasonValidationFailed)
+		return r.invalidDecision(g, placementResult{}, err, fleetv1alpha1.ReasonValidationFailed)
 	}
 	pl := r.planPlacement(g)
 	if pl.invalid != nil {
-		return invalidDecision(g, pl, pl.invalid, pl.invalidReason)
+		return r.invalidDecision(g, pl, pl.invalid, pl.invalidReason)
 	}
 	rs, err := r.planRollout(g, pl, g.policy.pp)
 	if err != nil {
@@ -84,18 +85,17 @@ func (r *Reconciler) decide(g *group) *decision {
 			reason = reasonRevisionTooLarge
 			err = fmt.Errorf("RayService %s: %w", g.key, err)
 		}
-		return invalidDecision(g, pl, err, reason)
+		return r.invalidDecision(g, pl, err, reason)
 	}
 	copies, foreign := r.planCopies(g, pl.in.Ungranted, rs.rollout, rs.placed)
 	td := r.planTraffic(g, rs.rollout, rs.placed)
-	departures := r.departures(g, rs.placed, rs.leaveAs, pl.rejected)
-	lv := planLeaving(g, departures, rs.rollout, rs.placed, td)
+	lv := leaving.Plan(leavingInput(g, r.opts.HubName, rs.placed, rs.leaveAs, pl.rejected, rs.rollout, td))
 	actions := maps.Clone(copies)
-	maps.Copy(actions, lv.actions)
+	maps.Copy(actions, lv.Actions)
 	return &decision{
 		placed: rs.placed, placedCond: pl.placedCond, result: pl.result, wake: pl.wake, frozen: pl.frozen,
 		actions: actions, foreign: foreign,
-		kept: lv.kept, departures: departures, retained: lv.retained,
+		kept: lv.Kept, departures: lv.Departures, retained: lv.Retained,
 		rollout: rs.rollout, colors: rs.colors, leaveAs: rs.leaveAs,
 		traffic: td,
 		grant:   grantCondition(g, pl, rs.placed, td),
@@ -107,16 +107,16 @@ func (r *Reconciler) decide(g *group) *decision {
 // placement stays as the binding has it, nothing is applied or removed, and every cluster the
 // binding lists as leaving is kept. What placement said besides (its result, a toleration's
 // end, a freeze, the colours) stays.
-func invalidDecision(g *group, pl placementResult, err error, reason string) *decision {
+func (r *Reconciler) invalidDecision(g *group, pl placementResult, err error, reason string) *decision {
 	placed := g.placedBefore()
-	departures, kept := keepLeaving(g, placed)
+	lv := leaving.Keep(leavingInput(g, r.opts.HubName, placed, nil, nil, nil, nil))
 	return &decision{
 		invalid: err, invalidReason: reason,
 		placed:     placed,
 		placedCond: metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()},
 		result:     pl.result, wake: pl.wake, frozen: pl.frozen, colors: pl.colors,
 		actions:    map[string]propagation.Action{},
-		departures: departures, kept: kept,
+		departures: lv.Departures, kept: lv.Kept,
 	}
 }
 

@@ -152,40 +152,18 @@ func serveAddress(m *memberRecord) string {
 	return m.copy.Annotations[labels.ServeAddress]
 }
 
-// offTimes are, for the clusters the binding lists, since when the accepted route sends them
-// nothing: kept from the binding while that holds, now when it starts to, dropped when the
-// route gives them weight again or the gateway has not accepted the route.
+// offTimes gathers from g what traffic.OffTimes decides from.
 func offTimes(g *group, placed []string, weights map[string]int32) map[string]metav1.Time {
-	out := map[string]metav1.Time{}
-	if g.route.err != nil || !g.route.state.Accepted || g.binding == nil {
-		return out
-	}
-	now := metav1.NewTime(g.now.Truncate(time.Second))
-	for i := range g.binding.Status.Clusters {
-		cs := &g.binding.Status.Clusters[i]
-		if g.route.state.Weights[cs.Name] != 0 {
-			continue
-		}
-		if cs.TrafficOffTime != nil {
-			out[cs.Name] = *cs.TrafficOffTime
-			continue
-		}
-		out[cs.Name] = now
-	}
-	for _, name := range placed {
-		if _, listed := out[name]; !listed && g.route.state.Weights[name] == 0 && weights[name] == 0 {
-			out[name] = now
+	var recorded map[string]*metav1.Time
+	if g.binding != nil {
+		recorded = make(map[string]*metav1.Time, len(g.binding.Status.Clusters))
+		for i := range g.binding.Status.Clusters {
+			recorded[g.binding.Status.Clusters[i].Name] = g.binding.Status.Clusters[i].TrafficOffTime
 		}
 	}
-	return out
-}
-
-// draining reports whether cluster name may still get traffic: the policy manages traffic
-// and the gateway has not accepted a route without it a drain delay ago.
-func (td *trafficDecision) draining(g *group, name string) bool {
-	if td == nil {
-		return false
-	}
-	off, ok := td.offTimes[name]
-	return !ok || g.now.Before(off.Add(drainDelay))
+	return traffic.OffTimes(traffic.OffInput{
+		Accepted: g.route.err == nil && g.route.state.Accepted && g.binding != nil,
+		Routed:   g.route.state.Weights, Recorded: recorded,
+		Placed: placed, Weights: weights, Now: g.now,
+	})
 }

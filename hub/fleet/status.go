@@ -196,8 +196,8 @@ func clusterStatuses(o *outcome, now metav1.Time) []fleetv1alpha1.ClusterStatus 
 		out = append(out, clusterStatus(o, name, previous[name], copies, now))
 		member, read := copies[name]
 		setTrafficStatus(o, &out[len(out)-1], member, read)
-		if dep := o.d.departures[name]; dep != nil {
-			out[len(out)-1].Leaving = dep.leaving.DeepCopy()
+		if dep, ok := o.d.departures[name]; ok {
+			out[len(out)-1].Leaving = dep.Leaving.DeepCopy()
 		}
 	}
 	return out
