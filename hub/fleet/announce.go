@@ -77,10 +77,10 @@ func (r *Reconciler) announceLeaving(g *group, d *decision) {
 	if placed == "" {
 		placed = "no cluster"
 	}
-	for _, name := range slices.Sorted(maps.Keys(d.departures)) {
-		dep := d.departures[name]
+	for _, name := range slices.Sorted(maps.Keys(d.leaving)) {
+		dep := d.leaving[name]
 		if !dep.Fresh || d.leaveAs[name] != "" {
-			// A BlueGreen rollout announced its own departures (BlueRetired, TrafficReverted).
+			// A BlueGreen rollout announced its own leaving clusters (BlueRetired, TrafficReverted).
 			continue
 		}
 		why := ""

@@ -233,7 +233,7 @@ func TestDecideLeaving(t *testing.T) {
 				t.Errorf("kept = %v, want %v", d.kept, tt.kept)
 			}
 			leaving := map[string]fleetv1alpha1.LeaveReason{}
-			for name, dep := range d.departures {
+			for name, dep := range d.leaving {
 				leaving[name] = dep.Leaving.Reason
 			}
 			if !maps.Equal(leaving, tt.leaving) && (len(leaving) > 0 || len(tt.leaving) > 0) {

@@ -42,9 +42,9 @@ type decision struct {
 	// kept are clusters no longer placed whose copy stays for now (the replacement not done,
 	// unreachable, not Ready, retained).
 	kept []string
-	// departures are the clusters no longer placed whose copy is still there, by name.
-	departures map[string]leaving.Departure
-	// retained are the departures whose copy purgeMode Never keeps.
+	// leaving are the clusters no longer placed whose copy is still there, by name.
+	leaving map[string]leaving.Entry
+	// retained are the leaving clusters whose copy purgeMode Never keeps.
 	retained []string
 	// frozen says why failover is frozen; "" when it is not.
 	frozen string
@@ -95,7 +95,7 @@ func (r *Reconciler) decide(g *group) *decision {
 	return &decision{
 		placed: rs.placed, placedCond: pl.placedCond, result: pl.result, wake: pl.wake, frozen: pl.frozen,
 		actions: actions, foreign: foreign,
-		kept: lv.Kept, departures: lv.Departures, retained: lv.Retained,
+		kept: lv.Kept, leaving: lv.Entries, retained: lv.Retained,
 		rollout: rs.rollout, colors: rs.colors, leaveAs: rs.leaveAs,
 		traffic: td,
 		grant:   grantCondition(g, pl, rs.placed, td),
@@ -115,8 +115,8 @@ func (r *Reconciler) invalidDecision(g *group, pl placementResult, err error, re
 		placed:     placed,
 		placedCond: metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()},
 		result:     pl.result, wake: pl.wake, frozen: pl.frozen, colors: pl.colors,
-		actions:    map[string]propagation.Action{},
-		departures: lv.Departures, kept: lv.Kept,
+		actions: map[string]propagation.Action{},
+		leaving: lv.Entries, kept: lv.Kept,
 	}
 }
 

@@ -1,13 +1,8 @@
 package fleet
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"maps"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -77,65 +72,4 @@ func decideTwice(t *testing.T, r *Reconciler, g *group) *decision {
 // reservedNow are r's reservations as g's RayService would read them at g.now.
 func reservedNow(r *Reconciler, g *group) placement.Snapshot {
 	return r.reserved.Snapshot(g.now, nil, g.key, placement.GreenKey(g.key))
-}
-
-// TestDecisionAssignedOnlyWhereAssembled reads the package's source and fails on any
-// assignment to a field of a decision (a variable d or o.d) outside the literal decide and
-// invalidDecision build: the decision is assembled once and never rewritten.
-func TestDecisionAssignedOnlyWhereAssembled(t *testing.T) {
-	fields := map[string]bool{}
-	for f := range reflect.TypeFor[decision]().Fields() {
-		fields[f.Name] = true
-	}
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			var lhs []ast.Expr
-			switch s := n.(type) {
-			case *ast.AssignStmt:
-				lhs = s.Lhs
-			case *ast.IncDecStmt:
-				lhs = []ast.Expr{s.X}
-			}
-			for _, e := range lhs {
-				if field, ok := decisionField(e); ok && fields[field] {
-					t.Errorf("%s: the decision's %s is assigned after it was assembled", fset.Position(e.Pos()), field)
-				}
-			}
-			return true
-		})
-	}
-}
-
-// decisionField is the field of d or o.d that e writes (through an index too), if any.
-func decisionField(e ast.Expr) (string, bool) {
-	for {
-		ix, ok := e.(*ast.IndexExpr)
-		if !ok {
-			break
-		}
-		e = ix.X
-	}
-	sel, ok := e.(*ast.SelectorExpr)
-	if !ok {
-		return "", false
-	}
-	switch x := sel.X.(type) {
-	case *ast.Ident:
-		return sel.Sel.Name, x.Name == "d"
-	case *ast.SelectorExpr:
-		return sel.Sel.Name, x.Sel.Name == "d"
-	}
-	return "", false
 }

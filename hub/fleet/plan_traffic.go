@@ -72,12 +72,12 @@ func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string)
 	if bg := ro.plan.Status.BlueGreen; bg != nil {
 		percent = bg.GreenPercent
 	}
-	td := &trafficDecision{spec: *spec, unserved: map[string]string{}, kept: map[string]string{},
-		probeTargets: r.probeTargets(g, placed)}
-	if td.err, td.keptWithoutGrant = trafficGrant(g, spec); td.err != nil {
+	probes := r.probeTargets(g, placed)
+	refused, keptWithoutGrant := trafficGrant(g, spec)
+	if refused != nil {
 		// Nothing is written: the weights in force are the route's, if there is one.
-		td.weights = g.route.state.Weights
-		return td
+		return &trafficDecision{spec: *spec, weights: g.route.state.Weights, unserved: map[string]string{}, kept: map[string]string{},
+			probeTargets: probes, err: refused, keptWithoutGrant: keptWithoutGrant}
 	}
 	facts := r.backendsOf(g, placed)
 	whys := dataplane.Unserved(facts)
@@ -91,12 +91,13 @@ func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string)
 			Address: backendAddress(g, name)})
 	}
 	plan := traffic.Plan(in)
-	td.weights, td.unserved, td.kept, td.pending, td.objs, td.err = plan.Weights, plan.Unserved, plan.Kept, plan.Pending, plan.Objects, plan.Err
-	if td.err != nil {
-		return td
+	var off map[string]metav1.Time
+	if plan.Err == nil {
+		off = offTimes(g, placed, plan.Weights)
 	}
-	td.offTimes = offTimes(g, placed, td.weights)
-	return td
+	return &trafficDecision{spec: *spec, weights: plan.Weights, unserved: plan.Unserved, kept: plan.Kept,
+		probeTargets: probes, objs: plan.Objects, err: plan.Err, offTimes: off, pending: plan.Pending,
+		keptWithoutGrant: keptWithoutGrant}
 }
 
 // weights splits the traffic over the placed clusters: by colour with green getting

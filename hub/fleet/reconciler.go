@@ -412,7 +412,7 @@ func (r *Reconciler) requeueAfter(g *group, o *outcome) time.Duration {
 func polled(g *group, o *outcome) bool {
 	d := o.d
 	if o.res == nil || d.invalid != nil || d.placedCond.Status != metav1.ConditionTrue ||
-		len(d.departures) > 0 || len(d.foreign) > 0 || len(o.kept()) > 0 || d.colors != nil || (d.traffic != nil && !g.route.watched) ||
+		len(d.leaving) > 0 || len(d.foreign) > 0 || len(o.kept()) > 0 || d.colors != nil || (d.traffic != nil && !g.route.watched) ||
 		len(o.res.applyErrs) > 0 || o.res.trafficErr != nil {
 		return true
 	}

@@ -70,7 +70,7 @@ func TestRequeueAfterSettled(t *testing.T) {
 		{name: "invalid", mutate: func(_ *group, o *outcome) { o.d.invalid = errors.New("bad") }},
 		{name: "fewer clusters than asked", mutate: func(_ *group, o *outcome) { o.d.placedCond.Status = metav1.ConditionFalse }},
 		{name: "a toleration running", wantExact: 3 * time.Minute, mutate: func(_ *group, o *outcome) { o.d.wake = t0.Add(3 * time.Minute) }},
-		{name: "a cluster leaving", mutate: func(_ *group, o *outcome) { o.d.departures = map[string]leaving.Departure{"eu": {}} }},
+		{name: "a cluster leaving", mutate: func(_ *group, o *outcome) { o.d.leaving = map[string]leaving.Entry{"eu": {}} }},
 		{name: "a foreign RayService in a copy's place", mutate: func(_ *group, o *outcome) { o.d.foreign = []string{"eu"} }},
 		{name: "a copy kept", mutate: func(_ *group, o *outcome) { o.res.kept = []string{"eu"} }},
 		{name: "a write failed", mutate: func(_ *group, o *outcome) { o.res.applyErrs["eu"] = errors.New("boom") }},

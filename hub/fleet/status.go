@@ -196,7 +196,7 @@ func clusterStatuses(o *outcome, now metav1.Time) []fleetv1alpha1.ClusterStatus 
 		out = append(out, clusterStatus(o, name, previous[name], copies, now))
 		member, read := copies[name]
 		setTrafficStatus(o, &out[len(out)-1], member, read)
-		if dep, ok := o.d.departures[name]; ok {
+		if dep, ok := o.d.leaving[name]; ok {
 			out[len(out)-1].Leaving = dep.Leaving.DeepCopy()
 		}
 	}

@@ -45,7 +45,7 @@ type Cluster struct {
 type Input struct {
 	// Clusters are the clusters the binding lists, each once.
 	Clusters []Cluster
-	// Now is the decision's time; a fresh departure's Since is it, to the second.
+	// Now is the decision's time; a fresh entry's Since is it, to the second.
 	Now time.Time
 	// PurgeMode is the policy's (PurgeModeOf).
 	PurgeMode fleetv1alpha1.PurgeMode
@@ -55,35 +55,35 @@ type Input struct {
 	Placed int
 }
 
-// Departure is a leaving cluster.
-type Departure struct {
+// Entry is a leaving cluster: what the binding records of it, and why it left.
+type Entry struct {
 	// Leaving is its entry in the binding: the reason it left for and since when.
 	Leaving fleetv1alpha1.ClusterLeaving
 	// Fresh is set when the RayService left the cluster in this decision.
 	Fresh bool
-	// Why is the placement's reason for not choosing the cluster; "" for a departure a
+	// Why is the placement's reason for not choosing the cluster; "" for an entry a
 	// BlueGreen rollout gave its own reason, and for one kept by Keep.
 	Why string
 }
 
 // Result is what happens to the leaving clusters' copies.
 type Result struct {
-	// Departures are the leaving clusters, by name.
-	Departures map[string]Departure
-	// Actions are the departures' actions, by cluster; nil from Keep, which acts on none.
+	// Entries are the leaving clusters, by name.
+	Entries map[string]Entry
+	// Actions are the leaving clusters' actions, by cluster; nil from Keep, which acts on none.
 	Actions map[string]propagation.Action
-	// Kept are the departures whose copy stays for now, sorted.
+	// Kept are the leaving clusters whose copy stays for now, sorted.
 	Kept []string
-	// Retained are the departures whose copy purge mode Never keeps, sorted.
+	// Retained are the leaving clusters whose copy purge mode Never keeps, sorted.
 	Retained []string
 }
 
-// Departures are the clusters no longer placed that still hold a copy of ours, could not be
+// Entries are the clusters no longer placed that still hold a copy of ours, could not be
 // read, or are not Ready. A cluster leaves as FailedOver when its member is not Ready at that
 // moment (placement left it past its toleration), else as Moved; the reason and time stay what
 // they were when it left.
-func Departures(in Input) map[string]Departure {
-	out := map[string]Departure{}
+func Entries(in Input) map[string]Entry {
+	out := map[string]Entry{}
 	for _, c := range in.Clusters {
 		if c.Placed || c.Gone {
 			continue
@@ -96,26 +96,26 @@ func Departures(in Input) map[string]Departure {
 		if !c.Unreadable && !c.HasCopy && c.Ready {
 			continue
 		}
-		out[c.Name] = departure(c, in.Now)
+		out[c.Name] = entry(c, in.Now)
 	}
 	return out
 }
 
-// departure is c's entry: the binding's as it is, or a fresh one left now.
-func departure(c Cluster, now time.Time) Departure {
+// entry is c's entry: the binding's as it is, or a fresh one left now.
+func entry(c Cluster, now time.Time) Entry {
 	why := c.Rejected
 	if why == "" {
 		why = notChosen
 	}
 	switch {
 	case c.Previous != nil:
-		return Departure{Leaving: *c.Previous, Why: why}
+		return Entry{Leaving: *c.Previous, Why: why}
 	case c.LeaveAs != "":
-		return Departure{Leaving: left(c.LeaveAs, now), Fresh: true}
+		return Entry{Leaving: left(c.LeaveAs, now), Fresh: true}
 	case !c.Ready:
-		return Departure{Leaving: left(fleetv1alpha1.LeaveFailedOver, now), Fresh: true, Why: why}
+		return Entry{Leaving: left(fleetv1alpha1.LeaveFailedOver, now), Fresh: true, Why: why}
 	default:
-		return Departure{Leaving: left(fleetv1alpha1.LeaveMoved, now), Fresh: true, Why: why}
+		return Entry{Leaving: left(fleetv1alpha1.LeaveMoved, now), Fresh: true, Why: why}
 	}
 }
 
@@ -124,14 +124,14 @@ func left(reason fleetv1alpha1.LeaveReason, now time.Time) fleetv1alpha1.Cluster
 	return fleetv1alpha1.ClusterLeaving{Reason: reason, Since: metav1.NewTime(now.Truncate(time.Second))}
 }
 
-// Plan decides, per departure, whether its copy goes now (propagation.ForLeaving): only once
+// Plan decides, per leaving cluster, whether its copy goes now (propagation.ForLeaving): only once
 // every placed cluster is done, and after a failover as the purge mode says.
 func Plan(in Input) Result {
-	departures := Departures(in)
-	actions := make(map[string]propagation.Action, len(departures))
+	entries := Entries(in)
+	actions := make(map[string]propagation.Action, len(entries))
 	var kept, retained []string
 	for _, c := range sortedClusters(in.Clusters) {
-		dep, ok := departures[c.Name]
+		dep, ok := entries[c.Name]
 		if !ok {
 			continue
 		}
@@ -149,7 +149,7 @@ func Plan(in Input) Result {
 			retained = append(retained, c.Name)
 		}
 	}
-	return Result{Departures: departures, Actions: actions, Kept: kept, Retained: retained}
+	return Result{Entries: entries, Actions: actions, Kept: kept, Retained: retained}
 }
 
 // Keep is the result for a decision that places nothing new (the RayService or its policy is
@@ -157,15 +157,15 @@ func Plan(in Input) Result {
 // removed and nothing is forgotten, so neither this hub nor its orphan sweep loses track of a
 // copy.
 func Keep(in Input) Result {
-	departures := map[string]Departure{}
+	entries := map[string]Entry{}
 	var kept []string
 	for _, c := range sortedClusters(in.Clusters) {
 		if c.Previous != nil && !c.Gone && !c.Placed {
-			departures[c.Name] = Departure{Leaving: *c.Previous}
+			entries[c.Name] = Entry{Leaving: *c.Previous}
 			kept = append(kept, c.Name)
 		}
 	}
-	return Result{Departures: departures, Kept: kept}
+	return Result{Entries: entries, Kept: kept}
 }
 
 // sortedClusters are clusters by name, so that Kept and Retained come out sorted.

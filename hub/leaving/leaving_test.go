@@ -25,11 +25,11 @@ func holding(name string) Cluster {
 	return Cluster{Name: name, HasCopy: true, Ready: true}
 }
 
-func TestDepartures(t *testing.T) {
+func TestEntries(t *testing.T) {
 	tests := []struct {
 		name    string
 		cluster func(Cluster) Cluster
-		want    *Departure
+		want    *Entry
 	}{{
 		name:    "placed: not leaving",
 		cluster: func(c Cluster) Cluster { c.Placed = true; return c },
@@ -45,27 +45,27 @@ func TestDepartures(t *testing.T) {
 	}, {
 		name:    "no copy on a member not Ready: not believed",
 		cluster: func(c Cluster) Cluster { c.HasCopy, c.Ready = false, false; return c },
-		want:    &Departure{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveFailedOver, Since: since}, Fresh: true, Why: notChosen},
+		want:    &Entry{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveFailedOver, Since: since}, Fresh: true, Why: notChosen},
 	}, {
 		name:    "unreadable: leaving, whatever it last held",
 		cluster: func(c Cluster) Cluster { c.Unreadable, c.HasCopy = true, false; return c },
-		want:    &Departure{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: since}, Fresh: true, Why: notChosen},
+		want:    &Entry{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: since}, Fresh: true, Why: notChosen},
 	}, {
 		name:    "unreadable while the last read saw a foreign copy: leaving",
 		cluster: func(c Cluster) Cluster { c.Unreadable, c.Foreign = true, true; return c },
-		want:    &Departure{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: since}, Fresh: true, Why: notChosen},
+		want:    &Entry{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: since}, Fresh: true, Why: notChosen},
 	}, {
 		name:    "the previous entry kept as it is",
 		cluster: func(c Cluster) Cluster { c.Previous, c.Rejected = &before, "tainted"; return c },
-		want:    &Departure{Leaving: before, Why: "tainted"},
+		want:    &Entry{Leaving: before, Why: "tainted"},
 	}, {
 		name:    "fresh, Ready: Moved, with placement's reason",
 		cluster: func(c Cluster) Cluster { c.Rejected = "tainted"; return c },
-		want:    &Departure{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: since}, Fresh: true, Why: "tainted"},
+		want:    &Entry{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveMoved, Since: since}, Fresh: true, Why: "tainted"},
 	}, {
 		name:    "fresh, not Ready: FailedOver",
 		cluster: func(c Cluster) Cluster { c.Ready, c.Rejected = false, "not Ready past its toleration"; return c },
-		want: &Departure{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveFailedOver, Since: since}, Fresh: true,
+		want: &Entry{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveFailedOver, Since: since}, Fresh: true,
 			Why: "not Ready past its toleration"},
 	}, {
 		name: "fresh, given up by the rollout: its reason, and no why",
@@ -73,22 +73,22 @@ func TestDepartures(t *testing.T) {
 			c.Ready, c.Rejected, c.LeaveAs = false, "tainted", fleetv1alpha1.LeaveRetired
 			return c
 		},
-		want: &Departure{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveRetired, Since: since}, Fresh: true},
+		want: &Entry{Leaving: fleetv1alpha1.ClusterLeaving{Reason: fleetv1alpha1.LeaveRetired, Since: since}, Fresh: true},
 	}, {
 		name:    "the rollout's reason does not rewrite a previous entry",
 		cluster: func(c Cluster) Cluster { c.Previous, c.LeaveAs = &before, fleetv1alpha1.LeaveRetired; return c },
-		want:    &Departure{Leaving: before, Why: notChosen},
+		want:    &Entry{Leaving: before, Why: notChosen},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := tt.cluster(holding("eu"))
-			got := Departures(Input{Clusters: []Cluster{c, {Name: "us", Placed: true, HasCopy: true, Ready: true}}, Now: now})
-			want := map[string]Departure{}
+			got := Entries(Input{Clusters: []Cluster{c, {Name: "us", Placed: true, HasCopy: true, Ready: true}}, Now: now})
+			want := map[string]Entry{}
 			if tt.want != nil {
 				want["eu"] = *tt.want
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("Departures (-want +got):\n%s", diff)
+				t.Errorf("Entries (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -168,8 +168,8 @@ func TestPlan(t *testing.T) {
 			if !slices.Equal(res.Retained, tt.retained) {
 				t.Errorf("Retained = %v, want %v", res.Retained, tt.retained)
 			}
-			if len(res.Departures) != len(tt.want) {
-				t.Errorf("Departures = %v, want one per action", res.Departures)
+			if len(res.Entries) != len(tt.want) {
+				t.Errorf("Entries = %v, want one per action", res.Entries)
 			}
 		})
 	}
@@ -185,7 +185,7 @@ func TestKeep(t *testing.T) {
 	noCopy := holding("b")
 	noCopy.HasCopy, noCopy.Previous = false, &before
 	got := Keep(Input{Clusters: []Cluster{holding("e"), gone, placed, noCopy, {Name: "c", Unreadable: true, Previous: &before}}, Now: now})
-	want := Result{Departures: map[string]Departure{"b": {Leaving: before}, "c": {Leaving: before}}, Kept: []string{"b", "c"}}
+	want := Result{Entries: map[string]Entry{"b": {Leaving: before}, "c": {Leaving: before}}, Kept: []string{"b", "c"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Keep (-want +got):\n%s", diff)
 	}

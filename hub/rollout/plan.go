@@ -57,7 +57,7 @@ type planner struct {
 	// progressing and paused are the conditions; paused is filled by finish unless set.
 	progressing metav1.Condition
 	paused      *metav1.Condition
-	// colors, leaving and shift are a BlueGreen rollout's colours, departures and
+	// colors, leaving and shift are a BlueGreen rollout's colours, leaving clusters and
 	// TrafficShifting condition (shift's Type is empty for other rollouts).
 	colors  map[string]fleetv1alpha1.Color
 	leaving map[string]fleetv1alpha1.LeaveReason
