@@ -306,9 +306,16 @@ func (h *harness) bringUp(g Gomega, ns, cluster string) {
 	pod := raybuilder.MakePod(cluster+"-head", ns).HeadOf(cluster).Owner(&rc).Ready().Obj()
 	status := pod.Status
 	g.Expect(h.c.Create(ctx, pod)).To(Succeed())
-	pod.Status = status
-	pod.Status.PodIP = fmt.Sprintf("10.0.0.%d", h.podIP.Add(1))
-	g.Expect(h.c.Status().Update(ctx, pod)).To(Succeed())
+	status.PodIP = fmt.Sprintf("10.0.0.%d", h.podIP.Add(1))
+	// The controller under test may write the Pod between its create and this update: retried
+	// on the Pod as it is then.
+	g.Eventually(func() error {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		pod.Status = status
+		return h.c.Status().Update(ctx, pod)
+	}, timeout, interval).Should(Succeed())
 
 	g.Eventually(func() error {
 		if err := h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, &rc); err != nil {
