@@ -164,8 +164,10 @@ func TestMembership(t *testing.T) {
 		setLimits := func(limits corev1.ResourceList) {
 			var mc fleetv1alpha1.MemberCluster
 			g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: "m1"}, &mc)).To(Succeed())
+			// A patch, not an update: the reconciler writes m1 concurrently.
+			base := mc.DeepCopy()
 			mc.Spec.CapacityLimits = limits
-			g.Expect(hub.Client.Update(ctx, &mc)).To(Succeed())
+			g.Expect(hub.Client.Patch(ctx, &mc, client.MergeFrom(base))).To(Succeed())
 		}
 		setLimits(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")})
 		g.Eventually(func(g Gomega) {
