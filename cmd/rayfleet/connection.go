@@ -1,15 +1,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/devfleet"
 	"github.com/rayfleet/rayfleet/cmd/rayfleet/internal/membership"
 	rfscheme "github.com/rayfleet/rayfleet/shared/scheme"
 )
@@ -128,6 +134,9 @@ func connectConfig(config *genericclioptions.ConfigFlags, role string) (*connect
 	if err != nil {
 		return nil, fmt.Errorf("loading the %s's kubeconfig: %w", role, err)
 	}
+	if selectsNothing(config, cfg) {
+		return nil, noKubeconfigError(role)
+	}
 	namespace, _, err := config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s context's namespace: %w", role, err)
@@ -141,4 +150,30 @@ func connectConfig(config *genericclioptions.ConfigFlags, role string) (*connect
 		return nil, fmt.Errorf("connecting to the %s at %s: %w", role, cfg.Host, err)
 	}
 	return &connected{Cluster: membership.Cluster{Client: cl, Config: cfg}, namespace: namespace}, nil
+}
+
+// selectsNothing reports whether no kubeconfig, context or server was found, so that client-go
+// fell back to localhost:8080: its "connection refused" would not say why.
+func selectsNothing(config *genericclioptions.ConfigFlags, cfg *rest.Config) bool {
+	if config.APIServer != nil && *config.APIServer != "" {
+		return false
+	}
+	raw, err := config.ToRawKubeConfigLoader().RawConfig()
+	return err == nil && len(raw.Clusters) == 0 && cfg.Host == clientcmd.ClusterDefaults.Server
+}
+
+// noKubeconfigError says how to select the cluster, naming the local dev fleet's hub
+// kubeconfig when one is there: after `make demo` that is what a newcomer wants.
+func noKubeconfigError(role string) error {
+	msg := fmt.Sprintf("no kubeconfig selects the %s: give --kubeconfig FILE or set KUBECONFIG", role)
+	if role != "hub" {
+		return errors.New(msg)
+	}
+	if dir, err := devfleet.DefaultStateDir(); err == nil {
+		path := filepath.Join(dir, "kubeconfigs", devfleet.HubName+".kubeconfig")
+		if _, err := os.Stat(path); err == nil {
+			msg += "; the local dev fleet's hub is --kubeconfig " + path
+		}
+	}
+	return errors.New(msg)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +159,45 @@ func TestConnectionFlagsUsage(t *testing.T) {
 				t.Errorf("-n listed: %t, want %t:\n%s", got, tt.hubNS, out)
 			}
 		})
+	}
+}
+
+// TestNoKubeconfigSaysWhy covers a command run with nothing selecting the hub: the error says
+// how to select it, and names the local dev fleet's hub kubeconfig when there is one, instead of
+// client-go's "connection refused" from localhost:8080.
+func TestNoKubeconfigSaysWhy(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	state := filepath.Join(home, "state")
+	t.Setenv("XDG_STATE_HOME", state)
+
+	_, err := newHubFlags().connect(clusterFlags{})
+	if err == nil || err.Error() != "no kubeconfig selects the hub: give --kubeconfig FILE or set KUBECONFIG" {
+		t.Fatalf("without a dev fleet: got %v", err)
+	}
+	_, err = connect(clusterFlags{}, "member")
+	if err == nil || !strings.HasPrefix(err.Error(), "no kubeconfig selects the member:") {
+		t.Fatalf("the member: got %v", err)
+	}
+
+	hubConfig := filepath.Join(state, "rayfleet", "dev", "kubeconfigs", "hub.kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(hubConfig), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hubConfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = newHubFlags().connect(clusterFlags{})
+	if err == nil || !strings.HasSuffix(err.Error(), "; the local dev fleet's hub is --kubeconfig "+hubConfig) {
+		t.Fatalf("with a dev fleet: got %v", err)
+	}
+	// A server given on the command line selects a cluster: no hint then.
+	h := newHubFlags()
+	server := "https://127.0.0.1:1"
+	h.config.APIServer = &server
+	if _, err := h.connect(clusterFlags{}); err != nil {
+		t.Fatalf("with --server: %v", err)
 	}
 }
