@@ -1,6 +1,6 @@
 package fleet
 
-// Phase: plan. Blue/green: whether a rollout is in flight, and what its planner reads of it.
+// Phase: plan. Blue/green: what its planner reads of the rollout in flight.
 
 import (
 	"github.com/rayfleet/rayfleet/hub/dataplane"
