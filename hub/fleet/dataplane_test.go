@@ -76,7 +76,7 @@ func TestBackendOfBothViews(t *testing.T) {
 			g := probeGroup(t0)
 			tt.edit(g)
 			r := &Reconciler{}
-			facts := r.backendsOf(g, []string{"eu", "us"})
+			facts := r.factsOf(g).backends([]string{"eu", "us"})
 			whys := dataplane.Unserved(facts)
 			if whys["eu"] != tt.wantWhy {
 				t.Errorf("eu: %q, want %q", whys["eu"], tt.wantWhy)
@@ -101,7 +101,7 @@ func TestGreenFailingMidShift(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g := probeGroup(t0)
 	g.probes["10.0.0.1:8000"], _ = dataplane.Health{}.Observe(errors.New("503"), t0, 1)
-	whys := dataplane.Unserved((&Reconciler{}).backendsOf(g, []string{"eu", "us"}))
+	whys := dataplane.Unserved((&Reconciler{}).factsOf(g).backends([]string{"eu", "us"}))
 	got := rollout.Weights([]rollout.Backend{
 		{Name: "eu", Color: fleetv1alpha1.ColorGreen, Serving: whys["eu"] == "", Endpoints: 2},
 		{Name: "us", Color: fleetv1alpha1.ColorBlue, Serving: whys["us"] == "", Endpoints: 2},

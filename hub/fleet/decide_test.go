@@ -45,11 +45,11 @@ func TestDecide(t *testing.T) {
 	ours := func(cluster string) *rayv1.RayService {
 		g := newGroup(hub, two, nil)
 		g.members[cluster] = ready(cluster, nil)
-		rs, err := r.planRollout(g, placementResult{overrides: two.Spec.Overrides}, two)
+		rs, err := r.planRollout(g, r.factsOf(g), placementResult{overrides: two.Spec.Overrides}, two)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := r.copyOf(g, rs.rollout, cluster, rs.rollout.target)
+		c, err := r.copyOf(g, r.factsOf(g), rs.rollout, cluster, rs.rollout.target)
 		if err != nil {
 			t.Fatal(err)
 		}

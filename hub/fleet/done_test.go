@@ -104,7 +104,7 @@ func TestDoneFor(t *testing.T) {
 			if tt.desired != nil {
 				d = tt.desired
 			}
-			got := doneFor(tt.member, d, rev)
+			got := doneFor(tt.member, d, rev, servingState(tt.member))
 			if got.done != tt.wantDone || got.blocked != tt.wantBlocked || !strings.Contains(got.why, tt.wantWhy) {
 				t.Errorf("doneFor() = %+v, want done=%v blocked=%v why containing %q", got, tt.wantDone, tt.wantBlocked, tt.wantWhy)
 			}

@@ -180,7 +180,9 @@ func TestDecideCopyRefusesUngranted(t *testing.T) {
 	hub := raybuilder.MakeRayService("svc", "team").Obj()
 	g := newGroup(hub, nil, placedOn("a"))
 	g.members["b"] = ready("b", nil)
-	a, _ := r.decideCopy(g, map[string]string{"b": "namespace team has no NamespaceGrant for member b"}, nil, "b")
+	f := r.factsOf(g)
+	f.ungranted = map[string]string{"b": "namespace team has no NamespaceGrant for member b"}
+	a, _ := r.decideCopy(g, f, nil, "b")
 	if a.Desired != nil || a.Err == nil || !strings.Contains(a.Err.Error(), "no NamespaceGrant for member b") {
 		t.Errorf("action = %+v, want no copy and the grant missing", a)
 	}

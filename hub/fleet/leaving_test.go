@@ -53,11 +53,11 @@ func TestDecideLeaving(t *testing.T) {
 	copyOn := func(cluster string, done bool) *rayv1.RayService {
 		g := newGroup(hub, policy(""), nil)
 		g.members[cluster] = ready(cluster, nil)
-		rs, err := r.planRollout(g, placementResult{}, policy(""))
+		rs, err := r.planRollout(g, r.factsOf(g), placementResult{}, policy(""))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := r.copyOf(g, rs.rollout, cluster, rs.rollout.target)
+		c, err := r.copyOf(g, r.factsOf(g), rs.rollout, cluster, rs.rollout.target)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,27 +69,29 @@ type decision struct {
 // rollout (which revision each cluster gets, a green set chosen, the clusters it gives up),
 // the copy per placed cluster, the route, the clusters left and whether their copies go, and
 // the GrantMissing condition. Each step takes what the steps before it returned; none is
-// handed the decision. It makes no API calls.
+// handed the decision. It makes no API calls. What the steps need of the group beyond what it
+// read is derived once first (factsOf), and handed to them as values.
 func (r *Reconciler) decide(g *group) *decision {
+	f := r.factsOf(g)
 	if err := r.validate(g.hub); err != nil {
-		return r.invalidDecision(g, placementResult{}, err, fleetv1alpha1.ReasonValidationFailed)
+		return r.invalidDecision(g, f, placementResult{}, err, fleetv1alpha1.ReasonValidationFailed)
 	}
-	pl := r.planPlacement(g)
+	pl := r.planPlacement(g, f)
 	if pl.invalid != nil {
-		return r.invalidDecision(g, pl, pl.invalid, pl.invalidReason)
+		return r.invalidDecision(g, f, pl, pl.invalid, pl.invalidReason)
 	}
-	rs, err := r.planRollout(g, pl, g.policy.pp)
+	rs, err := r.planRollout(g, f, pl, g.policy.pp)
 	if err != nil {
 		reason := fleetv1alpha1.ReasonPolicyInvalid
 		if _, ok := errors.AsType[*revision.TooLargeError](err); ok {
 			reason = reasonRevisionTooLarge
 			err = fmt.Errorf("RayService %s: %w", g.key, err)
 		}
-		return r.invalidDecision(g, pl, err, reason)
+		return r.invalidDecision(g, f, pl, err, reason)
 	}
-	copies, foreign := r.planCopies(g, pl.in.Ungranted, rs.rollout, rs.placed)
-	td := r.planTraffic(g, rs.rollout, rs.placed)
-	lv := leaving.Plan(leavingInput(g, r.opts.HubName, rs.placed, rs.leaveAs, pl.rejected, rs.rollout, td))
+	copies, foreign := r.planCopies(g, f, rs.rollout, rs.placed)
+	td := r.planTraffic(g, f, rs.rollout, rs.placed)
+	lv := leaving.Plan(leavingInput(g, f, r.opts.HubName, rs.placed, rs.leaveAs, pl.rejected, rs.rollout, td))
 	actions := maps.Clone(copies)
 	maps.Copy(actions, lv.Actions)
 	return &decision{
@@ -107,9 +109,9 @@ func (r *Reconciler) decide(g *group) *decision {
 // placement stays as the binding has it, nothing is applied or removed, and every cluster the
 // binding lists as leaving is kept. What placement said besides (its result, a toleration's
 // end, a freeze, the colours) stays.
-func (r *Reconciler) invalidDecision(g *group, pl placementResult, err error, reason string) *decision {
+func (r *Reconciler) invalidDecision(g *group, f *facts, pl placementResult, err error, reason string) *decision {
 	placed := g.placedBefore()
-	lv := leaving.Keep(leavingInput(g, r.opts.HubName, placed, nil, nil, nil, nil))
+	lv := leaving.Keep(leavingInput(g, f, r.opts.HubName, placed, nil, nil, nil, nil))
 	return &decision{
 		invalid: err, invalidReason: reason,
 		placed:     placed,
@@ -122,11 +124,11 @@ func (r *Reconciler) invalidDecision(g *group, pl placementResult, err error, re
 
 // planCopies is the action on every placed cluster (decideCopy), and the placed clusters
 // whose RayService of that name is not the hub's.
-func (r *Reconciler) planCopies(g *group, ungranted map[string]string, ro *rolloutDecision, placed []string) (map[string]propagation.Action, []string) {
+func (r *Reconciler) planCopies(g *group, f *facts, ro *rolloutDecision, placed []string) (map[string]propagation.Action, []string) {
 	actions := make(map[string]propagation.Action, len(placed))
 	var foreign []string
 	for _, name := range placed {
-		a, isForeign := r.decideCopy(g, ungranted, ro, name)
+		a, isForeign := r.decideCopy(g, f, ro, name)
 		actions[name] = a
 		if isForeign {
 			foreign = append(foreign, name)
@@ -139,13 +141,13 @@ func (r *Reconciler) planCopies(g *group, ungranted map[string]string, ro *rollo
 // it, applied when the member's copy differs (propagation.ForPlaced). A member that refused
 // this spec is not asked again every resync: it would give the same answer. foreign is set
 // when the member's RayService of that name is not the hub's.
-func (r *Reconciler) decideCopy(g *group, ungranted map[string]string, ro *rolloutDecision, name string) (a propagation.Action, foreign bool) {
+func (r *Reconciler) decideCopy(g *group, f *facts, ro *rolloutDecision, name string) (a propagation.Action, foreign bool) {
 	m := g.members[name]
 	if m == nil || m.readErr != nil {
 		return propagation.ForPlaced(propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Unreachable: unreachableErr(m)}), false
 	}
 	p := propagation.Placed{Hub: g.hub, HubName: r.opts.HubName, Copy: m.copy, SpecUnread: m.specErr}
-	if why, no := ungranted[name]; no && !slices.Contains(g.placedBefore(), name) {
+	if why, no := f.ungranted[name]; no && !slices.Contains(g.placedBefore(), name) {
 		// Placement never chooses such a member; this keeps any other path from writing there.
 		p.DesiredErr = errors.New(why)
 		return propagation.ForPlaced(p), false
@@ -157,7 +159,7 @@ func (r *Reconciler) decideCopy(g *group, ungranted map[string]string, ro *rollo
 	if planned, ok := ro.plan.Apply[name]; ok {
 		rev = planned
 	}
-	p.Desired, p.DesiredErr = r.copyOf(g, ro, name, rev)
+	p.Desired, p.DesiredErr = r.copyOf(g, f, ro, name, rev)
 	if m.covered != "" && p.Desired != nil {
 		// A spec that cannot be hashed leaves DesiredDigest empty: drift, and so re-applied.
 		p.Covered = m.covered
@@ -193,7 +195,7 @@ type placementResult struct {
 // as it was: moving copies because of a typo in an annotation would be worse. A policy that
 // fails its own check stops the RayService (invalid) once, before placement, rather than on
 // every cluster its overrides select.
-func (r *Reconciler) planPlacement(g *group) placementResult {
+func (r *Reconciler) planPlacement(g *group, f *facts) placementResult {
 	policy := placement.BuiltInPolicy()
 	var overrides []fleetv1alpha1.ClusterOverride
 	if !g.policy.builtIn {
@@ -212,24 +214,24 @@ func (r *Reconciler) planPlacement(g *group) placementResult {
 	in := placement.Input{
 		Demand:  placement.DemandOf(g.hub),
 		Policy:  policy,
-		Members: membersOf(g.memberClusters, r.memberViews),
+		Members: f.planning,
 		Current: g.placedBefore(),
-		Held:    heldBy(g),
-		Refused: refusedForPlanning(g),
+		Held:    f.held,
+		Refused: f.refused,
 		// Members the namespace was not granted get no new copy.
-		Ungranted: ungranted(g),
+		Ungranted: f.ungranted,
 		Now:       g.now,
 		// Judged once per reconcile, when the group was read.
 		PodSecurity: g.podSecurity,
 		// One failover at a time: a second one waits until the first one's replacement serves.
-		FailingOver: failingOver(g),
+		FailingOver: f.failingOver,
 		// A member the hub cannot see but whose users are served is not failed over.
-		Serving: r.servingMembers(g, g.placedBefore()),
+		Serving: f.serving,
 	}
 	var plan placement.Decision
 	var cols *placement.Colors
 	var reserve []placement.Intent
-	if bg := blueGreenInFlight(g); bg != nil {
+	if bg := f.blueGreen; bg != nil {
 		plan, cols, reserve = placement.PlanBlueGreen(g.reserved, g.key, in, bg.Blue, bg.Green)
 	} else {
 		var intent placement.Intent

@@ -34,8 +34,9 @@ type doneState struct {
 // RayCluster was built from this RayCluster spec and runs this Serve config; no pending
 // RayCluster; no upgrade or rollback in progress; Ready; every Serve application RUNNING. A
 // weaker signal (the object was applied, the copy is Ready) is not done: a copy stays Ready
-// on its old RayCluster through a zero-downtime upgrade.
-func doneFor(member, desired *rayv1.RayService, rev string) doneState {
+// on its old RayCluster through a zero-downtime upgrade. serving is servingState(member),
+// derived once with the member's facts.
+func doneFor(member, desired *rayv1.RayService, rev string, serving doneState) doneState {
 	switch {
 	case member == nil:
 		return doneState{why: "no copy yet"}
@@ -47,7 +48,7 @@ func doneFor(member, desired *rayv1.RayService, rev string) doneState {
 	if why, blocked := runningDiffers(member, desired); why != "" {
 		return doneState{why: why, blocked: blocked}
 	}
-	return servingState(member)
+	return serving
 }
 
 // servingState is the Ray half of doneFor, whatever revision the copy runs: no upgrade or

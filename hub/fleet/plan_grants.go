@@ -16,18 +16,6 @@ import (
 // +kubebuilder:rbac:groups=fleet.rayfleet.io,resources=namespacegrants,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get;list;watch
 
-// ungranted maps each MemberCluster the namespace has no grant for to the message saying so,
-// for the planner (placement.Input.Ungranted).
-func ungranted(g *group) map[string]string {
-	out := map[string]string{}
-	for name, mc := range g.memberClusters {
-		if !g.grants.Member(name, mc.Labels) {
-			out[name] = g.grants.MemberMissing(name)
-		}
-	}
-	return out
-}
-
 // notGrantedError is a traffic spec the namespace has no grant for: no route is written.
 type notGrantedError struct{ missing string }
 

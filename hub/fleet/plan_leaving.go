@@ -5,7 +5,6 @@ package fleet
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/rayfleet/rayfleet/hub/leaving"
@@ -16,9 +15,9 @@ import (
 
 // leavingInput gathers from g what hub/leaving decides from, for a decision that places the
 // RayService on placed. leaveAs, rejected, ro and td are nil for an invalid decision.
-func leavingInput(g *group, hubName string, placed []string, leaveAs map[string]fleetv1alpha1.LeaveReason,
+func leavingInput(g *group, f *facts, hubName string, placed []string, leaveAs map[string]fleetv1alpha1.LeaveReason,
 	rejected map[string]string, ro *rolloutDecision, td *trafficDecision) leaving.Input {
-	prev := previousLeaving(g)
+	prev := f.previousLeaving
 	names := g.holding()
 	clusters := make([]leaving.Cluster, 0, len(names))
 	for _, name := range names {
@@ -26,7 +25,7 @@ func leavingInput(g *group, hubName string, placed []string, leaveAs map[string]
 		gone := m == nil || m.mc == nil
 		var unreadable, hasCopy, foreign, ready bool
 		if !gone {
-			unreadable, hasCopy, ready = m.readErr != nil, m.copy != nil, memberOf(m.mc).Ready
+			unreadable, hasCopy, ready = m.readErr != nil, m.copy != nil, f.members[name].ready
 			foreign = !unreadable && hasCopy && propagation.OwnershipOf(hubName, g.hub, m.copy) == propagation.Foreign
 		}
 		clusters = append(clusters, leaving.Cluster{
@@ -38,20 +37,6 @@ func leavingInput(g *group, hubName string, placed []string, leaveAs map[string]
 	}
 	return leaving.Input{Clusters: clusters, Now: g.now, PurgeMode: leaving.PurgeModeOf(g.policy.pp),
 		NotDone: ro.notDone(), Placed: len(placed)}
-}
-
-// previousLeaving are the binding's leaving entries by cluster.
-func previousLeaving(g *group) map[string]*fleetv1alpha1.ClusterLeaving {
-	out := map[string]*fleetv1alpha1.ClusterLeaving{}
-	if g.binding == nil {
-		return out
-	}
-	for i := range g.binding.Status.Clusters {
-		if l := g.binding.Status.Clusters[i].Leaving; l != nil {
-			out[g.binding.Status.Clusters[i].Name] = l
-		}
-	}
-	return out
 }
 
 // notDone lists the placed clusters that are not done, each with why.
@@ -66,22 +51,4 @@ func (ro *rolloutDecision) notDone() []string {
 		}
 	}
 	return out
-}
-
-// failingOver names a cluster the RayService is failing over from right now: one the binding
-// lists as FailedOver while a cluster it is placed on does not serve yet. "" when none.
-func failingOver(g *group) string {
-	prev := previousLeaving(g)
-	for _, name := range slices.Sorted(maps.Keys(prev)) {
-		if prev[name].Reason != fleetv1alpha1.LeaveFailedOver {
-			continue
-		}
-		for _, placed := range g.placedBefore() {
-			m := g.members[placed]
-			if m == nil || m.readErr != nil || !servingState(m.copy).done {
-				return name
-			}
-		}
-	}
-	return ""
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,24 +18,6 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
-
-// heldBy is what the RayService's copies already hold on their current clusters: a copy whose
-// member reported an active RayCluster runs there, and the member's free capacity no longer
-// counts its Pods. Without this, a copy filling its member would be moved on the next plan.
-func heldBy(g *group) map[string]corev1.ResourceList {
-	if g.binding == nil {
-		return nil
-	}
-	demand := placement.DemandOf(g.hub)
-	held := map[string]corev1.ResourceList{}
-	for i := range g.binding.Status.Clusters {
-		cs := &g.binding.Status.Clusters[i]
-		if cs.ActiveRayCluster != "" || cs.PendingRayCluster != "" {
-			held[cs.Name] = demand
-		}
-	}
-	return held
-}
 
 // membersOf maps the MemberClusters to the planner's members, sorted by name, through views
 // (nil: built afresh).
@@ -178,23 +159,6 @@ func policyOf(pp *fleetv1alpha1.PlacementPolicy) (placement.Policy, error) {
 		p.Selector = sel
 	}
 	return p, nil
-}
-
-// refusedForPlanning maps the refused members that hold no copy of the RayService to what
-// refused it, for the planner to leave them out. A member that refused an update but still
-// runs an earlier copy stays placed: leaving it out would delete a serving copy because of a
-// refused change.
-func refusedForPlanning(g *group) map[string]string {
-	if len(g.refusals) == 0 {
-		return nil
-	}
-	out := map[string]string{}
-	for name, r := range g.refusals {
-		if m := g.members[name]; m == nil || m.readErr != nil || m.copy == nil {
-			out[name] = refusalText(r)
-		}
-	}
-	return out
 }
 
 // refusalText is how a refusal reads in messages: the rule and the member's words.

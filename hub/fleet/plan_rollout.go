@@ -61,7 +61,7 @@ type rolloutResult struct {
 // planRollout computes the target revision and plans which revision each placed cluster
 // gets; decideCopy then builds each cluster's copy of that revision. A BlueGreen rollout that
 // starts chooses its green set here, and the clusters it gives up leave the placement.
-func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1.PlacementPolicy) (rolloutResult, error) {
+func (r *Reconciler) planRollout(g *group, f *facts, pl placementResult, pp *fleetv1alpha1.PlacementPolicy) (rolloutResult, error) {
 	var spec *fleetv1alpha1.RolloutStrategy
 	if pp != nil {
 		spec = pp.Spec.Rollout
@@ -94,7 +94,7 @@ func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1
 	var reserve []placement.Intent
 	clusters := make([]rollout.Cluster, 0, len(placed))
 	for _, name := range placed {
-		clusters = append(clusters, r.rolloutCluster(g, contents, name))
+		clusters = append(clusters, r.rolloutCluster(g, f, contents, name))
 	}
 	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && cols == nil && rollout.NeedsGreen(previous, target, clusters) {
 		var green placement.Intent
@@ -102,7 +102,7 @@ func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1
 		reserve = []placement.Intent{green}
 		for _, name := range cols.Green {
 			placed = append(placed, name)
-			clusters = append(clusters, r.rolloutCluster(g, contents, name))
+			clusters = append(clusters, r.rolloutCluster(g, f, contents, name))
 		}
 		slices.Sort(placed)
 	}
@@ -110,7 +110,7 @@ func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1
 		Now: g.now, Strategy: strategy, Target: target, Previous: previous,
 		Clusters: clusters, ClusterPhases: rollout.PhasesOf(recorded),
 		Paused: g.hub.Annotations[labels.Paused] == "true", Approval: approval,
-		BlueGreen: r.blueGreenInput(g, cols, placed, clusters),
+		BlueGreen: blueGreenInput(g, f, cols, placed, clusters),
 	})
 	// The clusters a BlueGreen rollout gives up leave the placement, with its reason.
 	placed, clusters = rollout.WithoutLeaving(&plan, placed, clusters)
@@ -128,15 +128,15 @@ func (r *Reconciler) planRollout(g *group, pl placementResult, pp *fleetv1alpha1
 
 // rolloutCluster is what the planner knows of one placed cluster: whether it can be worked
 // on, which revision its copy carries and whether it runs it (Ray-aware, soak aside).
-func (r *Reconciler) rolloutCluster(g *group, contents *revisionContents, name string) rollout.Cluster {
-	m := g.members[name]
+func (r *Reconciler) rolloutCluster(g *group, f *facts, contents *revisionContents, name string) rollout.Cluster {
+	m, mf := g.members[name], f.members[name]
 	c := rollout.Cluster{Name: name}
 	if m == nil || m.mc == nil {
 		c.NotDone = "the member has left the fleet"
 		return c
 	}
 	c.Labels = m.mc.Labels
-	c.Ready = m.readErr == nil && memberOf(m.mc).Ready
+	c.Ready = !mf.unreadable && mf.ready
 	if m.readErr != nil {
 		c.NotDone = m.readErr.Error()
 		return c
@@ -147,7 +147,7 @@ func (r *Reconciler) rolloutCluster(g *group, contents *revisionContents, name s
 	}
 	c.Revision = m.copy.Annotations[labels.Revision]
 	c.Endpoints = m.copy.Status.NumServeEndpoints
-	desired, err := r.copyFrom(g, contents, name, c.Revision)
+	desired, err := r.copyFrom(g, f, contents, name, c.Revision)
 	if err != nil {
 		// Without the spec it runs there is no bound to hold its count to: it counts as one.
 		c.Endpoints = 0
@@ -156,9 +156,9 @@ func (r *Reconciler) rolloutCluster(g *group, contents *revisionContents, name s
 	}
 	// A member's count weighs its share of the traffic: it is held to what the spec can have.
 	c.Endpoints = min(c.Endpoints, validation.MaxServeEndpoints(&desired.Spec.RayClusterSpec))
-	state := doneFor(m.copy, desired, c.Revision)
+	state := doneFor(m.copy, desired, c.Revision, mf.serving)
 	c.Done, c.NotDone, c.Blocked = state.done, state.why, state.blocked
-	return withProbe(c, r.backendOf(g, name))
+	return withProbe(c, mf.backend)
 }
 
 // withProbe is c as the data plane sees it: a cluster whose serve endpoint fails the hub's
@@ -173,12 +173,12 @@ func withProbe(c rollout.Cluster, b dataplane.Backend) rollout.Cluster {
 
 // copyOf is the member copy of revision rev for cluster name: the revision's spec with its
 // overrides applied, annotated with the revision's name.
-func (r *Reconciler) copyOf(g *group, ro *rolloutDecision, name, rev string) (*rayv1.RayService, error) {
-	return r.copyFrom(g, ro.contents, name, rev)
+func (r *Reconciler) copyOf(g *group, f *facts, ro *rolloutDecision, name, rev string) (*rayv1.RayService, error) {
+	return r.copyFrom(g, f, ro.contents, name, rev)
 }
 
 // copyFrom is copyOf with the revisions' contents taken from contents.
-func (r *Reconciler) copyFrom(g *group, contents *revisionContents, name, rev string) (*rayv1.RayService, error) {
+func (r *Reconciler) copyFrom(g *group, f *facts, contents *revisionContents, name, rev string) (*rayv1.RayService, error) {
 	content, err := contents.of(g, rev)
 	if err != nil {
 		return nil, err
@@ -190,7 +190,7 @@ func (r *Reconciler) copyFrom(g *group, contents *revisionContents, name, rev st
 		return nil, err
 	}
 	desired.Annotations[labels.Revision] = rev
-	if exportsServe(g) {
+	if f.exportsServe {
 		desired.Annotations[labels.ServeExport] = name
 	}
 	return desired, nil

@@ -3,7 +3,6 @@ package fleet
 // Phase: plan. Traffic: the route and its weights.
 
 import (
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,8 +11,6 @@ import (
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
-	"github.com/rayfleet/rayfleet/shared/labels"
-	"github.com/rayfleet/rayfleet/shared/serveaddress"
 )
 
 // drainDelay is how long a copy that is leaving stays after the gateway accepted a route that
@@ -53,18 +50,10 @@ type trafficDecision struct {
 // blue/green step waits on it.
 const pendingRetry = time.Second
 
-// trafficSpec is the policy's traffic, nil when it manages none.
-func trafficSpec(g *group) *fleetv1alpha1.TrafficSpec {
-	if g.policy.pp == nil {
-		return nil
-	}
-	return g.policy.pp.Spec.Traffic
-}
-
 // planTraffic computes the route: each placed cluster's weight from the rollout's split
 // (rollout.Weights) and its reported serve address.
-func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string) *trafficDecision {
-	spec := trafficSpec(g)
+func (r *Reconciler) planTraffic(g *group, f *facts, ro *rolloutDecision, placed []string) *trafficDecision {
+	spec := f.traffic
 	if spec == nil || ro == nil {
 		return nil
 	}
@@ -72,23 +61,23 @@ func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string)
 	if bg := ro.plan.Status.BlueGreen; bg != nil {
 		percent = bg.GreenPercent
 	}
-	probes := r.probeTargets(g, placed)
-	refused, keptWithoutGrant := trafficGrant(g, spec)
+	probes := f.probeTargets(placed)
+	refused, keptWithoutGrant := f.trafficRefused, f.trafficKept
 	if refused != nil {
 		// Nothing is written: the weights in force are the route's, if there is one.
 		return &trafficDecision{spec: *spec, weights: g.route.state.Weights, unserved: map[string]string{}, kept: map[string]string{},
 			probeTargets: probes, err: refused, keptWithoutGrant: keptWithoutGrant}
 	}
-	facts := r.backendsOf(g, placed)
-	whys := dataplane.Unserved(facts)
-	split := weights(g, ro.clusters, placed, ro.plan.Colors, percent, whys)
+	backends := f.backends(placed)
+	whys := dataplane.Unserved(backends)
+	split := weights(f, ro.clusters, placed, ro.plan.Colors, percent, whys)
 	in := traffic.PlanInput{
 		Route: traffic.Input{RayService: g.key, HubName: r.opts.HubName, Spec: *spec, Imports: g.route.imports},
 		Live:  g.route.live,
 	}
 	for name, w := range split {
-		in.Shares = append(in.Shares, traffic.Share{Cluster: name, Weight: w, Unserved: whys[name], View: facts[name].View,
-			Address: backendAddress(g, name)})
+		in.Shares = append(in.Shares, traffic.Share{Cluster: name, Weight: w, Unserved: whys[name], View: backends[name].View,
+			Address: f.address(name)})
 	}
 	plan := traffic.Plan(in)
 	var off map[string]metav1.Time
@@ -103,7 +92,7 @@ func (r *Reconciler) planTraffic(g *group, ro *rolloutDecision, placed []string)
 // weights splits the traffic over the placed clusters: by colour with green getting
 // greenPercent, each colour by serve endpoints (as the rollout bounded them in clusters), none
 // to a cluster that cannot take traffic (unserved[name] != "").
-func weights(g *group, clusters []rollout.Cluster, placed []string, colors map[string]fleetv1alpha1.Color, greenPercent int32,
+func weights(f *facts, clusters []rollout.Cluster, placed []string, colors map[string]fleetv1alpha1.Color, greenPercent int32,
 	unserved map[string]string) map[string]int32 {
 	endpoints := make(map[string]int32, len(clusters))
 	for _, c := range clusters {
@@ -112,9 +101,9 @@ func weights(g *group, clusters []rollout.Cluster, placed []string, colors map[s
 	backends := make([]rollout.Backend, 0, len(placed))
 	for _, name := range placed {
 		n := endpoints[name]
-		if m := g.members[name]; m != nil && m.readErr != nil {
+		if mf, ok := f.members[name]; ok && mf.unreadable {
 			// Kept by the probe while unreadable: it weighs what it last reported.
-			if last := lastStatus(g, name); last != nil {
+			if last := mf.last; last != nil {
 				n = last.NumServeEndpoints
 			}
 		}
@@ -122,35 +111,6 @@ func weights(g *group, clusters []rollout.Cluster, placed []string, colors map[s
 			Endpoints: n})
 	}
 	return rollout.Weights(backends, greenPercent)
-}
-
-// checkServeAddress checks a member's serve address addr against what its MemberCluster
-// grants and the traffic cluster's own addresses: a member is trusted with no more than that.
-func (r *Reconciler) checkServeAddress(mc *fleetv1alpha1.MemberCluster, addr string) error {
-	host, _, err := traffic.ParseAddress(addr)
-	if err != nil {
-		return err
-	}
-	policy, err := serveaddress.PolicyOf(mc.Spec.ServeAddresses, r.opts.TrafficCluster)
-	if err != nil {
-		return fmt.Errorf("MemberCluster %s: %w", mc.Name, err)
-	}
-	return policy.Check(host)
-}
-
-// exportsServe reports whether the policy routes to ServiceImports: the members then export
-// their serve Services (labels.ServeExport) and report no address the hub needs.
-func exportsServe(g *group) bool {
-	spec := trafficSpec(g)
-	return spec != nil && spec.BackendKind == fleetv1alpha1.BackendServiceImport
-}
-
-// serveAddress is the serve address the member's spoke reported on its copy.
-func serveAddress(m *memberRecord) string {
-	if m == nil || m.copy == nil {
-		return ""
-	}
-	return m.copy.Annotations[labels.ServeAddress]
 }
 
 // offTimes gathers from g what traffic.OffTimes decides from.
