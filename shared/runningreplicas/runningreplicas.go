@@ -24,7 +24,9 @@ const (
 	MaxBytes = 256 * 1024
 )
 
-// Replicas counts what runs on the active RayCluster of a member RayService.
+// Replicas counts what runs on the active RayCluster of a member RayService. A worker group or
+// deployment with nothing running is left out: the hub knows from the spec it placed which
+// ones to expect, and a deployment's replicas starting cost no write.
 type Replicas struct {
 	// Workers maps each worker group of the cluster's spec to its worker Pods that are Running
 	// and Ready and not being deleted. A multi-host group counts Pods, not replicas of

@@ -16,7 +16,7 @@ func TestFormat(t *testing.T) {
 		wantErr string
 	}{
 		{name: "nothing runs yet", in: Replicas{}, want: `{}`},
-		{name: "keys sorted, zero counts kept",
+		{name: "keys sorted, a zero count encoded as given",
 			in:   Replicas{Workers: map[string]int32{"gpu-group": 2, "cpu": 0}, Serve: map[string]int32{"app1/Model": 3, "app1/Ingress": 1}},
 			want: `{"workers":{"cpu":0,"gpu-group":2},"serve":{"app1/Ingress":1,"app1/Model":3}}`},
 		{name: "negative count", in: Replicas{Workers: map[string]int32{"g": -1}}, wantErr: "negative"},
