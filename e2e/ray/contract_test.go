@@ -189,6 +189,11 @@ func TestServeLifecycle(t *testing.T) {
 		if d.TargetCapacity != nil {
 			t.Errorf("target capacity %v without one in the config", *d.TargetCapacity)
 		}
+		// A HEALTHY deployment runs num_replicas replicas, which the spoke counts for the hub.
+		if dep := app.Deployments["Version"]; dep.TargetNumReplicas != 1 || runningReplicas(dep) != 1 {
+			t.Errorf("Version: target_num_replicas %d, %d RUNNING; want 1 and 1 (replicas %+v)",
+				dep.TargetNumReplicas, runningReplicas(dep), dep.Replicas)
+		}
 		g.Eventually(func() error { return factory.CheckProxyHealth(t.Context(), proxyURL) }, deployTimeout, time.Second).Should(gomega.Succeed())
 		g.Eventually(answer, deployTimeout, time.Second).WithArguments(t, "/").Should(gomega.Equal(`{"version":"v1"}`))
 		if raw, err := answerRaw(t, dashboardURL+"/api/serve/applications/?api_type=declarative"); err == nil {
@@ -228,6 +233,14 @@ func TestServeLifecycle(t *testing.T) {
 		if d.TargetCapacity == nil || *d.TargetCapacity != 100 {
 			t.Errorf("target capacity = %v, want 100", d.TargetCapacity)
 		}
+		// The replaced replica may still be STOPPING; only its successor is RUNNING.
+		g.Eventually(func(g gomega.Gomega) {
+			d, err := client.ServeDetails(t.Context())
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			dep := d.Applications["versioned"].Deployments["Version"]
+			g.Expect(dep.TargetNumReplicas).To(gomega.BeEquivalentTo(1))
+			g.Expect(runningReplicas(dep)).To(gomega.Equal(1), "replicas %+v", dep.Replicas)
+		}, deployTimeout, time.Second).Should(gomega.Succeed())
 	})
 
 	t.Run("an application raising at import is DEPLOY_FAILED with Ray's message", func(t *testing.T) {
@@ -334,4 +347,15 @@ func answerRaw(t *testing.T, url string) (string, error) {
 		return "", errors.New(resp.Status + ": " + string(body))
 	}
 	return string(body), nil
+}
+
+// runningReplicas counts dep's replicas in state RUNNING.
+func runningReplicas(dep dashboard.DeploymentDetails) int {
+	n := 0
+	for _, r := range dep.Replicas {
+		if r.State == dashboard.ReplicaStateRunning {
+			n++
+		}
+	}
+	return n
 }

@@ -145,6 +145,10 @@ const (
 	// RunningServeConfigHash is the annotation the spoke keeps on a member RayService the hub
 	// made: rayspec.ServeConfigHash of the serveConfigV2 last applied to its active RayCluster.
 	RunningServeConfigHash = FleetKeyPrefix + "running-serve-config-hash"
+	// RunningReplicas is the annotation the spoke keeps on a member RayService the hub made: how
+	// many worker Pods per group and Serve replicas per deployment of its active RayCluster
+	// run, as shared/runningreplicas formats it. The hub admits traffic onto a copy by it.
+	RunningReplicas = FleetKeyPrefix + "running-replicas"
 	// Paused is the annotation on a hub RayService that halts its rollout between clusters
 	// ("true"); nothing in flight is undone.
 	Paused = FleetKeyPrefix + "paused"

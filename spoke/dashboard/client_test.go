@@ -109,8 +109,13 @@ func TestServeDetails(t *testing.T) {
 	      "last_deployed_time_s": 1694042836.19,
 	      "deployed_app_config": {"name": "app1", "import_path": "src.text-test:app"},
 	      "deployments": {
-	        "Translator": {"name": "Translator", "status": "HEALTHY", "message": "", "replicas": [{"state": "RUNNING"}]},
-	        "Summarizer": {"name": "Summarizer", "status": "UPDATING", "message": "starting"}
+	        "Translator": {"name": "Translator", "status": "HEALTHY", "message": "", "target_num_replicas": 2,
+	          "replicas": [
+	            {"node_id": "n1", "actor_name": "SERVE_REPLICA::app1#Translator#a1b2c3", "replica_id": "a1b2c3",
+	             "state": "RUNNING", "pid": 1234, "start_time_s": 1694042840.5},
+	            {"replica_id": "d4e5f6", "state": "STARTING", "start_time_s": 1694042841.0}]},
+	        "Summarizer": {"name": "Summarizer", "status": "UPDATING", "message": "starting", "target_num_replicas": 1,
+	          "replicas": []}
 	      }
 	    }
 	  }
@@ -129,8 +134,13 @@ func TestServeDetails(t *testing.T) {
 			Applications: map[string]ApplicationDetails{"app1": {
 				Name: "app1", Status: AppStatusRunning, RoutePrefix: "/",
 				Deployments: map[string]DeploymentDetails{
-					"Translator": {Name: "Translator", Status: DeploymentStatusHealthy},
-					"Summarizer": {Name: "Summarizer", Status: DeploymentStatusUpdating, Message: "starting"},
+					"Translator": {Name: "Translator", Status: DeploymentStatusHealthy, TargetNumReplicas: 2,
+						Replicas: []ReplicaDetails{
+							{ReplicaID: "a1b2c3", State: ReplicaStateRunning},
+							{ReplicaID: "d4e5f6", State: ReplicaStateStarting},
+						}},
+					"Summarizer": {Name: "Summarizer", Status: DeploymentStatusUpdating, Message: "starting",
+						TargetNumReplicas: 1, Replicas: []ReplicaDetails{}},
 				},
 			}},
 		}},

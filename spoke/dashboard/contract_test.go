@@ -3,7 +3,10 @@ package dashboard_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +176,52 @@ func TestContractDeploy(t *testing.T) {
 	if got := requestCount(t, c.reg, "serve_details", "success"); got != 8 {
 		t.Errorf("serve_details successes = %v, want 8", got)
 	}
+}
+
+// TestContractReplicas: a deployment's replicas are reported in Ray's shape, STARTING while it
+// is UPDATING and, once HEALTHY, as many RUNNING as its num_replicas (initial_replicas for an
+// autoscaling one), with target_num_replicas saying the same. The stand-in does not model
+// target_capacity's scaling of replicas, so the config sets none.
+func TestContractReplicas(t *testing.T) {
+	c := newContract(t, 0)
+	config := `{"applications":[{"name":"llm","import_path":"serve_llm:app","route_prefix":"/llm",
+		"deployments":[{"name":"Model","num_replicas":3},{"name":"Router"},
+			{"name":"Scaled","num_replicas":"auto","autoscaling_config":{"min_replicas":1,"initial_replicas":2,"max_replicas":4}}]}]}`
+	if err := c.client.UpdateDeployments(context.Background(), []byte(config)); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		after time.Duration
+		want  map[string]string
+	}{
+		{deployDelay / 2, map[string]string{"llm/Model": "3 STARTING:3", "llm/Router": "1 STARTING:1", "llm/Scaled": "2 STARTING:2"}},
+		{deployDelay / 2, map[string]string{"llm/Model": "3 RUNNING:3", "llm/Router": "1 RUNNING:1", "llm/Scaled": "2 RUNNING:2"}},
+	}
+	for i, step := range steps {
+		c.clk.Step(step.after)
+		if diff := cmp.Diff(step.want, replicaStates(c.details())); diff != "" {
+			t.Errorf("step %d (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// replicaStates summarises details: "app/deployment" → "<target_num_replicas> <STATE>:<count>".
+func replicaStates(d *dashboard.ServeDetails) map[string]string {
+	out := map[string]string{}
+	for name, app := range d.Applications {
+		for dn, dep := range app.Deployments {
+			count := map[string]int{}
+			for _, r := range dep.Replicas {
+				count[r.State]++
+			}
+			summary := fmt.Sprint(dep.TargetNumReplicas)
+			for _, state := range slices.Sorted(maps.Keys(count)) {
+				summary += fmt.Sprintf(" %s:%d", state, count[state])
+			}
+			out[name+"/"+dn] = summary
+		}
+	}
+	return out
 }
 
 // TestContractFaults: every fault of the stand-in reaches the client as the reconciler needs

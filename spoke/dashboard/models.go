@@ -3,7 +3,7 @@ package dashboard
 // The Serve REST models hold the subset of Ray's ServeInstanceDetails (the answer of
 // GET /api/serve/applications/) that a RayService reconciler reads. Field names and JSON keys
 // follow Ray's schema; everything else the dashboard sends (controller and proxy details,
-// deployment configs, replicas) is ignored on decode.
+// deployment configs, most of each replica's details) is ignored on decode.
 
 // ServeDetails is the Serve instance of one Ray cluster, as its dashboard reports it.
 type ServeDetails struct {
@@ -42,6 +42,19 @@ type DeploymentDetails struct {
 	Status string `json:"status,omitempty"`
 	// Message explains the status.
 	Message string `json:"message,omitempty"`
+	// TargetNumReplicas is Ray's target_num_replicas: how many replicas Serve currently aims
+	// for, which moves with autoscaling and target_capacity.
+	TargetNumReplicas int32 `json:"target_num_replicas,omitempty"`
+	// Replicas are Ray's replicas: the deployment's live replicas.
+	Replicas []ReplicaDetails `json:"replicas,omitempty"`
+}
+
+// ReplicaDetails is one replica of a deployment, the part of Ray's ReplicaDetails the spoke reads.
+type ReplicaDetails struct {
+	// ReplicaID is Ray's replica_id, unique within the deployment.
+	ReplicaID string `json:"replica_id,omitempty"`
+	// State is one of the ReplicaState constants.
+	State string `json:"state,omitempty"`
 }
 
 // DeployModeMultiApp is the deploy_mode Ray reports for a cluster where Serve is not running,
@@ -80,4 +93,20 @@ const (
 	DeploymentStatusUpscaling = "UPSCALING"
 	// DeploymentStatusDownscaling: the autoscaler or a new target capacity removes replicas.
 	DeploymentStatusDownscaling = "DOWNSCALING"
+)
+
+// Replica states, Ray's ReplicaState values.
+const (
+	// ReplicaStateStarting: the replica's actor is being created or its constructor runs.
+	ReplicaStateStarting = "STARTING"
+	// ReplicaStateUpdating: the replica takes a new user_config or other lightweight update.
+	ReplicaStateUpdating = "UPDATING"
+	// ReplicaStateRecovering: the Serve controller restarted and is finding the replica again.
+	ReplicaStateRecovering = "RECOVERING"
+	// ReplicaStateRunning: the replica passed its health checks and takes requests.
+	ReplicaStateRunning = "RUNNING"
+	// ReplicaStateStopping: the replica is shutting down.
+	ReplicaStateStopping = "STOPPING"
+	// ReplicaStatePendingMigration: the replica is on a draining node and awaits its successor.
+	ReplicaStatePendingMigration = "PENDING_MIGRATION"
 )

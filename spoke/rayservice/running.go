@@ -39,13 +39,15 @@ func hubCopy(rs *rayv1.RayService) bool {
 //     (nothing remembered: the spoke restarted and has not submitted to active since, which
 //     it does not during a NewCluster upgrade) leaves it as it is, since the cluster still
 //     runs what it ran.
+//   - RunningReplicas is replicas (runningReplicas); absent without an active cluster.
 //
 // It returns the changes as a merge patch of the annotations (a nil value removes the key),
 // nil when current already says all that.
-func runningPatch(current map[string]string, active *rayv1.RayCluster, applied *serve.Submitted) map[string]*string {
-	want := map[string]string{labels.RunningClusterHash: "", labels.RunningServeConfigHash: ""}
+func runningPatch(current map[string]string, active *rayv1.RayCluster, applied *serve.Submitted, replicas string) map[string]*string {
+	want := map[string]string{labels.RunningClusterHash: "", labels.RunningServeConfigHash: "", labels.RunningReplicas: ""}
 	if active != nil {
 		want[labels.RunningClusterHash] = active.Annotations[labels.HashWithoutReplicas]
+		want[labels.RunningReplicas] = replicas
 		if applied != nil {
 			want[labels.RunningServeConfigHash] = rayspec.ServeConfigHash(applied.Config)
 		} else {
@@ -80,8 +82,9 @@ func runningMemoKey(rs *rayv1.RayService) string { return "running/" + string(rs
 // active in the status just computed (next): until a pending cluster is promoted they describe
 // the cluster that serves, not the one being prepared. The serve-address annotations
 // (serveAddressPatch) go in the same patch. It costs no API read (the clusters were read by
-// this reconcile, the applied configs are the serve cache, the serve Service is in the cache,
-// Nodes are read at most every nodeListTTL) and a write only when a value changes: a JSON merge
+// this reconcile, the applied configs are the serve cache, the serve Service and worker Pods
+// are in the cache, Nodes are read at most every nodeListTTL, the Serve replicas come from this
+// reconcile's Serve read) and a write only when a value changes: a JSON merge
 // patch of just these annotations, without a resourceVersion so it cannot conflict.
 func (r *Reconciler) recordRunning(ctx context.Context, s *scope, next *rayv1.RayServiceStatuses) error {
 	if !hubCopy(s.rs) {
@@ -89,12 +92,17 @@ func (r *Reconciler) recordRunning(ctx context.Context, s *scope, next *rayv1.Ra
 	}
 	active := s.clusterNamed(next.ActiveServiceStatus.RayClusterName)
 	var applied *serve.Submitted
+	var replicas string
 	if active != nil {
 		if sub, ok := r.configs.Get(s.key, active.Name); ok {
 			applied = &sub
 		}
+		var err error
+		if replicas, err = r.replicasOf(ctx, s, active); err != nil {
+			return err
+		}
 	}
-	patch := runningPatch(s.rs.Annotations, active, applied)
+	patch := runningPatch(s.rs.Annotations, active, applied, replicas)
 	addressPatch, err := r.serveAddressPatch(ctx, s, next.NumServeEndpoints)
 	if err != nil {
 		return err
@@ -125,6 +133,22 @@ func (r *Reconciler) recordRunning(ctx context.Context, s *scope, next *rayv1.Ra
 	ctrl.LoggerFrom(ctx).V(1).Info("Running annotations written", "rayCluster", next.ActiveServiceStatus.RayClusterName,
 		"annotations", string(body))
 	return nil
+}
+
+// replicasOf returns the RunningReplicas value of active (runningReplicas). A value Format
+// refuses (a cluster beyond runningreplicas' bounds) is no value: the annotation goes.
+func (r *Reconciler) replicasOf(ctx context.Context, s *scope, active *rayv1.RayCluster) (string, error) {
+	pods, err := r.workerPods(ctx, active)
+	if err != nil {
+		return "", err
+	}
+	serve, read := s.serveReplicas[active.Name]
+	value, err := runningReplicas(s.rs.Annotations[labels.RunningReplicas], active, pods, serve, read)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Running replicas not recorded", "rayCluster", active.Name, "error", err.Error())
+		return "", nil
+	}
+	return value, nil
 }
 
 // clusterNamed returns whichever of the clusters read this reconcile is called name; nil when
@@ -175,5 +199,5 @@ func withoutRunning(annotations map[string]string) map[string]string {
 
 // spokeAnnotations are the annotations the spoke itself keeps on the hub's copies.
 var spokeAnnotations = []string{
-	labels.RunningClusterHash, labels.RunningServeConfigHash, labels.ServeAddress, labels.NoServeAddress,
+	labels.RunningClusterHash, labels.RunningServeConfigHash, labels.RunningReplicas, labels.ServeAddress, labels.NoServeAddress,
 }

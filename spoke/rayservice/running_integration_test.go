@@ -11,6 +11,7 @@ import (
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/localfleet/raydashboard"
 	"github.com/rayfleet/rayfleet/shared/rayspec"
+	"github.com/rayfleet/rayfleet/shared/runningreplicas"
 	"github.com/rayfleet/rayfleet/shared/testing/raybuilder"
 )
 
@@ -81,9 +82,11 @@ func TestRunningAnnotations(t *testing.T) {
 		cluster, _ := h.running(g, ns, "svc")
 		g.Expect(cluster).To(Equal(clusterHash), "the cluster did not change")
 
-		// One change, one write of the RayService itself; then nothing again.
+		// Two changes, two writes of the RayService itself: the serve hash once the config is
+		// applied, the running replicas once the added application's replica runs. Then nothing.
+		h.expectReplicas(g, ns, "svc", runningreplicas.Replicas{Serve: map[string]int32{"fruit/MangoStand": 1, "veggie/app": 1}})
 		g.Consistently(func(g Gomega) {
-			g.Expect(h.rsPatches.Load()).To(Equal(patches + 1))
+			g.Expect(h.rsPatches.Load()).To(Equal(patches + 2))
 		}, settle, interval).Should(Succeed())
 	})
 

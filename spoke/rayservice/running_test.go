@@ -32,7 +32,9 @@ func TestRunningPatch(t *testing.T) {
 		current map[string]string
 		active  *rayv1.RayCluster
 		applied *serve.Submitted
-		want    map[string]*string
+		// replicas is the RunningReplicas value decided for active.
+		replicas string
+		want     map[string]*string
 	}{
 		{name: "no active cluster, nothing recorded", current: map[string]string{"note": "x"}},
 		{name: "first active cluster with its config applied", current: map[string]string{"note": "x"},
@@ -54,17 +56,36 @@ func TestRunningPatch(t *testing.T) {
 			active: built(""), applied: &serve.Submitted{Config: cfg}, want: map[string]*string{labels.RunningClusterHash: nil}},
 		{name: "active cluster gone: both removed", current: running("H1", serveHash),
 			want: map[string]*string{labels.RunningClusterHash: nil, labels.RunningServeConfigHash: nil}},
+		{name: "replicas recorded with the rest", current: map[string]string{"note": "x"},
+			active: built("H1"), applied: &serve.Submitted{Config: cfg}, replicas: `{"workers":{"g":1}}`,
+			want: map[string]*string{labels.RunningClusterHash: ptr.To("H1"), labels.RunningServeConfigHash: &serveHash,
+				labels.RunningReplicas: ptr.To(`{"workers":{"g":1}}`)}},
+		{name: "replicas unchanged: nothing", current: withReplicas(running("H1", serveHash), `{"workers":{"g":1}}`),
+			active: built("H1"), applied: &serve.Submitted{Config: cfg}, replicas: `{"workers":{"g":1}}`},
+		{name: "replicas changed: only them", current: withReplicas(running("H1", serveHash), `{"workers":{"g":1}}`),
+			active: built("H1"), applied: &serve.Submitted{Config: cfg}, replicas: `{"workers":{"g":2}}`,
+			want: map[string]*string{labels.RunningReplicas: ptr.To(`{"workers":{"g":2}}`)}},
+		{name: "no value for the replicas: removed", current: withReplicas(running("H1", serveHash), `{"workers":{"g":1}}`),
+			active: built("H1"), applied: &serve.Submitted{Config: cfg},
+			want: map[string]*string{labels.RunningReplicas: nil}},
+		{name: "active cluster gone: replicas removed too", current: withReplicas(running("H1", serveHash), `{}`),
+			want: map[string]*string{labels.RunningClusterHash: nil, labels.RunningServeConfigHash: nil, labels.RunningReplicas: nil}},
 		{name: "recorded empty values are removed", current: running("", ""),
 			want: map[string]*string{labels.RunningClusterHash: nil, labels.RunningServeConfigHash: nil}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := runningPatch(tt.current, tt.active, tt.applied)
+			got := runningPatch(tt.current, tt.active, tt.applied, tt.replicas)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("patch (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+func withReplicas(annotations map[string]string, value string) map[string]string {
+	annotations[labels.RunningReplicas] = value
+	return annotations
 }
 
 func TestHubCopy(t *testing.T) {

@@ -36,6 +36,9 @@ type scope struct {
 	dashboards map[upgrade.Role]dashboard.Client
 	// reads says what became of each cluster's Serve read this reconcile, by cluster name.
 	reads map[string]serveRead
+	// serveReplicas are the RUNNING Serve replicas per "<application>/<deployment>" of each
+	// cluster whose Serve read succeeded this reconcile, by cluster name.
+	serveReplicas map[string]map[string]int32
 	// activeCanWait caches activeReadCanWait; nil until decided.
 	activeCanWait *bool
 	// nextDeletion is the earliest time a dangling cluster is due for deletion; zero when
@@ -60,12 +63,13 @@ type scope struct {
 
 func newScope(rs *rayv1.RayService) *scope {
 	return &scope{
-		rs:          rs,
-		original:    rs.DeepCopy(),
-		key:         types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name},
-		incremental: rayspec.IncrementalUpgrade(&rs.Spec),
-		dashboards:  map[upgrade.Role]dashboard.Client{},
-		reads:       map[string]serveRead{},
+		rs:            rs,
+		original:      rs.DeepCopy(),
+		key:           types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name},
+		incremental:   rayspec.IncrementalUpgrade(&rs.Spec),
+		dashboards:    map[upgrade.Role]dashboard.Client{},
+		reads:         map[string]serveRead{},
+		serveReplicas: map[string]map[string]int32{},
 	}
 }
 

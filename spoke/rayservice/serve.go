@@ -83,6 +83,7 @@ func (r *Reconciler) serveCluster(ctx context.Context, s *scope, role upgrade.Ro
 	}
 	s.dashboards[role] = client
 	apps, ready := serve.Applications(details)
+	s.serveReplicas[rc.Name] = serveRunning(details)
 	s.reads[rc.Name] = serveRead{at: r.clock.Now(), running: ready}
 	failing := serve.Failing(apps)
 	r.reportFailing(s, role, rc, failing)

@@ -206,7 +206,9 @@ func TestDetailsDocument(t *testing.T) {
 			"last_deployed_time_s":` + jsonNumber(float64(epoch.Unix())) + `,
 			"deployed_app_config":{"name":"app","import_path":"m:app","route_prefix":"/x","deployments":[{"name":"D","num_replicas":2}]},
 			"source":"declarative",
-			"deployments":{"D":{"name":"D","status":"HEALTHY","message":"","replicas":[]}}}}}`
+			"deployments":{"D":{"name":"D","status":"HEALTHY","message":"","target_num_replicas":2,"replicas":[
+				{"replica_id":"D-r0","state":"RUNNING","actor_name":"SERVE_REPLICA::app#D#D-r0","start_time_s":` + jsonNumber(float64(epoch.Unix())) + `},
+				{"replica_id":"D-r1","state":"RUNNING","actor_name":"SERVE_REPLICA::app#D#D-r1","start_time_s":` + jsonNumber(float64(epoch.Unix())) + `}]}}}}}`
 	assertJSON(t, want, got.Body.String())
 
 	imperative := e.do(http.MethodGet, "/clusters/ns/rc/api/serve/applications/?api_type=imperative", "")

@@ -30,6 +30,8 @@ type appConfig struct {
 	name        string
 	routePrefix *string // nil: the application has no HTTP route (route_prefix: null)
 	deployments []string
+	// replicas is each deployment's number of replicas once deployed, by name.
+	replicas map[string]int
 	// spec is the application's entry, kept for deployed_app_config.
 	spec map[string]any
 	// fingerprint identifies the entry's content; an application is redeployed when it changes.
@@ -139,6 +141,9 @@ func parseApp(item any) (appConfig, error) {
 	if app.deployments, err = deploymentNames(spec, importPath); err != nil {
 		return appConfig{}, err
 	}
+	if app.replicas, err = deploymentReplicas(spec, app.deployments); err != nil {
+		return appConfig{}, err
+	}
 	fingerprint, err := json.Marshal(spec) // map keys are sorted, so equal content, equal bytes
 	if err != nil {
 		return appConfig{}, fmt.Errorf("encode: %w", err)
@@ -203,6 +208,59 @@ func deploymentNames(spec map[string]any, importPath string) ([]string, error) {
 		return []string{deploymentFromImportPath(importPath)}, nil
 	}
 	return names, nil
+}
+
+// deploymentReplicas reads each deployment's num_replicas: 1 when absent or null, as in Ray.
+// An autoscaling deployment (num_replicas "auto", or an autoscaling_config) keeps the replicas
+// Ray starts it with, initial_replicas else min_replicas else 1: the stand-in does not
+// autoscale. deploymentNames has checked the entries' shape.
+func deploymentReplicas(spec map[string]any, names []string) (map[string]int, error) {
+	out := make(map[string]int, len(names))
+	for _, name := range names {
+		out[name] = 1
+	}
+	list, _ := spec["deployments"].([]any)
+	for i, item := range list {
+		d, _ := item.(map[string]any)
+		name, _ := d["name"].(string)
+		n, err := numReplicas(d)
+		if err != nil {
+			return nil, fmt.Errorf("deployments[%d]: %w", i, err)
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+// numReplicas is the replicas one deployments entry starts with.
+func numReplicas(d map[string]any) (int, error) {
+	v := d["num_replicas"]
+	autoscaling, _ := d["autoscaling_config"].(map[string]any)
+	switch n := v.(type) {
+	case nil:
+	case float64:
+		if n != float64(int(n)) || n < 1 {
+			return 0, fmt.Errorf("num_replicas: must be a positive integer, got %v", n)
+		}
+		if autoscaling == nil {
+			return int(n), nil
+		}
+	case string:
+		if n != "auto" {
+			return 0, fmt.Errorf("num_replicas: must be a positive integer or \"auto\", got %q", n)
+		}
+		if autoscaling == nil {
+			return 1, nil
+		}
+	default:
+		return 0, fmt.Errorf("num_replicas: must be a positive integer or \"auto\", got %s", jsonType(v))
+	}
+	for _, key := range []string{"initial_replicas", "min_replicas"} {
+		if n, ok := autoscaling[key].(float64); ok && n >= 0 && n == float64(int(n)) {
+			return int(n), nil
+		}
+	}
+	return 1, nil
 }
 
 // deploymentFromImportPath is the last component of "module.sub:attr" or "module.sub.attr".

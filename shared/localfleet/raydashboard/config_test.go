@@ -123,3 +123,43 @@ func TestFingerprint(t *testing.T) {
 		t.Error("a changed replica count kept the fingerprint")
 	}
 }
+
+func TestDeploymentReplicas(t *testing.T) {
+	tests := []struct {
+		name    string
+		app     string
+		want    map[string]int
+		wantErr string
+	}{
+		{name: "no deployments entry: one replica of the import path's", app: `{"import_path":"m:app"}`, want: map[string]int{"app": 1}},
+		{name: "num_replicas, absent and null", app: `{"import_path":"m:a","deployments":[
+			{"name":"A","num_replicas":3},{"name":"B"},{"name":"C","num_replicas":null}]}`,
+			want: map[string]int{"A": 3, "B": 1, "C": 1}},
+		{name: "autoscaling starts at initial_replicas, else min_replicas, else 1", app: `{"import_path":"m:a","deployments":[
+			{"name":"I","num_replicas":"auto","autoscaling_config":{"min_replicas":1,"initial_replicas":2}},
+			{"name":"M","autoscaling_config":{"min_replicas":0}},
+			{"name":"D","num_replicas":"auto"}]}`,
+			want: map[string]int{"I": 2, "M": 0, "D": 1}},
+		{name: "zero", app: `{"import_path":"m:a","deployments":[{"name":"A","num_replicas":0}]}`, wantErr: "deployments[0]: num_replicas: must be a positive integer"},
+		{name: "fraction", app: `{"import_path":"m:a","deployments":[{"name":"A","num_replicas":1.5}]}`, wantErr: "must be a positive integer"},
+		{name: "another string", app: `{"import_path":"m:a","deployments":[{"name":"A","num_replicas":"many"}]}`, wantErr: `got "many"`},
+		{name: "a list", app: `{"import_path":"m:a","deployments":[{"name":"A","num_replicas":[1]}]}`, wantErr: "got a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseServeConfig([]byte(`{"applications":[` + tt.app + `]}`))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, cfg.apps[0].replicas); diff != "" {
+				t.Errorf("replicas (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package raydashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -31,10 +32,17 @@ type (
 		Deployments       map[string]deploymentDetailsJSON `json:"deployments"`
 	}
 	deploymentDetailsJSON struct {
-		Name     string `json:"name"`
-		Status   string `json:"status"`
-		Message  string `json:"message"`
-		Replicas []any  `json:"replicas"`
+		Name              string               `json:"name"`
+		Status            string               `json:"status"`
+		Message           string               `json:"message"`
+		TargetNumReplicas int                  `json:"target_num_replicas"`
+		Replicas          []replicaDetailsJSON `json:"replicas"`
+	}
+	replicaDetailsJSON struct {
+		ReplicaID  string  `json:"replica_id"`
+		State      string  `json:"state"`
+		ActorName  string  `json:"actor_name"`
+		StartTimeS float64 `json:"start_time_s"`
 	}
 )
 
@@ -104,8 +112,10 @@ func (c *Cluster) appDetailsLocked(app *deployedApp, now time.Time) appDetailsJS
 	deployments := map[string]deploymentDetailsJSON{}
 	if state.deploymentStatus != "" {
 		for _, d := range app.cfg.deployments {
+			n := app.cfg.replicas[d]
 			deployments[d] = deploymentDetailsJSON{
-				Name: d, Status: state.deploymentStatus, Message: state.deploymentMessage, Replicas: []any{},
+				Name: d, Status: state.deploymentStatus, Message: state.deploymentMessage,
+				TargetNumReplicas: n, Replicas: replicas(app, d, replicaState(state.deploymentStatus), n),
 			}
 		}
 	}
@@ -119,4 +129,43 @@ func (c *Cluster) appDetailsLocked(app *deployedApp, now time.Time) appDetailsJS
 		Source:            "declarative",
 		Deployments:       deployments,
 	}
+}
+
+// Replica states the stand-in reports, Ray's ReplicaState values.
+const (
+	replicaStarting = "STARTING"
+	replicaRunning  = "RUNNING"
+)
+
+// replicaState is the state of every replica of a deployment in status: RUNNING once HEALTHY
+// (the stand-in's deployments reach num_replicas at once, and target_capacity does not scale
+// them), STARTING while they are created or replace failed ones, none after a failed deploy.
+func replicaState(status string) string {
+	switch status {
+	case deploymentHealthy:
+		return replicaRunning
+	case deploymentUpdating, deploymentUnhealthy:
+		return replicaStarting
+	default:
+		return ""
+	}
+}
+
+// replicas lists n replicas of deployment d of app in state; an empty list without a state.
+func replicas(app *deployedApp, d, state string, n int) []replicaDetailsJSON {
+	out := []replicaDetailsJSON{}
+	if state == "" {
+		return out
+	}
+	start := float64(app.deployedAt.UnixNano()) / float64(time.Second)
+	for i := range n {
+		id := fmt.Sprintf("%s-r%d", d, i)
+		out = append(out, replicaDetailsJSON{
+			ReplicaID:  id,
+			State:      state,
+			ActorName:  fmt.Sprintf("SERVE_REPLICA::%s#%s#%s", app.cfg.name, d, id),
+			StartTimeS: start,
+		})
+	}
+	return out
 }

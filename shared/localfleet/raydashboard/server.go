@@ -12,6 +12,8 @@
 //
 // A submitted config's applications go NOT_STARTED → DEPLOYING → RUNNING over
 // Options.DeployDelay, computed from the clock whenever the status is read (no goroutines);
+// each deployment lists its num_replicas replicas, STARTING until it is HEALTHY and RUNNING
+// from then on (target_capacity is echoed but scales nothing here, unlike Ray);
 // faults make them fail or make the server slow or answer errors. Tests in the same process
 // drive a cluster through Cluster; other processes use the control endpoints (see
 // ControlClient).
