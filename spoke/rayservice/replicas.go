@@ -14,7 +14,7 @@ import (
 )
 
 // The running-replicas annotation tells the hub how much of a member's copy really serves, so
-// a blue/green can move traffic onto green only as far as green's replicas run (issue 34).
+// a blue/green can move traffic onto green only as far as green's replicas run.
 
 // runningReplicas decides the value of the RunningReplicas annotation for active, the cluster
 // that serves: its worker Pods running per group of its spec (workerPods lists its worker
