@@ -6,6 +6,7 @@
 // answer. It keeps no state of its own: everything it remembers is in the status it returns,
 // which the hub stores on the RayServiceBinding and hands back on the next reconcile, so a
 // restarted hub continues where the last one stopped.
-// It imports only shared/ and apimachinery: no client, no clock (the time is an input), nothing
-// of spoke/ and none of the hub's reconcilers, so every rule is tested with plain tables.
+// It imports only shared/, apimachinery, KubeRay's API types and the YAML parser the Serve
+// config is read with: no client, no clock (the time is an input), nothing of spoke/ and none of
+// the hub's reconcilers, so every rule is tested with plain tables.
 package rollout
