@@ -2,8 +2,6 @@ package rollout
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,11 +125,10 @@ func (p *planner) startUndo(bg *fleetv1alpha1.BlueGreenStatus) {
 // (once the gateway serves each share), all of the traffic at once after a failure.
 func (p *planner) capacityBack(bg *fleetv1alpha1.BlueGreenStatus) {
 	p.greenKeeps = true
+	// A green cluster that fails meanwhile loses its share to blue in the weights already; the
+	// undo goes on, and reverts only if blue cannot take the traffic back within the deadline
+	// (a green resized in place may not be done for a while without failing).
 	if bg.Capacity.Direction == fleetv1alpha1.CapacityUndo {
-		if failing := p.greenFailing(bg); len(failing) > 0 {
-			p.toRevert(bg, "green failed while the traffic moved back: "+strings.Join(failing, "; "))
-			return
-		}
 		if !bg.Accepted {
 			if !p.in.BlueGreen.Accepted {
 				p.requeueIn(acceptPoll)
@@ -201,20 +198,4 @@ func (p *planner) stepBack(bg *fleetv1alpha1.BlueGreenStatus, st CapacityStep) {
 		p.requeueIn(capacityPoll)
 		p.progress(bg, fleetv1alpha1.ReasonCapacityWaiting, metav1.ConditionTrue, st.Message)
 	}
-}
-
-// greenFailing says, for each green cluster that is not Ready or not done on the revision it
-// runs, why: green's copies keep their revision while the traffic moves back.
-func (p *planner) greenFailing(bg *fleetv1alpha1.BlueGreenStatus) []string {
-	var out []string
-	for _, m := range p.members {
-		switch {
-		case !slices.Contains(bg.Green, m.Name):
-		case !m.Ready:
-			out = append(out, m.Name+" not Ready")
-		case !m.Done:
-			out = append(out, m.Name+": "+m.NotDone)
-		}
-	}
-	return out
 }
