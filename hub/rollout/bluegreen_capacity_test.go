@@ -301,6 +301,9 @@ func TestBlueGreenCapacityFromEveryStep(t *testing.T) {
 				if got := bgSummary(last); !strings.HasPrefix(got, "Complete | apply us=r1 | leave ap=RolledBack") || last.Status.FailedRevision != "r2" {
 					t.Errorf("revert from step %d ends with %s, failed %q", i+1, got, last.Status.FailedRevision)
 				}
+				// Green that took traffic from a blue that shrank reverts through Revert steps; one
+				// still deploying, or beside a whole blue, just leaves.
+				reverted := from.prev.BlueGreen.Step == fleetv1alpha1.BlueGreenDeploying || from.blueRunning >= 100
 				for _, d := range ds {
 					c := d.Capacity
 					if c == nil || c.Direction != fleetv1alpha1.CapacityRevert {
@@ -309,7 +312,11 @@ func TestBlueGreenCapacityFromEveryStep(t *testing.T) {
 					if from.blueRunning < 100 && !strings.Contains(d.TrafficShifting.Message, "blue serves 100% of the traffic on") {
 						t.Errorf("revert from step %d does not state blue's overload: %s", i+1, d.TrafficShifting.Message)
 					}
+					reverted = true
 					break
+				}
+				if !reverted {
+					t.Errorf("revert from step %d (%s) took no Revert step", i+1, from.prev.BlueGreen.Step)
 				}
 			}
 		})
