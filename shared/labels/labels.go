@@ -147,7 +147,8 @@ const (
 	RunningServeConfigHash = FleetKeyPrefix + "running-serve-config-hash"
 	// RunningReplicas is the annotation the spoke keeps on a member RayService the hub made: how
 	// many worker Pods per group and Serve replicas per deployment of its active RayCluster
-	// run, as shared/runningreplicas formats it. The hub admits traffic onto a copy by it.
+	// run, and how many worker Pods it holds, as shared/runningreplicas formats it. The hub
+	// admits traffic onto a copy by it and bounds the capacity it gives the other colour.
 	RunningReplicas = FleetKeyPrefix + "running-replicas"
 	// Paused is the annotation on a hub RayService that halts its rollout between clusters
 	// ("true"); nothing in flight is undone.
