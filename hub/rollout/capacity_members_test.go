@@ -18,7 +18,9 @@ func TestMemberOverlays(t *testing.T) {
 	gpu4 := set(map[string]WorkerGroup{"gpu": fixedGroup(4)}, map[string]ServeDeployment{"app/Model": fixed(4)})
 	gpu2 := set(map[string]WorkerGroup{"gpu": fixedGroup(2)}, map[string]ServeDeployment{"app/Model": fixed(2)})
 	green, blue := fleetv1alpha1.ColorGreen, fleetv1alpha1.ColorBlue
-	forward := func(g, b int32) CapacityTargets { return CapacityTargets{Direction: CapacityForward, Green: g, Blue: b} }
+	forward := func(g, b int32) CapacityTargets {
+		return CapacityTargets{Direction: CapacityForward, Green: g, Blue: b}
+	}
 	tests := []struct {
 		name    string
 		targets CapacityTargets
