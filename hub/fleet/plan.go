@@ -160,6 +160,9 @@ func (r *Reconciler) decideCopy(g *group, f *facts, ro *rolloutDecision, name st
 		rev = planned
 	}
 	p.Desired, p.DesiredErr = r.copyOf(g, f, ro, name, rev)
+	if o, ok := ro.overlays[name]; ok && p.DesiredErr == nil {
+		p.Desired, p.DesiredErr = o.resized(p.Desired)
+	}
 	if m.covered != "" && p.Desired != nil {
 		// A spec that cannot be hashed leaves DesiredDigest empty: drift, and so re-applied.
 		p.Covered = m.covered
