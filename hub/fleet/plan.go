@@ -235,6 +235,10 @@ func (r *Reconciler) planPlacement(g *group, f *facts) placementResult {
 	var cols *placement.Colors
 	var reserve []placement.Intent
 	if bg := f.blueGreen; bg != nil {
+		if bg.Capacity != nil {
+			// Green is kept by what it runs now: it starts small and grows.
+			in.Green = greenDemand(g.hub, bg.Capacity.Green, fmt.Sprintf("green at %d%% of its set", bg.Capacity.Green))
+		}
 		plan, cols, reserve = placement.PlanBlueGreen(g.reserved, g.key, in, bg.Blue, bg.Green)
 	} else {
 		var intent placement.Intent

@@ -8,6 +8,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayfleet/rayfleet/hub/placement"
 	"github.com/rayfleet/rayfleet/hub/propagation"
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -180,4 +181,24 @@ func recordedCapacity(g *group, name string) (int32, bool) {
 // a route for it to follow.
 func capacityFollows(s rollout.Strategy, f *facts) bool {
 	return s.Type == fleetv1alpha1.RolloutBlueGreen && s.BlueGreen.Capacity && f.traffic != nil
+}
+
+// greenDemand is what a green copy needs at capacity percent of its set, described as what:
+// the hub RayService resized as a lone green copy would be. Nil when its set cannot be read
+// (the rollout refuses it; placement then plans by the whole copy).
+func greenDemand(hub *rayv1.RayService, capacity int32, what string) *placement.ColorDemand {
+	set, err := rollout.FullSet(&hub.Spec)
+	if err != nil {
+		return nil
+	}
+	// A surge of 100 leaves the bound out: there is no blue beside a lone green.
+	ov := rollout.MemberOverlays(rollout.CapacityTargets{Direction: fleetv1alpha1.CapacityForward, Green: capacity}, 100,
+		map[string]rollout.CapacityMember{"green": {Color: fleetv1alpha1.ColorGreen, Set: set}})["green"]
+	spec, err := rollout.Overlay(&hub.Spec, set, ov.Replicas, ov.TargetCapacity)
+	if err != nil {
+		return nil
+	}
+	resized := hub.DeepCopy()
+	resized.Spec = *spec
+	return &placement.ColorDemand{Demand: placement.DemandOf(resized), For: what}
 }

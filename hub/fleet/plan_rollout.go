@@ -109,7 +109,13 @@ func (r *Reconciler) planRollout(g *group, f *facts, pl placementResult, pp *fle
 	}
 	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && cols == nil && rollout.NeedsGreen(previous, target, clusters) {
 		var green placement.Intent
-		cols, green = placement.ChooseGreen(g.reserved, g.key, pl.in, placed, pl.reserve)
+		in := pl.in
+		if capacity {
+			// Green starts at the surge: it needs room for that first step, not its whole set.
+			surge := strategy.BlueGreen.Surge
+			in.Green = greenDemand(g.hub, surge, fmt.Sprintf("green's first step (%d%% of its set)", surge))
+		}
+		cols, green = placement.ChooseGreen(g.reserved, g.key, in, placed, pl.reserve)
 		reserve = []placement.Intent{green}
 		for _, name := range cols.Green {
 			placed = append(placed, name)
