@@ -221,19 +221,23 @@ e2e-deps: build build-faultinject tools node-tools image ray ray-image
 .PHONY: e2e
 # Each e2e package starts its own control planes (one member; a hub and two or three members),
 # whose fleets mostly wait on timeouts and outages: about 40 % of two cores idles under one
-# package. So the packages run in two lanes of one package at a time, of about equal length:
-# E2E_LANE (kwok-only fleets, on loopback or in a network namespace of their own: nothing the
-# other lane's real Nodes use) beside all the others. shared/localfleet holds the local fleet
-# itself, whose own tests start control planes too. e2e/ray runs a real Ray head (`make ray`).
-E2E_LANE := ./e2e/chaos/ ./e2e/bluegreen/
-E2E_TEST := $(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 45m
+# package. So e2e/chaos (E2E_LANE: kwok-only fleets on loopback) runs beside the other
+# kwok-only packages, one package at a time in each lane. The packages with real Nodes and
+# real Ray (E2E_ALONE: kubelets, containerd, Ray heads of 1.4 GiB) then run alone: beside a
+# lane, a request through a real Ray head once took over 30 s. shared/localfleet holds the local
+# fleet itself, whose own tests start control planes too.
+E2E_LANE  := ./e2e/chaos/
+E2E_ALONE := ./e2e/ray/ ./e2e/node/ ./e2e/rayreal/ ./e2e/install/ ./e2e/fleetray/
+E2E_TEST  := $(E2E_ENV) go test -tags e2e -count=1 -p 1 -timeout 45m
+e2e_pkgs   = $(foreach p,$(1),-e github.com/rayfleet/rayfleet/$(patsubst ./%/,%,$(p)))
 e2e: e2e-deps ## Run the end-to-end tests against local control planes.
 	@$(E2E_TEST) $(E2E_LANE) >$(BIN)/e2e-lane.log 2>&1 & lane=$$!; \
-	rest=$$(go list -tags e2e ./e2e/... ./shared/localfleet/... | grep -v -x -F $(foreach p,$(E2E_LANE),-e github.com/rayfleet/rayfleet/$(patsubst ./%/,%,$(p)))); \
+	rest=$$(go list -tags e2e ./e2e/... ./shared/localfleet/... | grep -v -x -F $(call e2e_pkgs,$(E2E_LANE) $(E2E_ALONE))); \
 	rc=0; $(E2E_TEST) $$rest || rc=$$?; \
 	lrc=0; wait $$lane || lrc=$$?; \
 	echo "=== e2e lane: $(E2E_LANE)"; cat $(BIN)/e2e-lane.log; \
-	[ $$rc = 0 ] && [ $$lrc = 0 ]
+	echo "=== e2e alone: $(E2E_ALONE)"; arc=0; $(E2E_TEST) $(E2E_ALONE) || arc=$$?; \
+	[ $$rc = 0 ] && [ $$lrc = 0 ] && [ $$arc = 0 ]
 
 .PHONY: chaos
 # Chaos rows 8, 10 and 11 need a Gateway and Traefik (e2e/bluegreen's fleet, and e2e/fleetray's

@@ -33,16 +33,7 @@ func (h *harness) startWorkers(g Gomega, ns, cluster, group string, n int) {
 	var rc rayv1.RayCluster
 	g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, &rc)).To(Succeed())
 	for i := range n {
-		pod := raybuilder.MakePod(fmt.Sprintf("%s-%s-worker-%d", cluster, group, i), ns).WorkerOf(cluster, group).Owner(&rc).Ready().Obj()
-		status := pod.Status
-		g.Expect(h.c.Create(ctx, pod)).To(Succeed())
-		g.Eventually(func() error {
-			if err := h.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-				return err
-			}
-			pod.Status = status
-			return h.c.Status().Update(ctx, pod)
-		}, timeout, interval).Should(Succeed())
+		h.createPod(g, raybuilder.MakePod(fmt.Sprintf("%s-%s-worker-%d", cluster, group, i), ns).WorkerOf(cluster, group).Owner(&rc).Ready().Obj())
 	}
 	g.Eventually(func() error {
 		if err := h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, &rc); err != nil {

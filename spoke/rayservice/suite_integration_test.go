@@ -292,6 +292,22 @@ func (h *harness) waitForPending(g Gomega, ns, name string) string {
 	return pending
 }
 
+// createPod creates pod and then gives it the status it was built with, which a create drops.
+// The controller under test may write the Pod between the two: the update is retried on the Pod
+// as it is then.
+func (h *harness) createPod(g Gomega, pod *corev1.Pod) {
+	ctx := context.Background()
+	status := pod.Status
+	g.Expect(h.c.Create(ctx, pod)).To(Succeed())
+	g.Eventually(func() error {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		pod.Status = status
+		return h.c.Status().Update(ctx, pod)
+	}, timeout, interval).Should(Succeed())
+}
+
 // bringUp plays the RayCluster controller and the kubelet for cluster: its head Service, a
 // running and ready head Pod, and the HeadPodReady condition.
 func (h *harness) bringUp(g Gomega, ns, cluster string) {
@@ -304,18 +320,8 @@ func (h *harness) bringUp(g Gomega, ns, cluster string) {
 	g.Expect(h.c.Create(ctx, svc)).To(Succeed())
 
 	pod := raybuilder.MakePod(cluster+"-head", ns).HeadOf(cluster).Owner(&rc).Ready().Obj()
-	status := pod.Status
-	g.Expect(h.c.Create(ctx, pod)).To(Succeed())
-	status.PodIP = fmt.Sprintf("10.0.0.%d", h.podIP.Add(1))
-	// The controller under test may write the Pod between its create and this update: retried
-	// on the Pod as it is then.
-	g.Eventually(func() error {
-		if err := h.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return err
-		}
-		pod.Status = status
-		return h.c.Status().Update(ctx, pod)
-	}, timeout, interval).Should(Succeed())
+	pod.Status.PodIP = fmt.Sprintf("10.0.0.%d", h.podIP.Add(1))
+	h.createPod(g, pod)
 
 	g.Eventually(func() error {
 		if err := h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, &rc); err != nil {
