@@ -35,6 +35,9 @@ const (
 // RayService, namespace and route.
 type capacityMode struct {
 	label, ns, path string
+	// port is the serve Service's: a member's load balancer gives each port to one Service,
+	// and both modes' copies may share a member.
+	port int32
 	// surge is rollout.blueGreen.capacity.surgePercent; nil runs both sets whole.
 	surge *int32
 }
@@ -61,13 +64,16 @@ type capacityFigures struct {
 // sets hold 8; no request may fail in either mode.
 func TestCapacityFollowsTraffic(t *testing.T) {
 	modes := []capacityMode{
-		{label: "whole sets", ns: "fleetray-cap-whole", path: "/whole"},
-		{label: fmt.Sprintf("capacity, surge %d%%", capacitySurge), ns: "fleetray-cap-follow", path: "/follow", surge: ptr.To[int32](capacitySurge)},
+		{label: "whole sets", ns: "fleetray-cap-whole", path: "/whole", port: 8000},
+		{label: fmt.Sprintf("capacity, surge %d%%", capacitySurge), ns: "fleetray-cap-follow", path: "/follow", port: 8001,
+			surge: ptr.To[int32](capacitySurge)},
 	}
 	var f *localfleet.Fleet
 	created := make([]time.Time, len(modes))
 	for i, m := range modes {
-		f, created[i] = setUpSpec(t, m.ns, capacityName, capacityPolicy(m), capacityRayService)
+		f, created[i] = setUpSpec(t, m.ns, capacityName, capacityPolicy(m), func(image string) rayv1.RayServiceSpec {
+			return capacityRayService(image, m.port)
+		})
 	}
 	var figures []capacityFigures
 	for i, m := range modes {
@@ -147,7 +153,7 @@ func capacityPolicy(m capacityMode) fleetv1alpha1.PlacementPolicySpec {
 // nothing: the serve Service targets the port by name, which only the head declares, so that
 // the workers stay out of its endpoints' ports and kube-proxy sends requests to the head alone.
 // Declaring the head's ports replaces Ray's standard set, so all of it is declared.
-func capacityRayService(image string) rayv1.RayServiceSpec {
+func capacityRayService(image string, port int32) rayv1.RayServiceSpec {
 	cluster := rayapp.ClusterSpec(image)
 	cluster.HeadGroupSpec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
 		{Name: "gcs-server", ContainerPort: 6379},
@@ -180,7 +186,7 @@ func capacityRayService(image string) rayv1.RayServiceSpec {
 		RayClusterSpec: cluster,
 		ServeService: &corev1.Service{Spec: corev1.ServiceSpec{
 			Type:  corev1.ServiceTypeLoadBalancer,
-			Ports: []corev1.ServicePort{{Name: "serve", Port: 8000, TargetPort: intstr.FromString("serve")}},
+			Ports: []corev1.ServicePort{{Name: "serve", Port: port, TargetPort: intstr.FromString("serve")}},
 		}},
 	}
 }
