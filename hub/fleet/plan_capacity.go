@@ -70,19 +70,18 @@ func (r *Reconciler) runningShares(g *group, f *facts, contents *revisionContent
 // capacityOverlays are the capacity each coloured cluster's copy is given by plan's step:
 // the copy of the revision plan applies there, resized (rollout.MemberOverlays). Nil when the
 // plan moves no capacity. A cluster whose set cannot be read gets its error, and no copy.
-func (r *Reconciler) capacityOverlays(g *group, f *facts, ro *rolloutDecision, surge int32) map[string]copyOverlay {
-	plan := ro.plan
+func (r *Reconciler) capacityOverlays(g *group, f *facts, plan *rollout.Decision, contents *revisionContents, target string, surge int32) map[string]copyOverlay {
 	if plan == nil || plan.Capacity == nil {
 		return nil
 	}
 	out := make(map[string]copyOverlay, len(plan.Colors))
 	members := make(map[string]rollout.CapacityMember, len(plan.Colors))
 	for name, color := range plan.Colors {
-		rev := ro.target
+		rev := target
 		if planned, ok := plan.Apply[name]; ok {
 			rev = planned
 		}
-		cc, err := r.capacityOf(g, f, ro.contents, name, rev)
+		cc, err := r.capacityOf(g, f, contents, name, rev)
 		if err != nil {
 			out[name] = copyOverlay{err: err}
 			continue

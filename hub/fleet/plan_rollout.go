@@ -143,8 +143,8 @@ func (r *Reconciler) planRollout(g *group, f *facts, pl placementResult, pp *fle
 		target: target, targetContent: content, contents: contents,
 		plan: &plan, clusters: clusters,
 		historyLimit: rollout.HistoryLimit(spec),
+		overlays:     r.capacityOverlays(g, f, &plan, contents, target, strategy.BlueGreen.Surge),
 	}
-	ro.overlays = r.capacityOverlays(g, f, ro, strategy.BlueGreen.Surge)
 	return rolloutResult{rollout: ro, placed: placed, colors: cols, leaveAs: leaveAs, reserve: reserve}, nil
 }
 

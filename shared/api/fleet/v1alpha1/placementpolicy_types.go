@@ -327,9 +327,9 @@ type BlueGreenStrategy struct {
 
 	// Capacity makes each colour's capacity follow its share of the traffic: green starts at
 	// surgePercent of its full set and grows one step ahead of its weight, blue shrinks behind
-	// its weight, and a weight moves only onto replicas that run. Capacity moves through the
-	// fields KubeRay changes in place (worker replicas and their bounds, Serve's
-	// target_capacity). Absent, each colour runs its whole set. Needs spec.traffic.
+	// its weight, and a weight moves only onto replicas that run. Capacity moves through
+	// fields the member applies to its running RayCluster in place (worker replicas and their
+	// bounds, Serve's target_capacity). Absent, each colour runs its whole set. Needs spec.traffic.
 	// +optional
 	Capacity *BlueGreenCapacity `json:"capacity,omitempty"`
 }
