@@ -104,12 +104,18 @@ func TestBlueGreenOnRealRay(t *testing.T) {
 // on one member, and returns the member and the revision.
 func firstServed(t *testing.T, f *localfleet.Fleet, ns, name string, created time.Time) (blue, revision string) {
 	t.Helper()
+	return firstServedAt(t, f, ns, name, "/", created)
+}
+
+// firstServedAt is firstServed for a RayService routed at path.
+func firstServedAt(t *testing.T, f *localfleet.Fleet, ns, name, path string, created time.Time) (blue, revision string) {
+	t.Helper()
 	eventuallyFor(t, f, firstAnswerTimeout, func(g gomega.Gomega) {
-		a := requests.Get(t.Context(), f.GatewayURL+"/", gatewayRequests)
+		a := requests.Get(t.Context(), f.GatewayURL+path, gatewayRequests)
 		g.Expect(a.Err).NotTo(gomega.HaveOccurred())
 		g.Expect(a.Value.version).To(gomega.Equal("v1"))
 	})
-	t.Logf("first answer through the Gateway %s after the RayService was created", time.Since(created).Round(time.Second))
+	t.Logf("first answer through the Gateway at %s %s after the RayService was created", path, time.Since(created).Round(time.Second))
 	eventuallyFor(t, f, firstAnswerTimeout, func(g gomega.Gomega) {
 		b := binding(g, f, ns, name)
 		g.Expect(b.Spec.Clusters).To(gomega.HaveLen(1), "placed clusters")

@@ -72,9 +72,28 @@ func stopFleet() {
 	fmt.Printf("fleet stopped in %s (state in %s)\n", time.Since(stop).Round(time.Millisecond), f.Dir)
 }
 
+// Every member has fake GPU Nodes beside its real Node, for worker groups that only need to be
+// counted (TestCapacityFollowsTraffic): kwok makes their Pods Running and Ready at once, with
+// no Ray in them. The Nodes are labelled and tainted gpuNodeKey=true, so that only Pods
+// selecting and tolerating that land there; the heads stay on the real Node.
+const (
+	gpuNodeKey  = "e2e.rayfleet.io/fake-gpu"
+	gpuNodes    = 2
+	gpusPerNode = 4
+)
+
+// gpuNodeSpecs are a member's fake GPU Nodes.
+func gpuNodeSpecs() []localcluster.NodeSpec {
+	return localcluster.FakeNodes(gpuNodes, localcluster.NodeSpec{
+		CPU: "8", Memory: "32Gi", GPUs: gpusPerNode,
+		Labels: map[string]string{gpuNodeKey: "true"},
+		Taints: []corev1.Taint{{Key: gpuNodeKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+	})
+}
+
 // startFleet starts the hub (with Traefik and the Gateway) and the two members, each with a
-// real Node holding the pause and Ray images, and waits until the hub finds both Ready. The
-// fleet outlives t: stopFleet stops it.
+// real Node holding the pause and Ray images and the fake GPU Nodes, and waits until the hub
+// finds both Ready. The fleet outlives t: stopFleet stops it.
 func startFleet(t *testing.T) *localfleet.Fleet {
 	t.Helper()
 	runc, err := exec.LookPath("runc")
@@ -83,7 +102,7 @@ func startFleet(t *testing.T) *localfleet.Fleet {
 	}
 	specs := make([]localfleet.MemberSpec, 0, len(members))
 	for _, m := range members {
-		specs = append(specs, localfleet.MemberSpec{Name: m, Labels: map[string]string{regionKey: m}})
+		specs = append(specs, localfleet.MemberSpec{Name: m, Labels: map[string]string{regionKey: m}, Nodes: gpuNodeSpecs()})
 	}
 	pause, ray := realnode.Pause(t), realnode.Ray(t)
 	start := time.Now()
@@ -109,8 +128,8 @@ func startFleet(t *testing.T) *localfleet.Fleet {
 			g.Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, fleetv1alpha1.ConditionReady)).To(gomega.BeTrue(), "%s Ready", m)
 		}
 	})
-	t.Logf("hub, Traefik and %d members with real Nodes up and Ready in %s (gateway %s)",
-		len(f.Members), time.Since(start).Round(time.Second), f.GatewayURL)
+	t.Logf("hub, Traefik and %d members with real Nodes (and %d fake GPU Nodes each) up and Ready in %s (gateway %s)",
+		len(f.Members), gpuNodes, time.Since(start).Round(time.Second), f.GatewayURL)
 	return f
 }
 
@@ -119,6 +138,19 @@ func startFleet(t *testing.T) *localfleet.Fleet {
 // (with serveService, if any), deleted when t ends. It returns the shared fleet and when the
 // RayService was created.
 func setUp(t *testing.T, ns, name string, policy fleetv1alpha1.PlacementPolicySpec, serveService *corev1.Service) (*localfleet.Fleet, time.Time) {
+	t.Helper()
+	return setUpSpec(t, ns, name, policy, func(image string) rayv1.RayServiceSpec {
+		return rayv1.RayServiceSpec{
+			ServeConfigV2:  rayapp.ServeConfig("v1"),
+			RayClusterSpec: rayapp.ClusterSpec(image),
+			ServeService:   serveService,
+		}
+	})
+}
+
+// setUpSpec is setUp with the hub RayService's spec made by spec from the Ray image's name
+// (asked for once the test is known to run: without the image it fails).
+func setUpSpec(t *testing.T, ns, name string, policy fleetv1alpha1.PlacementPolicySpec, spec func(image string) rayv1.RayServiceSpec) (*localfleet.Fleet, time.Time) {
 	t.Helper()
 	if skipReason != "" {
 		t.Skip(skipReason)
@@ -131,11 +163,7 @@ func setUp(t *testing.T, ns, name string, policy fleetv1alpha1.PlacementPolicySp
 	g.Expect(f.Hub.Client.Create(t.Context(), pp)).To(gomega.Succeed())
 	rs := &rayv1.RayService{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{labels.PlacementPolicy: pp.Name}},
-		Spec: rayv1.RayServiceSpec{
-			ServeConfigV2:  rayapp.ServeConfig("v1"),
-			RayClusterSpec: rayapp.ClusterSpec(realnode.Ray(t).Name),
-			ServeService:   serveService,
-		},
+		Spec:       spec(realnode.Ray(t).Name),
 	}
 	created := time.Now()
 	g.Expect(f.Hub.Client.Create(t.Context(), rs)).To(gomega.Succeed())

@@ -13,6 +13,10 @@
 //   - TestRollingOnRealRay: a Rolling rollout over both members, each done only once Ray
 //     reports the application RUNNING; an application raising at import stalls at the first
 //     member, is rolled back there and never reaches the second.
+//   - TestCapacityFollowsTraffic: the same blue/green with whole sets and with capacity that
+//     follows the traffic, side by side, on a RayService whose GPU workers run on fake GPU
+//     Nodes (kwok) beside each member's real Node: the GPUs the fleet holds are sampled, and
+//     with capacity their peak stays within the surge.
 //
 // The serve IPs are not loopback addresses (see e2e/bluegreen), so TestMain runs the package
 // in a network namespace of its own with them on its loopback interface; the Nodes' namespaces

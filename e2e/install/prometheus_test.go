@@ -37,6 +37,7 @@ const scrapeSection = "### Scraping without the Prometheus Operator"
 var notScrapedHere = map[string]string{
 	"rayfleet_failovers_total":                            "needs a member down past a failover toleration",
 	"rayfleet_bluegreen_green_percent":                    "needs a BlueGreen rollout through a Gateway",
+	"rayfleet_bluegreen_capacity_percent":                 "needs a BlueGreen rollout whose capacity follows the traffic",
 	"rayfleet_member_token_refresh_failures_total":        "needs a member refusing the hub's TokenRequest",
 	"rayfleet_orphans_swept_total":                        "needs an orphaned member copy",
 	"rayfleet_serve_probe_total":                          "needs traffic routed through a Gateway",

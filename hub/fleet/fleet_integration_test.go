@@ -323,6 +323,20 @@ func TestFleetReconciler(t *testing.T) {
 		g.Expect(metav1.IsControlledBy(b, h.hubRayService(g, "sel"))).To(BeTrue())
 	})
 
+	t.Run("a RayService that leaves rayStartParams out reaches its member", func(t *testing.T) {
+		g := NewWithT(t)
+		// The field is optional; left out, it must not reach the member as null, which its CRD refuses.
+		rs := raybuilder.MakeRayService("noparams", ns).Annotation(labels.PlacementPolicy, "eu-only").Obj()
+		rs.UID, rs.Generation = "", 0
+		rs.Spec.RayClusterSpec.HeadGroupSpec.RayStartParams = nil
+		rs.Spec.RayClusterSpec.WorkerGroupSpecs[0].RayStartParams = nil
+		g.Expect(h.hub.Create(context.Background(), rs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(h.memberCopy(g, "eu", "noparams")).NotTo(BeNil())
+			g.Expect(h.binding(g, "noparams").Status.Refusals).To(BeEmpty())
+		}, timeout, interval).Should(Succeed())
+	})
+
 	t.Run("clusters: 2 lands on both, Ready only when both are", func(t *testing.T) {
 		g := NewWithT(t)
 		h.createRayService(g, "two", "both")

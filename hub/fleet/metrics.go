@@ -25,8 +25,9 @@ type metrics struct {
 	// phase, updated and duration describe the fleet rollouts.
 	phase   *prometheus.GaugeVec
 	updated *prometheus.GaugeVec
-	// green is rayfleet_bluegreen_green_percent.
+	// green is rayfleet_bluegreen_green_percent, capacity rayfleet_bluegreen_capacity_percent.
 	green    *prometheus.GaugeVec
+	capacity *prometheus.GaugeVec
 	duration prometheus.Histogram
 
 	mu sync.Mutex
@@ -72,6 +73,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rayfleet_bluegreen_green_percent",
 			Help: "Share of a hub RayService's traffic its BlueGreen rollout gives green (0-100); absent when none is in flight.",
 		}, []string{"namespace", "name"}),
+		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rayfleet_bluegreen_capacity_percent",
+			Help: "Capacity a BlueGreen rollout whose capacity follows the traffic gives each colour, in percent of its full set (0-100); absent otherwise.",
+		}, []string{"namespace", "name", "color"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rayfleet_rollout_duration_seconds",
 			Help:    "Time from a fleet rollout's start to its completion (rolled back ones included).",
@@ -105,6 +110,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.green, err = sharedmetrics.RegisterOrReuse(reg, m.green, "hub metrics"); err != nil {
+		return nil, err
+	}
+	if m.capacity, err = sharedmetrics.RegisterOrReuse(reg, m.capacity, "hub metrics"); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -168,6 +176,12 @@ func (m *metrics) rollout(key types.NamespacedName, binding *fleetv1alpha1.RaySe
 	} else {
 		m.green.DeleteLabelValues(key.Namespace, key.Name)
 	}
+	if c := plan.Capacity; c != nil {
+		m.capacity.WithLabelValues(key.Namespace, key.Name, string(fleetv1alpha1.ColorGreen)).Set(float64(c.Green))
+		m.capacity.WithLabelValues(key.Namespace, key.Name, string(fleetv1alpha1.ColorBlue)).Set(float64(c.Blue))
+	} else {
+		m.forgetCapacity(key)
+	}
 	var before fleetv1alpha1.RolloutPhase
 	if binding != nil && binding.Status.Rollout != nil {
 		before = binding.Status.Rollout.Phase
@@ -221,10 +235,18 @@ func (m *metrics) forget(key types.NamespacedName) {
 	m.clusters.DeleteLabelValues(key.Namespace, key.Name)
 	m.updated.DeleteLabelValues(key.Namespace, key.Name)
 	m.green.DeleteLabelValues(key.Namespace, key.Name)
+	m.forgetCapacity(key)
 	for _, p := range rolloutPhases {
 		m.phase.DeleteLabelValues(key.Namespace, key.Name, string(p))
 	}
 	m.mu.Lock()
 	delete(m.observed, key)
 	m.mu.Unlock()
+}
+
+// forgetCapacity drops the colours' capacity of a RayService whose capacity no longer moves.
+func (m *metrics) forgetCapacity(key types.NamespacedName) {
+	for _, c := range []fleetv1alpha1.Color{fleetv1alpha1.ColorGreen, fleetv1alpha1.ColorBlue} {
+		m.capacity.DeleteLabelValues(key.Namespace, key.Name, string(c))
+	}
 }

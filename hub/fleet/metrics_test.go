@@ -92,3 +92,25 @@ func TestRolloutPhaseIsOneSeries(t *testing.T) {
 		t.Errorf("after forget, %d phase series, want 0", got)
 	}
 }
+
+func TestBlueGreenCapacitySeries(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "ns", Name: "rs"}
+	m.rollout(key, nil, &rollout.Decision{
+		Status:   fleetv1alpha1.RolloutStatus{Phase: fleetv1alpha1.RolloutProgressing, BlueGreen: &fleetv1alpha1.BlueGreenStatus{GreenPercent: 25}},
+		Capacity: &rollout.CapacityTargets{Direction: fleetv1alpha1.CapacityForward, Green: 50, Blue: 75},
+	})
+	for color, want := range map[string]float64{"Green": 50, "Blue": 75} {
+		if got := testutil.ToFloat64(m.capacity.WithLabelValues("ns", "rs", color)); got != want {
+			t.Errorf("%s capacity = %v, want %v", color, got, want)
+		}
+	}
+	// The rollout goes on without capacity following the traffic: no series are left.
+	m.rollout(key, nil, &rollout.Decision{Status: fleetv1alpha1.RolloutStatus{Phase: fleetv1alpha1.RolloutProgressing}})
+	if got := testutil.CollectAndCount(m.capacity); got != 0 {
+		t.Errorf("without capacity targets, %d capacity series, want 0", got)
+	}
+}

@@ -160,6 +160,9 @@ func (r *Reconciler) decideCopy(g *group, f *facts, ro *rolloutDecision, name st
 		rev = planned
 	}
 	p.Desired, p.DesiredErr = r.copyOf(g, f, ro, name, rev)
+	if o, ok := ro.overlays[name]; ok && p.DesiredErr == nil {
+		p.Desired, p.DesiredErr = o.resized(p.Desired)
+	}
 	if m.covered != "" && p.Desired != nil {
 		// A spec that cannot be hashed leaves DesiredDigest empty: drift, and so re-applied.
 		p.Covered = m.covered
@@ -232,6 +235,10 @@ func (r *Reconciler) planPlacement(g *group, f *facts) placementResult {
 	var cols *placement.Colors
 	var reserve []placement.Intent
 	if bg := f.blueGreen; bg != nil {
+		if bg.Capacity != nil {
+			// Green is kept by what it runs now: it starts small and grows.
+			in.Green = greenDemand(g.hub, bg.Capacity.Green, fmt.Sprintf("green at %d%% of its set", bg.Capacity.Green))
+		}
 		plan, cols, reserve = placement.PlanBlueGreen(g.reserved, g.key, in, bg.Blue, bg.Green)
 	} else {
 		var intent placement.Intent

@@ -36,6 +36,9 @@ type rolloutDecision struct {
 	clusters []rollout.Cluster
 	// historyLimit is how many revisions to keep.
 	historyLimit int
+	// overlays are the capacity of each coloured cluster's copy while a capacity-following
+	// blue/green moves it; nil otherwise.
+	overlays map[string]copyOverlay
 }
 
 // revisionContents are revisions' contents by name, the target's and those decoded from the
@@ -81,6 +84,14 @@ func (r *Reconciler) planRollout(g *group, f *facts, pl placementResult, pp *fle
 	}
 	target := revision.Name(g.hub.Name, hash)
 	contents := &revisionContents{byName: map[string]*revision.Content{target: content}}
+	capacity := capacityFollows(strategy, f)
+	if capacity {
+		// Refused before anything moves: without the set there is nothing to size the copies by.
+		if _, err := rollout.FullSet(&content.Spec); err != nil {
+			return rolloutResult{}, fmt.Errorf("PlacementPolicy %s/%s: rollout.blueGreen.capacity needs the RayService's full set: %w",
+				g.key.Namespace, g.policy.name, err)
+		}
+	}
 
 	var previous *fleetv1alpha1.RolloutStatus
 	var recorded []fleetv1alpha1.ClusterStatus
@@ -98,7 +109,13 @@ func (r *Reconciler) planRollout(g *group, f *facts, pl placementResult, pp *fle
 	}
 	if strategy.Type == fleetv1alpha1.RolloutBlueGreen && cols == nil && rollout.NeedsGreen(previous, target, clusters) {
 		var green placement.Intent
-		cols, green = placement.ChooseGreen(g.reserved, g.key, pl.in, placed, pl.reserve)
+		in := pl.in
+		if capacity {
+			// Green starts at the surge: it needs room for that first step, not its whole set.
+			surge := strategy.BlueGreen.Surge
+			in.Green = greenDemand(g.hub, surge, fmt.Sprintf("green's first step (%d%% of its set)", surge))
+		}
+		cols, green = placement.ChooseGreen(g.reserved, g.key, in, placed, pl.reserve)
 		reserve = []placement.Intent{green}
 		for _, name := range cols.Green {
 			placed = append(placed, name)
@@ -106,11 +123,15 @@ func (r *Reconciler) planRollout(g *group, f *facts, pl placementResult, pp *fle
 		}
 		slices.Sort(placed)
 	}
+	bgIn := blueGreenInput(g, f, cols, placed, clusters)
+	if capacity {
+		bgIn.GreenRunning, bgIn.BlueRunning = r.runningShares(g, f, contents, bgIn.Green, bgIn.Blue, clusters)
+	}
 	plan := rollout.Plan(rollout.Input{
 		Now: g.now, Strategy: strategy, Target: target, Previous: previous,
 		Clusters: clusters, ClusterPhases: rollout.PhasesOf(recorded),
 		Paused: g.hub.Annotations[labels.Paused] == "true", Approval: approval,
-		BlueGreen: blueGreenInput(g, f, cols, placed, clusters),
+		BlueGreen: bgIn,
 	})
 	// The clusters a BlueGreen rollout gives up leave the placement, with its reason.
 	placed, clusters = rollout.WithoutLeaving(&plan, placed, clusters)
@@ -122,6 +143,7 @@ func (r *Reconciler) planRollout(g *group, f *facts, pl placementResult, pp *fle
 		target: target, targetContent: content, contents: contents,
 		plan: &plan, clusters: clusters,
 		historyLimit: rollout.HistoryLimit(spec),
+		overlays:     r.capacityOverlays(g, f, &plan, contents, target, strategy.BlueGreen.Surge),
 	}
 	return rolloutResult{rollout: ro, placed: placed, colors: cols, leaveAs: leaveAs, reserve: reserve}, nil
 }
@@ -156,6 +178,10 @@ func (r *Reconciler) rolloutCluster(g *group, f *facts, contents *revisionConten
 	}
 	// A member's count weighs its share of the traffic: it is held to what the spec can have.
 	c.Endpoints = min(c.Endpoints, validation.MaxServeEndpoints(&desired.Spec.RayClusterSpec))
+	if desired, err = asResized(g, m.copy, desired, name); err != nil {
+		c.NotDone = err.Error()
+		return c
+	}
 	state := doneFor(m.copy, desired, c.Revision, mf.serving)
 	c.Done, c.NotDone, c.Blocked = state.done, state.why, state.blocked
 	return withProbe(c, mf.backend)

@@ -181,7 +181,7 @@ func TestRefusedKubeconfigs(t *testing.T) {
 		return n
 	}
 
-	for i, tt := range refusedKubeconfigCases(t, marker, proxy.URL) {
+	for _, tt := range refusedKubeconfigCases(t, marker, proxy.URL) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			setSecret(g, "m1", member.KubeConfig)
@@ -190,6 +190,9 @@ func TestRefusedKubeconfigs(t *testing.T) {
 				g.Expect(engaged(g, "m1")).To(BeTrue())
 			}, timeout, interval).Should(Succeed())
 
+			// A refusal is one Warning; under load a reconcile whose status write conflicts may
+			// repeat it, so the count must grow rather than reach an exact number.
+			before := refusedEvents("m1")
 			data, clusterName, userName := mutateKubeconfig(t, member.KubeConfig, tt.mutate)
 			setSecret(g, "m1", data)
 			field := "users[" + userName + "]." + tt.field
@@ -203,7 +206,7 @@ func TestRefusedKubeconfigs(t *testing.T) {
 				g.Expect(c.Message).To(ContainSubstring("Secret " + ns + "/m1"))
 				g.Expect(c.Message).To(ContainSubstring(field + ": "))
 				g.Expect(engaged(g, "m1")).To(BeFalse(), "the provider still engages m1")
-				g.Expect(refusedEvents("m1")).To(Equal(i + 1))
+				g.Expect(refusedEvents("m1")).To(BeNumerically(">", before))
 			}, timeout, interval).Should(Succeed())
 			t.Logf("%s: Joined=False %s: %s", tt.name, fleetv1alpha1.ReasonKubeconfigRefused, joined(g, "m1").Message)
 		})

@@ -47,14 +47,16 @@ func GreenKey(key types.NamespacedName) types.NamespacedName {
 }
 
 // PlanBlueGreen plans each colour of a rollout in flight on its own, the other colour left
-// out: a member of either that fails over is replaced within its colour, by the policy's rules.
+// out: a member of either that fails over is replaced within its colour, by the policy's rules
+// (green by in.Green's demand when it has one).
 // Green is planned on the reservations as blue's plan leaves them; the intents are blue's, then
 // green's. The decision joins both colours' plans.
 func PlanBlueGreen(s Snapshot, key types.NamespacedName, in Input, blue, green []string) (Decision, *Colors, []Intent) {
 	blueIn := in
+	blueIn.Green = nil
 	blueIn.Current, blueIn.Refused = blue, withRefused(in.Refused, green, inGreen)
 	bluePlan, blueIntent := PlanReserved(s, key, blueIn)
-	greenIn := in
+	greenIn := in.forGreen()
 	greenIn.Current, greenIn.Refused = green, withRefused(in.Refused, bluePlan.Clusters, inBlue)
 	greenPlan, greenIntent := PlanReserved(s.With(blueIntent), GreenKey(key), greenIn)
 
@@ -77,9 +79,10 @@ func PlanBlueGreen(s Snapshot, key types.NamespacedName, in Input, blue, green [
 
 // ChooseGreen plans a green set for a rollout that starts: as many members as the policy asks
 // for, by its rules, none of them blue, on the reservations as the intents before (blue's
-// plan) leave them. When the policy cannot be met NoGreen says why each member is not
+// plan) leave them; green is planned by in.Green's demand when it has one. When the policy cannot be met NoGreen says why each member is not
 // eligible, and the intent drops every green reservation.
 func ChooseGreen(s Snapshot, key types.NamespacedName, in Input, blue []string, before []Intent) (*Colors, Intent) {
+	in = in.forGreen()
 	in.Current, in.Refused = nil, withRefused(in.Refused, blue, isBlue)
 	for _, intent := range before {
 		s = s.With(intent)

@@ -23,6 +23,12 @@ func bgInput(now time.Time, ms ...*memberWrapper) Input {
 	return Input{Demand: cpu("6"), Policy: Policy{Clusters: 1}, Members: members(ms...), Now: now}
 }
 
+// withGreen is in with green planned by a copy of cpus CPUs, described as what.
+func withGreen(in Input, cpus, what string) Input {
+	in.Green = &ColorDemand{Demand: cpu(cpus), For: what}
+	return in
+}
+
 // reservedOn is an intent of key reserving a 6-CPU copy on each of names, as a plan at now.
 func reservedOn(key types.NamespacedName, now time.Time, names ...string) Intent {
 	in := Intent{Key: key, Demand: cpu("6"), At: now, Chosen: names, Reserve: map[string]corev1.ResourceList{}}
@@ -57,6 +63,11 @@ func TestPlanBlueGreen(t *testing.T) {
 		blue: []string{"a"}, green: []string{"b"},
 		wantColors: Colors{Blue: []string{"a"}, Green: []string{"b"}}, wantPlaced: true,
 		wantRejects: map[string]string{"a": refused(inBlue), "b": refused(inGreen)},
+	}, {
+		name: "green is kept by what it needs now, not by a whole copy",
+		in:   withGreen(bgInput(now, member("a", "cpu", "8"), member("b", "cpu", "2")), "2", "green at 25% of its set"),
+		blue: []string{"a"}, green: []string{"b"},
+		wantColors: Colors{Blue: []string{"a"}, Green: []string{"b"}}, wantPlaced: true,
 	}, {
 		name: "a blue member past its toleration is replaced within blue, never by green's",
 		in:   bgInput(now, down("a"), member("b", "cpu", "8"), member("c", "cpu", "8")),
@@ -140,6 +151,18 @@ func TestChooseGreen(t *testing.T) {
 		before:     []Intent{reservedOn(bgKey, now, "b")},
 		wantColors: Colors{Blue: []string{"a"}, Green: []string{"c"}},
 		wantIntent: []string{"c"},
+	}, {
+		name:       "capacity following the traffic: green needs room for its first step only",
+		in:         withGreen(bgInput(now, member("a", "cpu", "8"), member("b", "cpu", "2")), "2", "green's first step"),
+		blue:       []string{"a"},
+		wantColors: Colors{Blue: []string{"a"}, Green: []string{"b"}},
+		wantIntent: []string{"b"},
+	}, {
+		name: "a member without room for green's first step says so",
+		in:   withGreen(bgInput(now, member("a", "cpu", "8"), member("b", "cpu", "2")), "3", "green's first step"),
+		blue: []string{"a"},
+		wantColors: Colors{Blue: []string{"a"},
+			NoGreen: "0/1 clusters chosen; a: " + refused(isBlue) + "; b: insufficient cpu (need 3, free 2) for green's first step"},
 	}, {
 		name:       "no member is left for green: why, and no green reservation",
 		in:         bgInput(now, member("a", "cpu", "8")),

@@ -73,6 +73,9 @@ func filter(m *Member, in *Input, names map[string]bool, asked []corev1.Resource
 		free = plus(m.Free, in.Held[m.Name])
 	}
 	if short := shortages(in.Demand, asked, free); short != "" {
+		if in.DemandFor != "" {
+			short += " for " + in.DemandFor
+		}
 		return nil, short
 	}
 	return &candidate{member: m, current: current, free: free, preferAvoid: preferAvoid}, ""

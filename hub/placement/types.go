@@ -101,6 +101,13 @@ type Input struct {
 	// Demand is what one copy of the RayService needs: the head and workers' requests, GPUs by
 	// resource name (see DemandOf).
 	Demand corev1.ResourceList
+	// DemandFor says what Demand is when it is not one whole copy, for the message of a member
+	// short of it; "" for a whole copy.
+	DemandFor string
+	// Green is what a green copy needs now when that is not Demand: while capacity follows
+	// the traffic of a blue/green, green starts at a fraction of its set and grows.
+	// PlanBlueGreen and ChooseGreen plan green by it; nil plans green by Demand.
+	Green *ColorDemand
 	// Policy says which members qualify and how many to choose.
 	Policy Policy
 	// Members is the fleet, in any order.
@@ -160,4 +167,20 @@ type Decision struct {
 	// toleration then keep the RayService; a fleet-wide fault is ridden out in place rather
 	// than answered with a stampede onto the few members left.
 	Frozen string
+}
+
+// ColorDemand is what one copy of a colour of a blue/green needs, and what that is.
+type ColorDemand struct {
+	Demand corev1.ResourceList
+	// For says what Demand is ("green's first step, 25% of its set").
+	For string
+}
+
+// forGreen is in as green is planned by: by Green's demand, when it has one.
+func (in Input) forGreen() Input {
+	if in.Green != nil {
+		in.Demand, in.DemandFor = in.Green.Demand, in.Green.For
+	}
+	in.Green = nil
+	return in
 }

@@ -9,8 +9,7 @@ import (
 )
 
 // ApplyConfiguration is desired (built by MemberRayService) as the hub sends it to server-side
-// apply: no status (the hub owns none on members) and no null creationTimestamp, noise in the
-// request.
+// apply: no status (the hub owns none on members), and no null field (dropNulls).
 func ApplyConfiguration(desired *rayv1.RayService) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(desired)
 	if err != nil {
@@ -21,6 +20,31 @@ func ApplyConfiguration(desired *rayv1.RayService) (*unstructured.Unstructured, 
 		return nil, fmt.Errorf("decode RayService %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
 	delete(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	dropNulls(u.Object)
 	return u, nil
+}
+
+// dropNulls removes every null field from obj, in nested objects and lists too. Go encodes a
+// nil map or slice of a field without omitempty as null (a worker group's rayStartParams); a
+// create drops such a null, but an apply hands it to validation, and the member's CRD refuses
+// it ("must be of type object"). Left out, the field is simply not the hub's.
+func dropNulls(obj map[string]any) {
+	for k, v := range obj {
+		if v == nil {
+			delete(obj, k)
+			continue
+		}
+		dropNullsIn(v)
+	}
+}
+
+func dropNullsIn(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		dropNulls(t)
+	case []any:
+		for _, item := range t {
+			dropNullsIn(item)
+		}
+	}
 }

@@ -50,19 +50,26 @@ func NeedsGreen(previous *fleetv1alpha1.RolloutStatus, target string, clusters [
 
 // blueGreen decides a BlueGreen rollout: green comes up on the target, traffic moves to it
 // step by step, blue leaves; an undo, a newer revision or a missed deadline send the traffic
-// back to blue at once.
+// back to blue at once. When capacity follows the traffic (bluegreen_capacity.go) the steps
+// also move the colours' capacity, and an undo moves back step by step.
 func (p *planner) blueGreen() {
 	bg := p.prev.BlueGreen.DeepCopy()
 	switch {
+	case bg != nil && p.rebased && p.in.Target == p.rollbackTo() && bg.Capacity != nil && p.capacityOn():
+		p.startUndo(bg)
 	case bg != nil && p.rebased:
 		if p.in.Target == p.rollbackTo() {
 			p.revert(bg, false, "the target is revision "+p.in.Target+" again (undo)")
 			return
 		}
-		p.event(EventNormal, EventGreenStarted, fmt.Sprintf("revision %s replaces %s on green %s; the traffic is back on blue %s until it is done",
-			p.in.Target, p.prev.TargetRevision, names(p.in.BlueGreen.Green), names(p.in.BlueGreen.Blue)))
+		p.event(EventNormal, EventGreenStarted, fmt.Sprintf("revision %s replaces %s on green %s; the traffic is back on blue %s until it is done%s",
+			p.in.Target, p.prev.TargetRevision, names(p.in.BlueGreen.Green), names(p.in.BlueGreen.Blue), p.blueOverload()))
 		bg = &fleetv1alpha1.BlueGreenStatus{Step: fleetv1alpha1.BlueGreenDeploying, StepTime: p.metaNow()}
+		p.startCapacity(bg)
 	case bg != nil:
+		if !p.followCapacity(bg) {
+			return
+		}
 	case p.runsNowhere() || p.status.GoodRevision == p.in.Target:
 		p.allAtOnce()
 		return
@@ -86,17 +93,21 @@ func (p *planner) blueGreen() {
 		bg = &fleetv1alpha1.BlueGreenStatus{Step: fleetv1alpha1.BlueGreenDeploying, StepTime: p.metaNow()}
 		p.event(EventNormal, EventGreenStarted, fmt.Sprintf("revision %s goes to green %s while blue %s keeps serving revision %s",
 			p.in.Target, names(p.in.BlueGreen.Green), names(p.in.BlueGreen.Blue), p.rollbackTo()))
+		p.startCapacity(bg)
 	}
 	bg.Blue, bg.Green = slices.Sorted(slices.Values(p.in.BlueGreen.Blue)), slices.Sorted(slices.Values(p.in.BlueGreen.Green))
 	p.status.BlueGreen = bg
 	p.mode = applyBlueGreen
 	p.colorPhases(bg)
 	p.status.Phase = fleetv1alpha1.RolloutProgressing
-	if bg.Step == fleetv1alpha1.BlueGreenDeploying {
+	switch {
+	case bg.Capacity != nil && bg.Capacity.Direction != fleetv1alpha1.CapacityForward:
+		p.capacityBack(bg)
+	case bg.Step == fleetv1alpha1.BlueGreenDeploying:
 		p.deploying(bg)
-		return
+	default:
+		p.shifting(bg)
 	}
-	p.shifting(bg)
 }
 
 // deploying waits for every green cluster to be done on the target, then takes the first step
@@ -120,6 +131,10 @@ func (p *planner) deploying(bg *fleetv1alpha1.BlueGreenStatus) {
 	if !p.approved(fleetv1alpha1.BlueGreenShiftStage) {
 		return
 	}
+	if bg.Capacity != nil {
+		p.capacityForward(bg, time.Time{})
+		return
+	}
 	p.shiftTo(bg, min(p.in.Strategy.BlueGreen.Step, 100))
 }
 
@@ -129,7 +144,12 @@ func (p *planner) shifting(bg *fleetv1alpha1.BlueGreenStatus) {
 	if waiting := p.greenNotDone(bg); len(waiting) > 0 {
 		deadline := bg.StepTime.Add(p.in.Strategy.Deadline)
 		if !p.in.Now.Before(deadline) {
-			p.revert(bg, true, fmt.Sprintf("green was not healthy within %s: %s", p.in.Strategy.Deadline, strings.Join(waiting, "; ")))
+			why := fmt.Sprintf("green was not healthy within %s: %s", p.in.Strategy.Deadline, strings.Join(waiting, "; "))
+			if bg.Capacity != nil {
+				p.toRevert(bg, why)
+				return
+			}
+			p.revert(bg, true, why)
 			return
 		}
 		p.requeueIn(deadline.Sub(p.in.Now))
@@ -150,6 +170,10 @@ func (p *planner) shifting(bg *fleetv1alpha1.BlueGreenStatus) {
 		bg.Accepted, bg.StepTime = true, p.metaNow()
 	}
 	if bg.Step == fleetv1alpha1.BlueGreenHolding {
+		if bg.Capacity != nil {
+			// Green serves all of the traffic the gateway routes: blue comes down to nothing.
+			p.recordCapacity(bg, PlanCapacity(p.capacityInput(bg)))
+		}
 		retire := bg.StepTime.Add(p.in.Strategy.BlueGreen.RetireAfter)
 		if p.in.Now.Before(retire) {
 			p.requeueIn(retire.Sub(p.in.Now))
@@ -171,6 +195,8 @@ func (p *planner) shifting(bg *fleetv1alpha1.BlueGreenStatus) {
 			"shift paused: blue "+strings.Join(blueDown, ",")+" not Ready")
 	case p.in.Paused:
 		p.progress(bg, fleetv1alpha1.ReasonShiftPaused, metav1.ConditionTrue, "paused: the hub RayService is annotated paused")
+	case bg.Capacity != nil:
+		p.capacityForward(bg, next)
 	case p.in.Now.Before(next):
 		p.requeueIn(next.Sub(p.in.Now))
 		p.progress(bg, fleetv1alpha1.ReasonShifting, metav1.ConditionTrue, "next step at "+clock(next))

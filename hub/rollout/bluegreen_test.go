@@ -25,8 +25,12 @@ type bgStep struct {
 	accepted bool
 	paused   bool
 	approval string
+	// greenRunning and blueRunning are the colours' running shares (capacity following only).
+	greenRunning, blueRunning int32
 	// want summarizes the decision (see bgSummary).
 	want string
+	// says, when set, is text the TrafficShifting condition's message or an event must contain.
+	says string
 }
 
 // bgStrategy is a BlueGreen strategy: 25% steps every 10s, retire after 60s, deadline 100s.
@@ -45,6 +49,9 @@ func bgSummary(d Decision) string {
 	step := string(d.Status.Phase)
 	if bg := d.Status.BlueGreen; bg != nil {
 		step += fmt.Sprintf(" %s %d%% acc=%t", bg.Step, bg.GreenPercent, bg.Accepted)
+		if c := bg.Capacity; c != nil {
+			step += fmt.Sprintf(" cap=%s/%d/%d", c.Direction, c.Green, c.Blue)
+		}
 	}
 	var apply, leave, events []string
 	for _, name := range slices.Sorted(maps.Keys(d.Apply)) {
@@ -94,17 +101,30 @@ func runBlueGreen(t *testing.T, strategy Strategy, traffic bool, steps []bgStep)
 		}
 		in := Input{Now: at(st.at), Strategy: strategy, Target: target, Previous: prev, Clusters: cs(st.clusters...),
 			Paused: st.paused, Approval: st.approval,
-			BlueGreen: BlueGreenInput{Blue: blue, Green: green, NoGreen: st.noGreen, Traffic: traffic, Accepted: st.accepted}}
+			BlueGreen: BlueGreenInput{Blue: blue, Green: green, NoGreen: st.noGreen, Traffic: traffic, Accepted: st.accepted,
+				GreenRunning: st.greenRunning, BlueRunning: st.blueRunning}}
 		d := Plan(in)
 		if got := bgSummary(d); got != st.want {
 			t.Fatalf("step %d (t=%d):\n got %s\nwant %s\nmessage: %s", i, st.at, got, st.want, d.Status.Message)
 		}
+		if st.says != "" && !bgSays(d, st.says) {
+			t.Errorf("step %d (t=%d): neither TrafficShifting %+v nor the events %+v say %q", i, st.at, d.TrafficShifting, d.Events, st.says)
+		}
+		checkCapacity(t, strategy, prev, in, d)
 		in.Previous = roundTrip(t, prev)
 		if again := Plan(in); !cmp.Equal(bgSummary(again), bgSummary(d)) {
 			t.Errorf("step %d after a restart: %s, want %s", i, bgSummary(again), bgSummary(d))
 		}
 		prev = roundTrip(t, &d.Status)
 	}
+}
+
+// bgSays reports whether the TrafficShifting condition or an event of d says text.
+func bgSays(d Decision, text string) bool {
+	if d.TrafficShifting != nil && strings.Contains(d.TrafficShifting.Message, text) {
+		return true
+	}
+	return slices.ContainsFunc(d.Events, func(e Event) bool { return strings.Contains(e.Message, text) })
 }
 
 // roundTrip is s as the binding gives it back: JSON, times to the second.

@@ -7,17 +7,19 @@ import (
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 )
 
-// CapacityDirection is which way a capacity-following BlueGreen change moves.
-type CapacityDirection string
+// CapacityDirection is which way a capacity-following BlueGreen change moves; the binding
+// records it.
+type CapacityDirection = fleetv1alpha1.CapacityDirection
 
+// Directions of a capacity-following BlueGreen change.
 const (
 	// CapacityForward moves traffic and capacity from blue to green.
-	CapacityForward CapacityDirection = "Forward"
+	CapacityForward = fleetv1alpha1.CapacityForward
 	// CapacityUndo moves them back to blue the same way: blue grows first, then the traffic.
-	CapacityUndo CapacityDirection = "Undo"
+	CapacityUndo = fleetv1alpha1.CapacityUndo
 	// CapacityRevert gives blue all of the traffic at once because green failed; blue grows
 	// back while it is overloaded.
-	CapacityRevert CapacityDirection = "Revert"
+	CapacityRevert = fleetv1alpha1.CapacityRevert
 )
 
 // CapacityWait is why a capacity step did not move the traffic.

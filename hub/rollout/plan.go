@@ -62,6 +62,9 @@ type planner struct {
 	colors  map[string]fleetv1alpha1.Color
 	leaving map[string]fleetv1alpha1.LeaveReason
 	shift   metav1.Condition
+	// greenKeeps is set while a capacity-following rollout moves back to blue: the green
+	// clusters keep the revision they run, whatever the target now is.
+	greenKeeps bool
 }
 
 // Plan decides, for one hub RayService, which revision each placed cluster gets now and the
@@ -248,6 +251,9 @@ func (p *planner) finish() Decision {
 		Colors:       p.colors,
 		Leave:        p.leaving,
 	}
+	if bg := p.status.BlueGreen; bg != nil && bg.Capacity != nil {
+		d.Capacity = &CapacityTargets{Direction: bg.Capacity.Direction, Green: bg.Capacity.Green, Blue: bg.Capacity.Blue}
+	}
 	if p.shift.Type != "" {
 		shift := p.shift
 		shift.Message = conditions.Truncate(shift.Message)
@@ -301,6 +307,9 @@ func (p *planner) applyFor(m *member) string {
 		return p.rollbackTo()
 	case p.mode == applyBlueGreen:
 		if p.colors[m.Name] == fleetv1alpha1.ColorGreen {
+			if p.greenKeeps && m.Revision != "" {
+				return m.Revision
+			}
 			return p.in.Target
 		}
 		return p.rollbackTo()

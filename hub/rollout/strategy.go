@@ -46,6 +46,11 @@ type BlueGreen struct {
 	Approval bool
 	// FallbackRolling updates the blue clusters in place when no green set can be chosen.
 	FallbackRolling bool
+	// Capacity makes each colour's capacity follow its share of the traffic (PlanCapacity).
+	Capacity bool
+	// Surge is, with Capacity, how many percent above one full set the colours may hold
+	// together (1 to 100).
+	Surge int32
 }
 
 // blueGreenOf applies the defaults to b (nil has every default).
@@ -69,6 +74,12 @@ func blueGreenOf(b *fleetv1alpha1.BlueGreenStrategy) BlueGreen {
 	}
 	out.Approval = b.Approval
 	out.FallbackRolling = b.Fallback == fleetv1alpha1.FallbackRolling
+	if c := b.Capacity; c != nil {
+		out.Capacity, out.Surge = true, fleetv1alpha1.DefaultBlueGreenSurgePercent
+		if c.SurgePercent != nil {
+			out.Surge = min(max(*c.SurgePercent, 1), 100)
+		}
+	}
 	return out
 }
 

@@ -66,6 +66,18 @@ func TestStrategyOf(t *testing.T) {
 			want: "BlueGreen max=1 soak=1m0s deadline=10m0s rollback=false sort= stages=[] bluegreen=50%/5s/0s approval=true fallback=true",
 		},
 		{
+			name: "type BlueGreen with capacity, the surge defaulted",
+			in: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen, BlueGreen: &fleetv1alpha1.BlueGreenStrategy{
+				Capacity: &fleetv1alpha1.BlueGreenCapacity{}}},
+			want: "BlueGreen max=1 soak=1m0s deadline=10m0s rollback=false sort= stages=[] bluegreen=20%/30s/5m0s approval=false fallback=false capacity surge=25%",
+		},
+		{
+			name: "type BlueGreen with capacity and a surge",
+			in: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen, BlueGreen: &fleetv1alpha1.BlueGreenStrategy{
+				Capacity: &fleetv1alpha1.BlueGreenCapacity{SurgePercent: ptr.To[int32](40)}}},
+			want: "BlueGreen max=1 soak=1m0s deadline=10m0s rollback=false sort= stages=[] bluegreen=20%/30s/5m0s approval=false fallback=false capacity surge=40%",
+		},
+		{
 			name:    "blueGreen settings on a Rolling rollout",
 			in:      &fleetv1alpha1.RolloutStrategy{BlueGreen: &fleetv1alpha1.BlueGreenStrategy{}},
 			wantErr: "blueGreen is only used with type BlueGreen",
@@ -144,6 +156,9 @@ func summary(s Strategy) string {
 	if s.Type == fleetv1alpha1.RolloutBlueGreen {
 		b := s.BlueGreen
 		out += fmt.Sprintf(" bluegreen=%d%%/%s/%s approval=%t fallback=%t", b.Step, b.Interval, b.RetireAfter, b.Approval, b.FallbackRolling)
+		if b.Capacity {
+			out += fmt.Sprintf(" capacity surge=%d%%", b.Surge)
+		}
 	}
 	return out
 }

@@ -153,6 +153,10 @@ type BlueGreenInput struct {
 	// Accepted is whether the gateway has accepted the route carrying the previous decision's
 	// green share.
 	Accepted bool
+	// GreenRunning and BlueRunning are, for a rollout whose capacity follows the traffic
+	// (Strategy.BlueGreen.Capacity), the share of its full set each colour runs now, in percent:
+	// the least over the colour's members of RunningShareOf their reports.
+	GreenRunning, BlueRunning int32
 }
 
 // Event is an Event the hub records on the hub RayService.
@@ -196,4 +200,21 @@ type Decision struct {
 	// TrafficShifting is the hub RayService's TrafficShifting condition for a BlueGreen
 	// rollout (no times, no generation); nil for other rollouts.
 	TrafficShifting *metav1.Condition
+	// Capacity is each colour's capacity target while a BlueGreen rollout's capacity follows
+	// its traffic: the copies are overlaid with it. Nil otherwise: every copy runs its whole
+	// set.
+	Capacity *CapacityTargets
+}
+
+// CapacityTargets is the capacity each colour of a BlueGreen rollout is given, in percent of
+// its full set.
+type CapacityTargets struct {
+	// Direction is which way the rollout moves; Replicas reads it to know which colour grows.
+	Direction   CapacityDirection
+	Green, Blue int32
+}
+
+// Step is t as the CapacityStep that Replicas takes.
+func (t CapacityTargets) Step() CapacityStep {
+	return CapacityStep{Direction: t.Direction, Green: t.Green, Blue: t.Blue}
 }

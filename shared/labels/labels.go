@@ -132,6 +132,10 @@ const (
 	// applied from (overrides included), so the hub sees which spec each member runs. An
 	// annotation rather than a label because hashes may exceed 63 characters.
 	SpecHash = FleetKeyPrefix + "spec-hash"
+	// BaseSpecHash is the annotation on a member RayService whose capacity the hub moves
+	// (a capacity-following blue/green): the SpecHash of its copy at full size, which SpecHash
+	// then is not. The copy runs that spec resized in place, and counts as running it.
+	BaseSpecHash = FleetKeyPrefix + "base-spec-hash"
 	// MemberCleanupFinalizer holds a hub RayService until the hub has deleted its member copies.
 	MemberCleanupFinalizer = FleetKeyPrefix + "member-cleanup"
 	// Revision is the annotation on a member RayService naming the ControllerRevision of the
@@ -147,7 +151,8 @@ const (
 	RunningServeConfigHash = FleetKeyPrefix + "running-serve-config-hash"
 	// RunningReplicas is the annotation the spoke keeps on a member RayService the hub made: how
 	// many worker Pods per group and Serve replicas per deployment of its active RayCluster
-	// run, as shared/runningreplicas formats it. The hub admits traffic onto a copy by it.
+	// run, and how many worker Pods it holds, as shared/runningreplicas formats it. The hub
+	// admits traffic onto a copy by it and bounds the capacity it gives the other colour.
 	RunningReplicas = FleetKeyPrefix + "running-replicas"
 	// Paused is the annotation on a hub RayService that halts its rollout between clusters
 	// ("true"); nothing in flight is undone.

@@ -30,7 +30,8 @@ type RealNodes struct {
 	// in-cluster addresses through a localcluster.NodeProxy (HTTP_PROXY) instead of a
 	// dashboard stand-in; with Options.Traffic each load balancer stand-in forwards requests
 	// to the serve Service's ClusterIP inside the Node's namespace, where Ray's Serve proxy
-	// answers them.
+	// answers them. A member's MemberSpec.Nodes (kwok) run beside its real Node, e.g. for GPU
+	// workers that are only counted; taint them to keep the heads on the real Node.
 	Ray bool
 }
 

@@ -16,7 +16,7 @@ import (
 // hub more than a small, fixed amount to parse and hold, and a well-formed value within them
 // fits Kubernetes' 256 KiB limit on an object's annotations.
 const (
-	// MaxEntries is the most worker groups and deployments together.
+	// MaxEntries is the most entries of the three maps together.
 	MaxEntries = 1000
 	// MaxKeyBytes is the longest worker group name or "<application>/<deployment>".
 	MaxKeyBytes = 200
@@ -35,6 +35,10 @@ type Replicas struct {
 	// Serve maps "<application>/<deployment>" to the deployment's replicas in state RUNNING, as
 	// Ray Serve reports them.
 	Serve map[string]int32 `json:"serve,omitempty"`
+	// Held maps each worker group to its worker Pods that exist and have not ended, whether
+	// starting, running or being deleted: what the group holds of the member's resources, which
+	// bounds how much another colour may be given meanwhile. Pods, as Workers counts them.
+	Held map[string]int32 `json:"held,omitempty"`
 }
 
 // ServeKey is the Serve key of deployment in application.
@@ -78,13 +82,16 @@ func Parse(s string) (Replicas, error) {
 }
 
 func (r Replicas) validate() error {
-	if n := len(r.Workers) + len(r.Serve); n > MaxEntries {
+	if n := len(r.Workers) + len(r.Serve) + len(r.Held); n > MaxEntries {
 		return fmt.Errorf("running replicas: %d worker groups and deployments, more than %d", n, MaxEntries)
 	}
 	if err := validCounts("workers", r.Workers); err != nil {
 		return err
 	}
-	return validCounts("serve", r.Serve)
+	if err := validCounts("serve", r.Serve); err != nil {
+		return err
+	}
+	return validCounts("held", r.Held)
 }
 
 func validCounts(field string, counts map[string]int32) error {

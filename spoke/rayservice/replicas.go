@@ -23,7 +23,8 @@ import (
 // active is frozen during a NewCluster upgrade) the counts current records stand, since
 // nothing says they changed.
 func runningReplicas(current string, active *rayv1.RayCluster, workerPods []corev1.Pod, serve map[string]int32, read bool) (string, error) {
-	r := runningreplicas.Replicas{Workers: workersRunning(active, workerPods), Serve: serve}
+	running, held := workerCounts(active, workerPods)
+	r := runningreplicas.Replicas{Workers: running, Serve: serve, Held: held}
 	if !read {
 		r.Serve = nil
 		// An unreadable value (written by somebody else) is dropped: the next read restores it.
@@ -34,26 +35,31 @@ func runningReplicas(current string, active *rayv1.RayCluster, workerPods []core
 	return runningreplicas.Format(r)
 }
 
-// workersRunning counts, for each worker group of rc's spec that has any, its worker Pods that are Running
-// and Ready, the test KubeRay's readyWorkerReplicas applies, and not being deleted, since those
-// are about to stop serving (readyWorkerReplicas still counts them). A multi-host group counts
+// workerCounts counts, for each worker group of rc's spec that has any, its worker Pods that
+// run and those it holds. Running are Running and Ready, the test KubeRay's
+// readyWorkerReplicas applies, and not being deleted, since those are about to stop serving
+// (readyWorkerReplicas still counts them). Held are those that have not ended, deleted or not:
+// until a Pod is gone its resources are not free for another colour. A multi-host group counts
 // its Pods, as readyWorkerReplicas does. Pods of groups the spec no longer has do not count.
-func workersRunning(rc *rayv1.RayCluster, pods []corev1.Pod) map[string]int32 {
+func workerCounts(rc *rayv1.RayCluster, pods []corev1.Pod) (running, held map[string]int32) {
 	groups := make(map[string]bool, len(rc.Spec.WorkerGroupSpecs))
 	for i := range rc.Spec.WorkerGroupSpecs {
 		groups[rc.Spec.WorkerGroupSpecs[i].GroupName] = true
 	}
-	out := map[string]int32{}
+	running, held = map[string]int32{}, map[string]int32{}
 	for i := range pods {
 		p := &pods[i]
 		group := p.Labels[labels.Group]
-		if !groups[group] || p.Labels[labels.NodeType] != string(rayv1.WorkerNode) || !p.DeletionTimestamp.IsZero() ||
-			p.Status.Phase != corev1.PodRunning || !podReady(p) {
+		if !groups[group] || p.Labels[labels.NodeType] != string(rayv1.WorkerNode) ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		out[group]++
+		held[group]++
+		if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning && podReady(p) {
+			running[group]++
+		}
 	}
-	return out
+	return running, held
 }
 
 // serveRunning counts, for each deployment of each application in details, its replicas in

@@ -58,6 +58,7 @@ func TestRunningReplicasAnnotation(t *testing.T) {
 		h.expectReplicas(g, ns, "svc", runningreplicas.Replicas{
 			Workers: map[string]int32{raybuilder.RayServiceWorkerGroup: 2},
 			Serve:   map[string]int32{"fruit/MangoStand": 1},
+			Held:    map[string]int32{raybuilder.RayServiceWorkerGroup: 2},
 		})
 
 		// Settled: the Serve reads go on, the counts do not move, nothing is written.

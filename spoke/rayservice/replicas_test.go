@@ -28,6 +28,7 @@ func TestRunningReplicas(t *testing.T) {
 		*worker("gpu-1b", "gpu").Ready().Obj(),
 		*worker("gpu-2a", "gpu").Obj(), // pending
 		*worker("old-1", "removed-group").Ready().Obj(),
+		*worker("cpu-ended", "cpu").Phase(corev1.PodFailed).Obj(),
 		*raybuilder.MakePod("head", "ns").HeadOf("svc-abcde").Ready().Obj(),
 	}
 	serve := map[string]int32{"app/Model": 3}
@@ -40,12 +41,12 @@ func TestRunningReplicas(t *testing.T) {
 		want    string
 	}{
 		{name: "Pods counted per group of the spec; Serve as read", pods: pods, serve: serve, read: true,
-			want: `{"workers":{"cpu":1,"gpu":2},"serve":{"app/Model":3}}`},
+			want: `{"workers":{"cpu":1,"gpu":2},"serve":{"app/Model":3},"held":{"cpu":3,"gpu":3}}`},
 		{name: "no Pods yet, Serve read with no applications", read: true, serve: map[string]int32{}, want: `{}`},
 		{name: "Serve not read: its recorded counts stand, the workers' move",
 			current: `{"serve":{"app/Model":2}}`, pods: pods,
-			want: `{"workers":{"cpu":1,"gpu":2},"serve":{"app/Model":2}}`},
-		{name: "Serve not read, nothing recorded", pods: pods, want: `{"workers":{"cpu":1,"gpu":2}}`},
+			want: `{"workers":{"cpu":1,"gpu":2},"serve":{"app/Model":2},"held":{"cpu":3,"gpu":3}}`},
+		{name: "Serve not read, nothing recorded", pods: pods, want: `{"workers":{"cpu":1,"gpu":2},"held":{"cpu":3,"gpu":3}}`},
 		{name: "Serve not read, recorded value unreadable: dropped", current: `{"serve":{"a/b":-1}}`, want: `{}`},
 		{name: "a read replaces what was recorded", current: `{"serve":{"app/Model":2,"gone/D":1}}`, serve: serve, read: true,
 			want: `{"serve":{"app/Model":3}}`},

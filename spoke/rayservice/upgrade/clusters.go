@@ -110,12 +110,13 @@ func ShouldPrepareNewCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceSta
 // active cluster, it was built by another operator version. The active cluster is frozen while
 // an upgrade is in progress: the new spec belongs to the pending cluster then.
 //
-// Two changes KubeRay never applies are applied here, because a user who makes them expects
-// them to reach the running cluster: worker-group replicas (and min/max) of a cluster without
-// the autoscaler, which the spec hash leaves out; and, for the active cluster under
-// upgradeStrategy None (or ENABLE_ZERO_DOWNTIME=false: zeroDowntimeDefault), any spec change —
-// "None" means no new cluster, so the change goes to the existing one. Other spec changes get
-// a new cluster (ShouldPrepareNewCluster).
+// Two changes KubeRay never applies are applied here, because a user (and the hub, which moves
+// a blue/green's capacity through them) expects them to reach the running cluster: worker-group
+// counts, which the spec hash leaves out — replicas, minReplicas and maxReplicas without the
+// autoscaler, only minReplicas and maxReplicas under it (replicas is the autoscaler's then);
+// and, for the active cluster under upgradeStrategy None (or ENABLE_ZERO_DOWNTIME=false:
+// zeroDowntimeDefault), any spec change — "None" means no new cluster, so the change goes to
+// the existing one. Other spec changes get a new cluster (ShouldPrepareNewCluster).
 func ShouldUpdateCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceStatuses, rc *rayv1.RayCluster, role Role,
 	kubeRayVersion string, zeroDowntimeDefault bool,
 ) bool {
@@ -137,7 +138,7 @@ func ShouldUpdateCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceStatuse
 		return true
 	}
 	if SpecMatches(goal, rc) {
-		return !rayspec.Autoscaling(goal) && scaleChanged(goal, rc)
+		return scaleChanged(goal, rc, !rayspec.Autoscaling(goal))
 	}
 	if OnlyGroupsAppended(goal, rc) {
 		return true
@@ -145,9 +146,9 @@ func ShouldUpdateCluster(spec *rayv1.RayServiceSpec, st *rayv1.RayServiceStatuse
 	return role == Active && !rayspec.ZeroDowntime(spec, zeroDowntimeDefault)
 }
 
-// scaleChanged reports whether a worker group of spec asks for other replicas, minReplicas or
-// maxReplicas than rc's group of the same name.
-func scaleChanged(spec *rayv1.RayClusterSpec, rc *rayv1.RayCluster) bool {
+// scaleChanged reports whether a worker group of spec asks for other minReplicas or
+// maxReplicas than rc's group of the same name, or, with replicas, other replicas.
+func scaleChanged(spec *rayv1.RayClusterSpec, rc *rayv1.RayCluster, replicas bool) bool {
 	have := make(map[string]*rayv1.WorkerGroupSpec, len(rc.Spec.WorkerGroupSpecs))
 	for i := range rc.Spec.WorkerGroupSpecs {
 		have[rc.Spec.WorkerGroupSpecs[i].GroupName] = &rc.Spec.WorkerGroupSpecs[i]
@@ -158,8 +159,10 @@ func scaleChanged(spec *rayv1.RayClusterSpec, rc *rayv1.RayCluster) bool {
 		if !ok {
 			continue
 		}
-		if !ptr.Equal(want.Replicas, got.Replicas) || !ptr.Equal(want.MinReplicas, got.MinReplicas) ||
-			!ptr.Equal(want.MaxReplicas, got.MaxReplicas) {
+		if replicas && !ptr.Equal(want.Replicas, got.Replicas) {
+			return true
+		}
+		if !ptr.Equal(want.MinReplicas, got.MinReplicas) || !ptr.Equal(want.MaxReplicas, got.MaxReplicas) {
 			return true
 		}
 	}
@@ -167,34 +170,57 @@ func scaleChanged(spec *rayv1.RayClusterSpec, rc *rayv1.RayCluster) bool {
 }
 
 // InPlaceUpdate returns current updated towards goal (the cluster built afresh from the
-// RayService): goal's spec, goal's labels and annotations added to current's.
-//
-// Unlike KubeRay (which replaces the spec whole, its own TODO), the worker groups current
-// already has keep their replicas and workersToDelete when the in-tree autoscaler runs: those
-// are the autoscaler's, and resetting them would scale the cluster back to the RayService's
-// initial replicas. Labels and annotations other controllers put on the cluster are kept.
+// RayService): goal's spec, goal's labels and annotations added to current's. Under the
+// in-tree autoscaler its worker groups are AutoscaledWorkerGroups. Labels and annotations
+// other controllers put on the cluster are kept.
 func InPlaceUpdate(current, goal *rayv1.RayCluster) *rayv1.RayCluster {
 	out := current.DeepCopy()
 	out.Spec = *goal.Spec.DeepCopy()
 	if rayspec.Autoscaling(&goal.Spec) {
-		for i := range out.Spec.WorkerGroupSpecs {
-			if i >= len(current.Spec.WorkerGroupSpecs) {
-				break
-			}
-			have := &current.Spec.WorkerGroupSpecs[i]
-			g := &out.Spec.WorkerGroupSpecs[i]
-			if g.GroupName != have.GroupName {
-				continue
-			}
-			if have.Replicas != nil {
-				g.Replicas = ptr.To(*have.Replicas)
-			}
-			g.ScaleStrategy.WorkersToDelete = append([]string(nil), have.ScaleStrategy.WorkersToDelete...)
-		}
+		out.Spec.WorkerGroupSpecs = AutoscaledWorkerGroups(current.Spec.WorkerGroupSpecs, goal.Spec.WorkerGroupSpecs)
 	}
 	out.Labels = mergeMaps(current.Labels, goal.Labels)
 	out.Annotations = mergeMaps(current.Annotations, goal.Annotations)
 	return out
+}
+
+// AutoscaledWorkerGroups returns goal's worker groups where each group current already has
+// keeps its replicas, clamped into goal's [minReplicas, maxReplicas], and its workersToDelete.
+//
+// Unlike KubeRay (which replaces the spec whole, its own TODO), the autoscaler's replicas and
+// workersToDelete are not reset to the RayService's: that would scale the cluster back to its
+// initial size. The clamp makes new bounds take effect at once, as the autoscaler would.
+func AutoscaledWorkerGroups(current, goal []rayv1.WorkerGroupSpec) []rayv1.WorkerGroupSpec {
+	have := make(map[string]*rayv1.WorkerGroupSpec, len(current))
+	for i := range current {
+		have[current[i].GroupName] = &current[i]
+	}
+	out := make([]rayv1.WorkerGroupSpec, len(goal))
+	for i := range goal {
+		g := goal[i].DeepCopy()
+		if h, ok := have[g.GroupName]; ok {
+			if h.Replicas != nil {
+				g.Replicas = ptr.To(clampReplicas(*h.Replicas, g.MinReplicas, g.MaxReplicas))
+			}
+			g.ScaleStrategy.WorkersToDelete = append([]string(nil), h.ScaleStrategy.WorkersToDelete...)
+		}
+		out[i] = *g
+	}
+	return out
+}
+
+// clampReplicas brings n into [minReplicas, maxReplicas] (a missing minReplicas is 0, a
+// missing maxReplicas unbounded) the way the RayCluster reconciler counts the Pods to keep
+// (demand.WorkerGroupReplicas), inverted bounds included, so the two never disagree.
+func clampReplicas(n int32, minReplicas, maxReplicas *int32) int32 {
+	switch lo := ptr.Deref(minReplicas, 0); {
+	case n < lo:
+		return lo
+	case maxReplicas != nil && n > *maxReplicas:
+		return *maxReplicas
+	default:
+		return n
+	}
 }
 
 // mergeMaps returns base with over's entries set; nil when both are empty.

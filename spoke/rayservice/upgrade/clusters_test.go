@@ -61,6 +61,8 @@ func TestShouldUpdateCluster(t *testing.T) {
 	oldOperator := current.DeepCopy()
 	oldOperator.Annotations[labels.KubeRayVersion] = "v1.4.0"
 	upgrading := raybuilder.MakeRayService("svc", "ns").WorkerGroup("big", 1).Upgrading().Obj()
+	autoscaled := raybuilder.MakeRayService("svc", "ns").Autoscaling()
+	autoscaledCurrent := fixture.Cluster(autoscaled.Obj(), "svc-a")
 	tests := []struct {
 		name string
 		rs   *rayv1.RayService
@@ -74,6 +76,16 @@ func TestShouldUpdateCluster(t *testing.T) {
 		{"replicas changed on the pending cluster", raybuilder.MakeRayService("svc", "ns").Replicas(0, 3).Obj(), current, Pending, true},
 		{"replicas changed with the autoscaler: its business", raybuilder.MakeRayService("svc", "ns").Autoscaling().Replicas(0, 3).Obj(),
 			fixture.Cluster(raybuilder.MakeRayService("svc", "ns").Autoscaling().Obj(), "svc-a"), Active, false},
+		{"replicas moved by the autoscaler: its business", autoscaled.Obj(), autoscaledTo(autoscaledCurrent, 4), Active, false},
+		{"maxReplicas lowered with the autoscaler: in place", raybuilder.MakeRayService("svc", "ns").Autoscaling().ReplicaBounds(0, 0, 1).Obj(),
+			autoscaledTo(autoscaledCurrent, 4), Active, true},
+		{"minReplicas raised with the autoscaler: in place", raybuilder.MakeRayService("svc", "ns").Autoscaling().ReplicaBounds(0, 3, 5).Obj(),
+			autoscaledCurrent, Active, true},
+		{"bounds changed with the autoscaler on the pending cluster", raybuilder.MakeRayService("svc", "ns").Autoscaling().ReplicaBounds(0, 0, 1).Obj(),
+			autoscaledCurrent, Pending, true},
+		{"bounds changed with the autoscaler during an upgrade: active frozen",
+			raybuilder.MakeRayService("svc", "ns").Autoscaling().ReplicaBounds(0, 0, 1).Upgrading().Obj(), autoscaledCurrent, Active, false},
+		{"minReplicas changed without the autoscaler", raybuilder.MakeRayService("svc", "ns").ReplicaBounds(0, 1, 5).Obj(), current, Active, true},
 		{"image changed under None: in place", raybuilder.MakeRayService("svc", "ns").Strategy(rayv1.RayServiceUpgradeNone).Image("ray:2").Obj(),
 			current, Active, true},
 		{"image changed under None, pending cluster", raybuilder.MakeRayService("svc", "ns").Strategy(rayv1.RayServiceUpgradeNone).Image("ray:2").Obj(),
@@ -106,6 +118,14 @@ func prependGroup(rs *rayv1.RayService) *rayv1.RayService {
 	return rs
 }
 
+// autoscaledTo returns rc with its first worker group's replicas set to n, as the autoscaler
+// would write them.
+func autoscaledTo(rc *rayv1.RayCluster, n int32) *rayv1.RayCluster {
+	rc = rc.DeepCopy()
+	rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To(n)
+	return rc
+}
+
 func suspended(rc *rayv1.RayCluster) *rayv1.RayCluster {
 	rc = rc.DeepCopy()
 	rc.Spec.Suspend = ptr.To(true)
@@ -120,7 +140,7 @@ func TestInPlaceUpdate(t *testing.T) {
 		wantDelete   []string
 	}{
 		// KubeRay rebuilds the spec and so resets the autoscaler's replicas and workersToDelete.
-		{"autoscaled groups keep the autoscaler's replicas", true, []int32{7, 2}, []string{"w-1"}},
+		{"autoscaled groups keep the autoscaler's replicas", true, []int32{4, 2}, []string{"w-1"}},
 		{"without the autoscaler the RayService's replicas apply", false, []int32{1, 2}, nil},
 	}
 	for _, tt := range tests {
@@ -130,7 +150,7 @@ func TestInPlaceUpdate(t *testing.T) {
 				w.Autoscaling()
 			}
 			current := fixture.Cluster(w.Obj(), "svc-a")
-			current.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](7)
+			current.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](4)
 			current.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"w-1"}
 			current.Annotations["kueue.x-k8s.io/keep"] = "yes"
 
@@ -155,5 +175,71 @@ func TestInPlaceUpdate(t *testing.T) {
 				t.Error("the current cluster was modified")
 			}
 		})
+	}
+}
+
+func TestAutoscaledWorkerGroups(t *testing.T) {
+	p := ptr.To[int32]
+	group := func(name string, replicas, minReplicas, maxReplicas *int32) rayv1.WorkerGroupSpec {
+		return rayv1.WorkerGroupSpec{GroupName: name, Replicas: replicas, MinReplicas: minReplicas, MaxReplicas: maxReplicas}
+	}
+	tests := []struct {
+		name         string
+		current      rayv1.WorkerGroupSpec
+		goal         rayv1.WorkerGroupSpec
+		wantReplicas *int32
+	}{
+		{"within the bounds: the autoscaler's replicas kept", group("g", p(3), p(0), p(5)), group("g", p(1), p(0), p(5)), p(3)},
+		{"maxReplicas lowered: clamped down", group("g", p(4), p(0), p(4)), group("g", p(1), p(0), p(1)), p(1)},
+		{"minReplicas raised: clamped up", group("g", p(1), p(0), p(5)), group("g", p(1), p(3), p(5)), p(3)},
+		{"maxReplicas lowered to 0", group("g", p(2), p(0), p(4)), group("g", p(1), p(0), p(0)), p(0)},
+		{"no maxReplicas: unbounded", group("g", p(9), nil, p(4)), group("g", p(1), nil, nil), p(9)},
+		// As demand.WorkerGroupReplicas: above minReplicas, maxReplicas applies.
+		{"inverted bounds", group("g", p(4), p(0), p(5)), group("g", p(1), p(3), p(2)), p(2)},
+		{"no replicas written yet: the RayService's", group("g", nil, p(0), p(5)), group("g", p(1), p(0), p(5)), p(1)},
+		{"a new group: the RayService's", group("other", p(4), p(0), p(5)), group("g", p(1), p(0), p(5)), p(1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			current := []rayv1.WorkerGroupSpec{tt.current}
+			current[0].ScaleStrategy.WorkersToDelete = []string{"w-1"}
+			goal := []rayv1.WorkerGroupSpec{tt.goal}
+			got := AutoscaledWorkerGroups(current, goal)
+			if len(got) != 1 {
+				t.Fatalf("worker groups = %d, want 1", len(got))
+			}
+			if !ptr.Equal(got[0].Replicas, tt.wantReplicas) {
+				t.Errorf("replicas = %v, want %v", ptr.Deref(got[0].Replicas, -1), ptr.Deref(tt.wantReplicas, -1))
+			}
+			if !ptr.Equal(got[0].MinReplicas, tt.goal.MinReplicas) || !ptr.Equal(got[0].MaxReplicas, tt.goal.MaxReplicas) {
+				t.Errorf("bounds = [%v, %v], want the RayService's", ptr.Deref(got[0].MinReplicas, -1), ptr.Deref(got[0].MaxReplicas, -1))
+			}
+			kept := tt.current.GroupName == tt.goal.GroupName
+			if del := got[0].ScaleStrategy.WorkersToDelete; (len(del) == 1) != kept {
+				t.Errorf("workersToDelete = %v, want the current group's kept only when it is the same group", del)
+			}
+			if ptr.Deref(goal[0].Replicas, -1) != ptr.Deref(tt.goal.Replicas, -1) {
+				t.Error("the goal was modified")
+			}
+		})
+	}
+}
+
+// The hub lowers a blue/green's capacity under the autoscaler by lowering maxReplicas: the
+// active cluster is updated in place and its replicas fall to the new bound at once.
+func TestMaxReplicasLoweredUnderAutoscaling(t *testing.T) {
+	w := raybuilder.MakeRayService("svc", "ns").Autoscaling().ReplicaBounds(0, 0, 4)
+	current := autoscaledTo(fixture.Cluster(w.Obj(), "svc-a"), 3)
+	rs := w.ReplicaBounds(0, 0, 1).Obj()
+	if !ShouldUpdateCluster(&rs.Spec, &rs.Status, current, Active, kuberay, true) {
+		t.Fatal("ShouldUpdateCluster = false, want the lowered maxReplicas applied in place")
+	}
+	if ShouldPrepareNewCluster(&rs.Spec, &rs.Status, current, nil, false, true) {
+		t.Fatal("ShouldPrepareNewCluster = true, want no new cluster for a bound change")
+	}
+	got := InPlaceUpdate(current, fixture.Cluster(rs, "svc-a"))
+	g := got.Spec.WorkerGroupSpecs[0]
+	if ptr.Deref(g.MaxReplicas, -1) != 1 || ptr.Deref(g.Replicas, -1) != 1 {
+		t.Fatalf("replicas %d, maxReplicas %d; want 1 and 1", ptr.Deref(g.Replicas, -1), ptr.Deref(g.MaxReplicas, -1))
 	}
 }

@@ -146,6 +146,10 @@ const (
 	// ReasonShiftPaused (True): the shift waits (a member not Ready, an application not
 	// RUNNING, the gateway not accepting the route, the paused annotation, an approval).
 	ReasonShiftPaused = "ShiftPaused"
+	// ReasonCapacityWaiting (True): a capacity-following shift waits for the colour taking the
+	// traffic to run the capacity its next share needs, or for the other to shrink and leave
+	// it room within the surge; the message says which.
+	ReasonCapacityWaiting = "CapacityWaiting"
 	// ReasonGreenDeploying (False): green runs up the target revision; blue takes the traffic.
 	ReasonGreenDeploying = "GreenDeploying"
 	// ReasonShifted (False): green takes all of the traffic (and blue is retired after

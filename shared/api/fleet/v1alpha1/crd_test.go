@@ -157,6 +157,7 @@ func TestCRDsAcceptValidObjectsAndApplyDefaults(t *testing.T) {
 	}
 	mustCreate(t, c, placementPolicy(fleetv1alpha1.DefaultPlacementPolicyName, fleetv1alpha1.PlacementPolicySpec{}))
 	checkBlueGreenDefaults(t, c)
+	checkCapacityDefaults(t, c)
 
 	rsb := binding("serve", "m1", "m2")
 	mustCreate(t, c, rsb)
@@ -218,6 +219,21 @@ func checkBlueGreenDefaults(t *testing.T, c client.Client) {
 		fleetv1alpha1.DefaultBlueGreenRetireAfterSeconds, fleetv1alpha1.FallbackNone, fleetv1alpha1.BackendService)
 	if got != want {
 		t.Errorf("BlueGreen defaults: got %s, want %s", got, want)
+	}
+}
+
+// checkCapacityDefaults creates a BlueGreen policy whose capacity follows the traffic with an
+// empty capacity, and checks the surge the CRD gives it.
+func checkCapacityDefaults(t *testing.T, c client.Client) {
+	t.Helper()
+	pp := placementPolicy("blue-green-capacity", fleetv1alpha1.PlacementPolicySpec{
+		Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen,
+			BlueGreen: &fleetv1alpha1.BlueGreenStrategy{Capacity: &fleetv1alpha1.BlueGreenCapacity{}}},
+		Traffic: &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"}},
+	})
+	mustCreate(t, c, pp)
+	if got := ptr.Deref(pp.Spec.Rollout.BlueGreen.Capacity.SurgePercent, -1); got != fleetv1alpha1.DefaultBlueGreenSurgePercent {
+		t.Errorf("capacity.surgePercent defaulted to %d, want %d", got, fleetv1alpha1.DefaultBlueGreenSurgePercent)
 	}
 }
 
@@ -354,6 +370,23 @@ func TestCRDsRejectInvalidObjects(t *testing.T) {
 			want: "spec.rollout.blueGreen.stepPercent",
 		},
 		{
+			name: "capacity following without traffic to follow",
+			obj: placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
+				Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen,
+					BlueGreen: &fleetv1alpha1.BlueGreenStrategy{Capacity: &fleetv1alpha1.BlueGreenCapacity{}}},
+			}),
+			want: "rollout.blueGreen.capacity needs traffic",
+		},
+		{
+			name: "a surge of 0%",
+			obj: placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
+				Rollout: &fleetv1alpha1.RolloutStrategy{Type: fleetv1alpha1.RolloutBlueGreen,
+					BlueGreen: &fleetv1alpha1.BlueGreenStrategy{Capacity: &fleetv1alpha1.BlueGreenCapacity{SurgePercent: ptr.To[int32](0)}}},
+				Traffic: &fleetv1alpha1.TrafficSpec{ParentRef: fleetv1alpha1.TrafficParentRef{Namespace: "gw", Name: "gw"}},
+			}),
+			want: "spec.rollout.blueGreen.capacity.surgePercent",
+		},
+		{
 			name: "9 clusters routed by a BlueGreen rollout",
 			obj: placementPolicy("blue-green", fleetv1alpha1.PlacementPolicySpec{
 				Clusters: ptr.To[int32](9),
@@ -430,6 +463,26 @@ func TestCRDsRejectInvalidObjects(t *testing.T) {
 				o.(*fleetv1alpha1.RayServiceBinding).Status.Clusters = []fleetv1alpha1.ClusterStatus{{Name: "m1"}, {Name: "m1"}}
 			},
 			want: `status.clusters[1]: Duplicate value: {"name":"m1"}`,
+		},
+		{
+			name: "binding status with an unknown capacity direction",
+			obj:  binding("capacity-direction", "m1"),
+			setStatus: func(o client.Object) {
+				o.(*fleetv1alpha1.RayServiceBinding).Status.Rollout = &fleetv1alpha1.RolloutStatus{
+					BlueGreen: &fleetv1alpha1.BlueGreenStatus{Step: fleetv1alpha1.BlueGreenShifting,
+						Capacity: &fleetv1alpha1.BlueGreenCapacityStatus{Direction: "Sideways", Green: 25, Blue: 100}}}
+			},
+			want: `status.rollout.blueGreen.capacity.direction: Unsupported value: "Sideways"`,
+		},
+		{
+			name: "binding status with a capacity target above 100%",
+			obj:  binding("capacity-target", "m1"),
+			setStatus: func(o client.Object) {
+				o.(*fleetv1alpha1.RayServiceBinding).Status.Rollout = &fleetv1alpha1.RolloutStatus{
+					BlueGreen: &fleetv1alpha1.BlueGreenStatus{Step: fleetv1alpha1.BlueGreenShifting,
+						Capacity: &fleetv1alpha1.BlueGreenCapacityStatus{Direction: fleetv1alpha1.CapacityForward, Green: 125, Blue: 100}}}
+			},
+			want: "status.rollout.blueGreen.capacity.green",
 		},
 		{
 			name: "member cluster status with an unknown Pod Security level",

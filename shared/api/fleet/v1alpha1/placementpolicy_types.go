@@ -51,6 +51,9 @@ const (
 	DefaultBlueGreenIntervalSeconds int32 = 30
 	// DefaultBlueGreenRetireAfterSeconds is how long green holds all traffic before blue goes.
 	DefaultBlueGreenRetireAfterSeconds int32 = 300
+	// DefaultBlueGreenSurgePercent is how far above one full set a capacity-following
+	// BlueGreen rollout may hold the fleet.
+	DefaultBlueGreenSurgePercent int32 = 25
 )
 
 // MaxRouteBackends is how many backendRefs one HTTPRoute rule may have (Gateway API's limit):
@@ -70,6 +73,7 @@ const ImplicitStageName = "rest"
 // satisfy every one that is set.
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterNames) || !has(self.clusters) || self.clusters <= size(self.clusterNames)",message="clusters cannot exceed the number of clusterNames"
 // +kubebuilder:validation:XValidation:rule="!has(self.traffic) || !has(self.clusters) || self.clusters <= (has(self.rollout) && has(self.rollout.type) && self.rollout.type == 'BlueGreen' ? 8 : 16)",message="with traffic, clusters is at most 16 (an HTTPRoute rule has at most 16 backends), and at most 8 with a BlueGreen rollout (blue and green are routed at once)"
+// +kubebuilder:validation:XValidation:rule="has(self.traffic) || !has(self.rollout) || !has(self.rollout.blueGreen) || !has(self.rollout.blueGreen.capacity)",message="rollout.blueGreen.capacity needs traffic: without a gateway there are no weights for the capacity to follow"
 type PlacementPolicySpec struct {
 	// ClusterSelector selects candidate MemberClusters by label; empty or absent selects all.
 	// +optional
@@ -320,6 +324,27 @@ type BlueGreenStrategy struct {
 	// +optional
 	// +kubebuilder:default=None
 	Fallback BlueGreenFallback `json:"fallback,omitempty"`
+
+	// Capacity makes each colour's capacity follow its share of the traffic: green starts at
+	// surgePercent of its full set and grows one step ahead of its weight, blue shrinks behind
+	// its weight, and a weight moves only onto replicas that run. Capacity moves through
+	// fields the member applies to its running RayCluster in place (worker replicas and their
+	// bounds, Serve's target_capacity). Absent, each colour runs its whole set. Needs spec.traffic.
+	// +optional
+	Capacity *BlueGreenCapacity `json:"capacity,omitempty"`
+}
+
+// BlueGreenCapacity tunes a BlueGreen rollout whose capacity follows its traffic.
+type BlueGreenCapacity struct {
+	// SurgePercent bounds the fleet while the traffic moves: blue and green together hold at
+	// most (100+surgePercent)% of one set, per resource, one set being the larger of the two
+	// colours' full sets. It is also green's capacity before it takes any traffic, and the
+	// most one step moves (a smaller stepPercent moves less).
+	// +optional
+	// +kubebuilder:default=25
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	SurgePercent *int32 `json:"surgePercent,omitempty"`
 }
 
 // BlueGreenFallback is what a BlueGreen rollout does without a green set.

@@ -223,6 +223,46 @@ type BlueGreenStatus struct {
 	// Accepted is whether the gateway accepted the route carrying GreenPercent.
 	// +optional
 	Accepted bool `json:"accepted,omitempty"`
+
+	// Capacity is each colour's capacity target while the policy's capacity follows the
+	// traffic (rollout.blueGreen.capacity); absent otherwise.
+	// +optional
+	Capacity *BlueGreenCapacityStatus `json:"capacity,omitempty"`
+}
+
+// CapacityDirection is which way a capacity-following BlueGreen rollout moves.
+// +kubebuilder:validation:Enum=Forward;Undo;Revert
+type CapacityDirection string
+
+// Directions of a capacity-following BlueGreen rollout.
+const (
+	// CapacityForward moves the traffic and the capacity from blue to green.
+	CapacityForward CapacityDirection = "Forward"
+	// CapacityUndo moves them back to blue step by step: blue grows first, then takes the
+	// traffic, then green shrinks.
+	CapacityUndo CapacityDirection = "Undo"
+	// CapacityRevert gives blue all of the traffic at once (green failed) while blue grows back
+	// to its whole set; green leaves once it has.
+	CapacityRevert CapacityDirection = "Revert"
+)
+
+// BlueGreenCapacityStatus is the capacity each colour was last given.
+type BlueGreenCapacityStatus struct {
+	// Direction is which way the rollout moves.
+	// +required
+	Direction CapacityDirection `json:"direction"`
+
+	// Green is green's capacity target, in percent of its full set.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Green int32 `json:"green"`
+
+	// Blue is blue's capacity target, in percent of its full set.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Blue int32 `json:"blue"`
 }
 
 // StageStatus is one started stage of a rollout.
