@@ -50,12 +50,9 @@ func (h *bgTest) runCopy(g Gomega, cluster, name string) int32 {
 	return workers
 }
 
-// A capacity-following BlueGreen rollout on real API servers: green starts at the surge beside
-// the whole of blue, each step gives green room one step ahead of its weight and takes it from
-// blue behind, the traffic moves only onto what green runs, and the fleet never asks for more
-// than the set plus its surge, blue's leaving copy included (counted while it stands: given its
-// whole set back on the way out, it would break the bound).
-func TestFleetBlueGreenCapacity(t *testing.T) {
+// startCapacity starts two members, a BlueGreen policy whose capacity follows the traffic
+// (surge 25%) and a RayService "svc" under it with one worker group of capacityReplicas.
+func startCapacity(t *testing.T) (*bgTest, Gomega) {
 	h := startBlueGreen(t, "a", "b")
 	g := NewWithT(t)
 	policy := blueGreenPolicy(true)
@@ -64,6 +61,16 @@ func TestFleetBlueGreenCapacity(t *testing.T) {
 	rs := raybuilder.MakeRayService("svc", ns).Annotation(labels.PlacementPolicy, "bg").Replicas(0, capacityReplicas).Obj()
 	rs.UID, rs.Generation = "", 0
 	g.Expect(h.hub.Create(context.Background(), rs)).To(Succeed())
+	return h, g
+}
+
+// A capacity-following BlueGreen rollout on real API servers: green starts at the surge beside
+// the whole of blue, each step gives green room one step ahead of its weight and takes it from
+// blue behind, the traffic moves only onto what green runs, and the fleet never asks for more
+// than the set plus its surge, blue's leaving copy included (counted while it stands: given its
+// whole set back on the way out, it would break the bound).
+func TestFleetBlueGreenCapacity(t *testing.T) {
+	h, g := startCapacity(t)
 
 	t.Log("the first revision runs its whole set on one member")
 	blue := h.firstRevision(g, "svc", true)
@@ -137,14 +144,7 @@ func (h *bgTest) driveCapacity(g Gomega, blue, green string, done func(Gomega, *
 // An undo of a capacity-following rollout moves back the same way: blue grows first, the
 // traffic returns only onto what blue runs, green shrinks behind it and leaves.
 func TestFleetBlueGreenCapacityUndo(t *testing.T) {
-	h := startBlueGreen(t, "a", "b")
-	g := NewWithT(t)
-	policy := blueGreenPolicy(true)
-	policy.Rollout.BlueGreen.Capacity = &fleetv1alpha1.BlueGreenCapacity{SurgePercent: ptr.To[int32](25)}
-	h.createPolicy(g, "bg", policy)
-	rs := raybuilder.MakeRayService("svc", ns).Annotation(labels.PlacementPolicy, "bg").Replicas(0, capacityReplicas).Obj()
-	rs.UID, rs.Generation = "", 0
-	g.Expect(h.hub.Create(context.Background(), rs)).To(Succeed())
+	h, g := startCapacity(t)
 	blue := h.firstRevision(g, "svc", true)
 	image := h.hubRayService(g, "svc").Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image
 
