@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -284,7 +283,7 @@ func (r *Reconciler) applyTo(ctx context.Context, g *group, res *results, name s
 	key, stored := client.ObjectKeyFromObject(desired), ""
 	r.ownWrites.start(name, key)
 	defer func() { r.ownWrites.done(name, key, stored) }()
-	got, err := applyCopy(ctx, m.client, desired)
+	got, err := applyCopy(ctx, m.client, desired, m.copy)
 	if err != nil {
 		r.applyFailed(ctx, g, res, name, err)
 		return
@@ -345,24 +344,6 @@ func ensureNamespace(ctx context.Context, cl client.Client, name, level string) 
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	return nil
-}
-
-// applyCopy server-side applies desired under the hub's field manager, taking over fields
-// another manager changed (that is drift to revert), and returns the object as stored.
-func applyCopy(ctx context.Context, cl client.Client, desired *rayv1.RayService) (*rayv1.RayService, error) {
-	u, err := propagation.ApplyConfiguration(desired)
-	if err != nil {
-		return nil, err
-	}
-	if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(labels.HubFieldManager), client.ForceOwnership); err != nil {
-		return nil, fmt.Errorf("apply RayService %s/%s: %w", desired.Namespace, desired.Name, err)
-	}
-	var got rayv1.RayService
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
-		return nil, fmt.Errorf("decode applied RayService %s/%s: %w", desired.Namespace, desired.Name, err)
-	}
-	return &got, nil
 }
 
 // removeCopy deletes the hub's copy on one cluster, as read into the group. gone is true once

@@ -51,7 +51,6 @@ import (
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/cachememo"
-	"github.com/rayfleet/rayfleet/shared/finalizer"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	"github.com/rayfleet/rayfleet/shared/serveaddress"
 	"github.com/rayfleet/rayfleet/shared/validation"
@@ -247,7 +246,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		return r.reconcileDelete(ctx, &hub)
 	}
 	if !controllerutil.ContainsFinalizer(&hub, labels.MemberCleanupFinalizer) {
-		if err := finalizer.Patch(ctx, r.client, &hub, labels.MemberCleanupFinalizer, true); err != nil {
+		if err := addFinalizer(ctx, r.client, &hub, labels.MemberCleanupFinalizer); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer to RayService %s: %w", req.NamespacedName, err)
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayfleet/rayfleet/hub/aggregate"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
@@ -126,7 +125,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 		wg.Go(func() {
 			hub := g.hub.DeepCopy()
 			hub.Status = hubStatus
-			if hubErr = r.client.Status().Patch(ctx, hub, client.MergeFrom(g.hub)); hubErr != nil {
+			if hubErr = patchStatus(ctx, r.client, hub, g.hub); hubErr != nil {
 				hubErr = fmt.Errorf("patch RayService %s status: %w", g.key, hubErr)
 				return
 			}
@@ -170,7 +169,7 @@ func (r *Reconciler) patchBindingStatus(ctx context.Context, key types.Namespace
 	next *fleetv1alpha1.RayServiceBindingStatus) error {
 	b := binding.DeepCopy()
 	b.Status = *next
-	if err := r.client.Status().Patch(ctx, b, client.MergeFrom(binding)); err != nil {
+	if err := patchStatus(ctx, r.client, b, binding); err != nil {
 		return fmt.Errorf("patch RayServiceBinding %s status: %w", key, err)
 	}
 	r.bindingStatuses.Remember(b, &b.Status)

@@ -48,3 +48,16 @@ func dropNullsIn(v any) {
 		}
 	}
 }
+
+// ApplyData is ApplyConfiguration encoded, the body of the hub's server-side apply.
+func ApplyData(desired *rayv1.RayService) ([]byte, error) {
+	u, err := ApplyConfiguration(desired)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode RayService %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return data, nil
+}

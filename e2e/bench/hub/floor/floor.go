@@ -49,6 +49,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/revision"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
 	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/metapatch"
 )
 
 // Hub's defaults the replay mirrors.
@@ -157,7 +158,7 @@ func (w *Writer) place(ctx context.Context, it Item) error {
 	orig := rs.DeepCopy()
 	controllerutil.AddFinalizer(rs, labels.MemberCleanupFinalizer)
 	if err := w.send(ctx, func() error {
-		return w.hub.Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		return metapatch.Patch(ctx, w.hub, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	}); err != nil {
 		return fmt.Errorf("add finalizer to RayService %s on the hub: %w", key, err)
 	}
@@ -225,20 +226,19 @@ func (w *Writer) applyCopy(ctx context.Context, rs *rayv1.RayService, rev, membe
 	}
 	desired.Annotations[labels.Revision] = rev
 	desired.Namespace = simmembers.BackingNamespace(member, rs.Namespace)
-	u, err := propagation.ApplyConfiguration(desired)
+	data, err := propagation.ApplyData(desired)
 	if err != nil {
 		return nil, "", err
 	}
+	var stored *metav1.PartialObjectMetadata
 	if err = w.send(ctx, func() error {
-		return m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner(labels.HubFieldManager), client.ForceOwnership)
+		var err error
+		stored, err = metapatch.Apply(ctx, m.Client, desired, data, client.FieldOwner(labels.HubFieldManager), client.ForceOwnership)
+		return err
 	}); err != nil {
 		return nil, "", fmt.Errorf("apply RayService %s/%s on member %s: %w", rs.Namespace, rs.Name, member, err)
 	}
-	got, err := fromUnstructured(u)
-	if err != nil {
-		return nil, "", err
-	}
+	got := &rayv1.RayService{ObjectMeta: stored.ObjectMeta, Spec: desired.Spec}
 	return got, desired.Annotations[labels.SpecHash], nil
 }
 
@@ -275,14 +275,14 @@ func (w *Writer) writeStatus(ctx context.Context, rs *rayv1.RayService, b *fleet
 	wg.Go(func() {
 		orig := b.DeepCopy()
 		b.Status = *next
-		if err := w.send(ctx, func() error { return w.hub.Status().Patch(ctx, b, client.MergeFrom(orig)) }); err != nil {
+		if err := w.send(ctx, func() error { return metapatch.PatchStatus(ctx, w.hub, b, client.MergeFrom(orig)) }); err != nil {
 			bindingErr = fmt.Errorf("patch RayServiceBinding %s/%s status on the hub: %w", b.Namespace, b.Name, err)
 		}
 	})
 	wg.Go(func() {
 		orig := rs.DeepCopy()
 		rs.Status = hubStatus
-		if err := w.send(ctx, func() error { return w.hub.Status().Patch(ctx, rs, client.MergeFrom(orig)) }); err != nil {
+		if err := w.send(ctx, func() error { return metapatch.PatchStatus(ctx, w.hub, rs, client.MergeFrom(orig)) }); err != nil {
 			hubErr = fmt.Errorf("patch RayService %s/%s status on the hub: %w", rs.Namespace, rs.Name, err)
 		}
 	})

@@ -1,0 +1,50 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/rayfleet/rayfleet/hub/propagation"
+	"github.com/rayfleet/rayfleet/shared/labels"
+	"github.com/rayfleet/rayfleet/shared/metapatch"
+)
+
+// The hub's writes of every reconcile read back the object's metadata only (metapatch):
+// nothing after them reads more than the new resourceVersion, UID and generation.
+
+// patchStatus merge-patches obj's status from base to obj and sets on obj the resourceVersion
+// the API server stored it at.
+func patchStatus(ctx context.Context, c client.Client, obj, base client.Object) error {
+	return metapatch.PatchStatus(ctx, c, obj, client.MergeFrom(base))
+}
+
+// addFinalizer adds finalizer to obj by a merge patch that holds obj's resourceVersion.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	base := obj.DeepCopyObject().(client.Object)
+	controllerutil.AddFinalizer(obj, finalizer)
+	return metapatch.Patch(ctx, c, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// applyCopy server-side applies desired under the hub's field manager, taking over fields
+// another manager changed (that is drift to revert), and returns the copy as stored: the
+// answer's metadata, desired's spec (what the apply made it) and, from cached, the status the
+// copy already had (an apply never changes it; none for a new copy).
+func applyCopy(ctx context.Context, cl client.Client, desired, cached *rayv1.RayService) (*rayv1.RayService, error) {
+	data, err := propagation.ApplyData(desired)
+	if err != nil {
+		return nil, err
+	}
+	m, err := metapatch.Apply(ctx, cl, desired, data, client.FieldOwner(labels.HubFieldManager), client.ForceOwnership)
+	if err != nil {
+		return nil, fmt.Errorf("apply RayService %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	got := &rayv1.RayService{ObjectMeta: m.ObjectMeta, Spec: desired.Spec}
+	if cached != nil && cached.UID == got.UID {
+		got.Status = cached.Status
+	}
+	return got, nil
+}
