@@ -191,8 +191,7 @@ func (m *simMeasure) endPhase(ctx context.Context, phase int, start time.Time) e
 // Running changes no hub status) leaves no trace there, and a backlog of 10,000 of them would
 // spill into the next phase, its queue wait and its reconciles per change. The audit logs are
 // waited on first: reading them costs the hub nothing, while every scrape of its metrics
-// renders all its series (three per RayService), which scraped every 500 ms took a tenth of
-// the hub's CPU in the status phase at 3,000 RayServices.
+// renders all its series (three per RayService) on the hub's CPU.
 func (m *simMeasure) quiet(ctx context.Context) error {
 	for {
 		err := benchutil.WaitQuietFor(ctx, []string{m.f.hub.AuditLogPath(), m.f.member.AuditLogPath()}, hubUser,
