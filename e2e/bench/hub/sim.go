@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -70,7 +71,7 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 // softMemoryLimit is the GOMEMLIMIT environment entry bin/hub would run with under a container
 // memory limit of limit (manageropts.SetMemoryLimit: MemoryLimitRatio of it); nil for none.
 func softMemoryLimit(limit string) ([]string, error) {
-	if limit == "" || limit == "0" {
+	if noMemoryLimit(limit) {
 		return nil, nil
 	}
 	q, err := resource.ParseQuantity(limit)
@@ -78,6 +79,22 @@ func softMemoryLimit(limit string) ([]string, error) {
 		return nil, fmt.Errorf("-hub-memory-limit %q: %w", limit, err)
 	}
 	return []string{fmt.Sprintf("GOMEMLIMIT=%d", int64(float64(q.Value())*manageropts.MemoryLimitRatio))}, nil
+}
+
+// noMemoryLimit reports whether -hub-memory-limit asks for none.
+func noMemoryLimit(limit string) bool { return limit == "" || limit == "0" }
+
+// hubEnv is simhub's environment beyond this process's: the collection trace (simheap.go),
+// and the soft limit of -hub-memory-limit or, without one, the Go runtime's defaults pinned,
+// so that neither this process's environment nor its cgroup's limit (which bin/hub's
+// SetMemoryLimit would read) gives simhub a limit the report does not name.
+func hubEnv(limit string) ([]string, error) {
+	env := []string{gcTraceEnv()}
+	if noMemoryLimit(limit) {
+		return append(env, "GOMEMLIMIT=off", "GOGC=100"), nil
+	}
+	soft, err := softMemoryLimit(limit)
+	return append(env, soft...), err
 }
 
 // simDefaults applies the scale benchmark's defaults to the shared flags the command line did
@@ -172,6 +189,10 @@ func runSimOnce(ctx context.Context, cfg config, bin string, n int) (simRun, err
 	if err = f.startHub(ctx, cfg, bin, extra...); err != nil {
 		return simRun{}, err
 	}
+	started, err := processStart(f.hubProc.PID())
+	if err != nil {
+		return simRun{}, fmt.Errorf("reading simhub's start: %w", err)
+	}
 	if err = f.join(ctx); err != nil {
 		return simRun{}, err
 	}
@@ -182,6 +203,11 @@ func runSimOnce(ctx context.Context, cfg config, bin string, n int) (simRun, err
 	run, err := measureSim(ctx, cfg, f, prof)
 	if err != nil {
 		f.hub.DumpLogs(os.Stderr, 60)
+	}
+	// Read before the fleet stops and its directory, simhub's log with it, goes.
+	var terr error
+	if run.heap, terr = readHeapTrace(f.hubProc.LogPath, started); terr != nil {
+		err = errors.Join(err, terr)
 	}
 	return run, err
 }
