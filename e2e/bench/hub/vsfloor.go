@@ -205,6 +205,8 @@ func ratioFigures(cfg config) []figure[ratioRun] {
 		{name: "placement time, hub / floor (first create -> last member copy)", format: "%.2f", target: "<= 1.15",
 			value: func(p *ratioRun) float64 { return ratio(p.hub.placedIn.Seconds(), p.floor.placedIn.Seconds()) },
 			ok:    func(v float64) bool { return v <= ratioTargetPlaced }},
+		// The hub's placement phase ends once its queue is empty and -settle has passed, the
+		// floor's with its last write answered: the hub run's has the settle's heartbeats too.
 		{name: "control planes' CPU in placement, hub run / floor run", format: "%.2f", target: informative,
 			value: func(p *ratioRun) float64 { return ratio(cpPlace(&p.hub), cpPlace(&p.floor)) }},
 		{name: "hub CPU in placement / control planes' CPU in placement of the hub run", format: "%.2f", target: informative,
