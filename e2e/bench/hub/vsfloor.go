@@ -156,11 +156,19 @@ type table struct {
 func ratioTable(cfg config, commit string, pairs []ratioRun) table {
 	return table{
 		title: fmt.Sprintf("Hub against its floor, measured together: %d RayServices on %d simulated members, "+
-			"%d pairs (the floor, then simhub, each on a fresh fleet), hub %s; simhub with the Go runtime's defaults "+
+			"%s (the floor, then simhub, each on a fresh fleet), hub %s; simhub with the Go runtime's defaults "+
 			"(no GOMEMLIMIT: -hub-memory-limit 0; GOGC=100), heartbeat %v, steady %v, %d cores",
-			cfg.services, cfg.members, len(pairs), commit, cfg.reportInterval, cfg.rollout.steady, cores()),
+			cfg.services, cfg.members, pairsOf(len(pairs)), commit, cfg.reportInterval, cfg.rollout.steady, cores()),
 		rows: figureRows(ratioFigures(cfg), pairs, "pair"),
 	}
+}
+
+// pairsOf is "1 pair", "2 pairs"...
+func pairsOf(n int) string {
+	if n == 1 {
+		return "1 pair"
+	}
+	return fmt.Sprintf("%d pairs", n)
 }
 
 // ratio is a over b; not measured when b is not positive.

@@ -65,7 +65,7 @@ func TestRatioTable(t *testing.T) {
 	cfg := config{services: 1000, members: 100}
 	cfg.sim.statusRate = 200
 	tab := ratioTable(cfg, "abc123", []ratioRun{testPair(110*time.Second, 400), testPair(130*time.Second, 480)})
-	if !strings.Contains(tab.title, "no GOMEMLIMIT") || !strings.Contains(tab.title, "hub abc123") {
+	if !strings.Contains(tab.title, "no GOMEMLIMIT") || !strings.Contains(tab.title, "hub abc123") || !strings.Contains(tab.title, " 2 pairs ") {
 		t.Errorf("title %q does not say the hub ran with no GOMEMLIMIT, or which hub", tab.title)
 	}
 	rows := tab.rows
