@@ -8,7 +8,9 @@
 // client certificate).
 // With -rollout it measures a fleet rollout instead, on a fleet with spokes: see rollout.go.
 // With -sim it measures the hub at fleet scale, against simulated members: see sim.go; with
-// -sim -floor, what the hub's placement writes cost the API servers with no hub: simfloor.go.
+// -sim -floor, what the hub's placement writes cost the API servers with no hub: simfloor.go;
+// with -sim -vs-floor, both in turn in one invocation and the hub's ratios to the floor, the
+// targets of issue 35 (-results writes them into RESULTS.md): vsfloor.go.
 // It imports only benchutil, simmembers (for its naming of the simulated members' objects),
 // floor (-floor's replay, which builds the hub's objects with hub/'s own functions) and shared/
 // (the local fleet and test helpers), never hub/, spoke/ or cmd/ itself: it measures bin/hub,
@@ -18,6 +20,7 @@
 //	go run ./e2e/bench/hub -rollout -runs 3
 //	go run ./e2e/bench/hub -sim -members 100 -services 10000 -runs 3
 //	go run ./e2e/bench/hub -sim -floor -members 100 -services 10000
+//	go run ./e2e/bench/hub -sim -vs-floor -members 100 -services 10000 -runs 2 -results e2e/bench/RESULTS.md
 package main
 
 import (
@@ -113,8 +116,13 @@ func parseArgs(fs *flag.FlagSet, args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	// -floor is a mode of the scale benchmark: its fleet, its workload, its defaults.
-	c.sim.enabled = c.sim.enabled || c.sim.floor
+	// -floor and -vs-floor are modes of the scale benchmark: its fleet, its workload, its
+	// defaults.
+	c.sim.enabled = c.sim.enabled || c.sim.floor || c.sim.vsFloor
+	if err := checkVsFloor(c.sim); err != nil {
+		fmt.Fprintln(fs.Output(), err)
+		return c, err
+	}
 	if c.sim.enabled {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

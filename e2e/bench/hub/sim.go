@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -40,6 +41,10 @@ type simConfig struct {
 	// floor replaces simhub by the replay of its placement writes (floor.go); floorWatches
 	// keeps the hub's watches of the kinds it writes open meanwhile.
 	floor, floorWatches bool
+	// vsFloor runs the floor and simhub in turn and reports their ratios (vsfloor.go);
+	// results is the file the ratios are written into, empty for none.
+	vsFloor bool
+	results string
 }
 
 // Defaults of the flags the scale benchmark shares with the others, where its own differ.
@@ -63,6 +68,10 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 		"with -sim: no simhub; replay the API writes the hub makes to place each RayService, and measure what they cost the API servers")
 	fs.BoolVar(&c.floorWatches, "floor-watches", true,
 		"with -floor: hold open the watches a hub's informers would (hub RayServices, bindings, revisions; each member's copies)")
+	fs.BoolVar(&c.vsFloor, "vs-floor", false,
+		"with -sim: each of -runs pairs runs the floor (-floor) and then simhub, each on a fresh fleet, and reports the hub's ratios to the floor beside their targets (simhub with no GOMEMLIMIT: -hub-memory-limit must be 0)")
+	fs.StringVar(&c.results, "results", "",
+		"with -vs-floor: write the ratio table as Markdown into this file, between its bench-hub-floor markers (added at the end when absent)")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true,
 		"run simhub with leader election, as the hub chart runs bin/hub (-sim); its Lease writes are a steady-state figure")
 }
@@ -70,7 +79,7 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 // softMemoryLimit is the GOMEMLIMIT environment entry bin/hub would run with under a container
 // memory limit of limit (manageropts.SetMemoryLimit: MemoryLimitRatio of it); nil for none.
 func softMemoryLimit(limit string) ([]string, error) {
-	if limit == "" || limit == "0" {
+	if noMemoryLimit(limit) {
 		return nil, nil
 	}
 	q, err := resource.ParseQuantity(limit)
@@ -78,6 +87,22 @@ func softMemoryLimit(limit string) ([]string, error) {
 		return nil, fmt.Errorf("-hub-memory-limit %q: %w", limit, err)
 	}
 	return []string{fmt.Sprintf("GOMEMLIMIT=%d", int64(float64(q.Value())*manageropts.MemoryLimitRatio))}, nil
+}
+
+// noMemoryLimit reports whether -hub-memory-limit asks for none.
+func noMemoryLimit(limit string) bool { return limit == "" || limit == "0" }
+
+// hubEnv is simhub's environment beyond this process's: the collection trace (simheap.go),
+// and the soft limit of -hub-memory-limit or, without one, the Go runtime's defaults pinned,
+// so that neither this process's environment nor its cgroup's limit (which bin/hub's
+// SetMemoryLimit would read) gives simhub a limit the report does not name.
+func hubEnv(limit string) ([]string, error) {
+	env := []string{gcTraceEnv()}
+	if noMemoryLimit(limit) {
+		return append(env, "GOMEMLIMIT=off", "GOGC=100"), nil
+	}
+	soft, err := softMemoryLimit(limit)
+	return append(env, soft...), err
 }
 
 // simDefaults applies the scale benchmark's defaults to the shared flags the command line did
@@ -102,20 +127,17 @@ func simDefaults(c *config, set map[string]bool) {
 // runSim builds simhub once and measures -runs fresh runs, printing each run's figures as it
 // ends and the spread at the end.
 func runSim(ctx context.Context, cfg config) error {
+	if cfg.sim.vsFloor {
+		return runVsFloor(ctx, cfg)
+	}
 	if cfg.sim.floor {
 		return runFloor(ctx, cfg)
 	}
-	dir, err := os.MkdirTemp("", "rayfleet-simhub-")
+	bin, commit, cleanup, err := simHubBinary(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	bin, commit := cfg.sim.bin, "prebuilt"
-	if bin == "" {
-		if bin, commit, err = buildSimHub(ctx, dir); err != nil {
-			return err
-		}
-	}
+	defer cleanup()
 	var runs []simRun
 	for i := range cfg.rollout.runs {
 		fmt.Fprintf(os.Stderr, "bench: scale run %d of %d: %d RayServices on %d simulated members\n",
@@ -136,6 +158,24 @@ func runSim(ctx context.Context, cfg config) error {
 	}
 	printSimReport(os.Stdout, cfg, commit, runs)
 	return nil
+}
+
+// simHubBinary is -simhub, or simhub built from the working tree into a temporary directory
+// that cleanup removes; commit labels the reports.
+func simHubBinary(ctx context.Context, cfg config) (bin, commit string, cleanup func(), err error) {
+	if cfg.sim.bin != "" {
+		return cfg.sim.bin, "prebuilt", func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "rayfleet-simhub-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	if bin, commit, err = buildSimHub(ctx, dir); err != nil {
+		cleanup()
+		return "", "", nil, err
+	}
+	return bin, commit, cleanup, nil
 }
 
 // runSimOnce starts a fresh fleet, joins the members, measures and stops everything.
@@ -172,6 +212,10 @@ func runSimOnce(ctx context.Context, cfg config, bin string, n int) (simRun, err
 	if err = f.startHub(ctx, cfg, bin, extra...); err != nil {
 		return simRun{}, err
 	}
+	started, err := processStart(f.hubProc.PID())
+	if err != nil {
+		return simRun{}, fmt.Errorf("reading simhub's start: %w", err)
+	}
 	if err = f.join(ctx); err != nil {
 		return simRun{}, err
 	}
@@ -182,6 +226,11 @@ func runSimOnce(ctx context.Context, cfg config, bin string, n int) (simRun, err
 	run, err := measureSim(ctx, cfg, f, prof)
 	if err != nil {
 		f.hub.DumpLogs(os.Stderr, 60)
+	}
+	// Read before the fleet stops and its directory, simhub's log with it, goes.
+	var terr error
+	if run.heap, terr = readHeapTrace(f.hubProc.LogPath, started); terr != nil {
+		err = errors.Join(err, terr)
 	}
 	return run, err
 }

@@ -194,7 +194,7 @@ func (f *simFleet) startHub(ctx context.Context, cfg config, bin string, extra .
 		"--sim-namespaces=" + benchNamespace,
 	}, extra...)
 	args = append(args, cfg.hubArgs...)
-	env, err := softMemoryLimit(cfg.sim.memoryLimit)
+	env, err := hubEnv(cfg.sim.memoryLimit)
 	if err != nil {
 		return err
 	}

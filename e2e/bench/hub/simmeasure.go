@@ -70,6 +70,8 @@ type simRun struct {
 	phasesDone int
 	// floor is what the replay writer saw (-floor only).
 	floor floorRun
+	// heap is simhub's collections (not the floor's).
+	heap heapTrace
 }
 
 // Names of the workqueue metrics the report reads.

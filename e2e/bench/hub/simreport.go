@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -25,15 +26,19 @@ var steadyWork = []string{
 	"rayservices", "rayservices/status", "rayservicebindings", "rayservicebindings/status", "controllerrevisions",
 }
 
-// simFigure is one row of the report: a figure of every run, and its target.
-type simFigure struct {
+// figure is one row of a report: a figure of every run (of type R), and its target. A value
+// that is NaN was not measured in that run.
+type figure[R any] struct {
 	name   string
-	value  func(r *simRun) float64
+	value  func(r *R) float64
 	format string
 	// target describes the target; ok tells whether a value meets it (nil: no target).
 	target string
 	ok     func(v float64) bool
 }
+
+// simFigure is one row of a scale run's report.
+type simFigure = figure[simRun]
 
 // calls sums the hub's calls in phase on the hub and the member whose resource is in
 // resources (nil: all) and whose verb passes keep (nil: all).
@@ -148,33 +153,54 @@ func printSimReport(out io.Writer, cfg config, commit string, runs []simRun) {
 
 // printFigures prints a header and, per figure, its value in every run, the spread and the
 // target met or not.
-func printFigures(w io.Writer, figs []simFigure, runs []simRun) {
+func printFigures[R any](w io.Writer, figs []figure[R], runs []R) {
+	for _, row := range figureRows(figs, runs, "run") {
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+}
+
+// notMeasured is the cell of a value a run did not measure.
+const notMeasured = "not measured"
+
+// figureRows are the cells of the figures' table: a header (column "<column> 1", ...), then
+// per figure its value in every run, the spread of the values measured, and the target with
+// how many of them met it.
+func figureRows[R any](figs []figure[R], runs []R, column string) [][]string {
 	header := []string{"figure"}
 	for i := range runs {
-		header = append(header, fmt.Sprintf("run %d", i+1))
+		header = append(header, fmt.Sprintf("%s %d", column, i+1))
 	}
-	header = append(header, "min / median / max", "target")
-	fmt.Fprintln(w, strings.Join(header, "\t"))
+	rows := [][]string{append(header, "min / median / max", "target")}
 	for _, f := range figs {
-		vals := make([]float64, len(runs))
+		var vals []float64
 		row := []string{f.name}
 		met := 0
 		for i := range runs {
-			vals[i] = f.value(&runs[i])
-			row = append(row, fmt.Sprintf(f.format, vals[i]))
-			if f.ok != nil && f.ok(vals[i]) {
+			v := f.value(&runs[i])
+			if math.IsNaN(v) {
+				row = append(row, notMeasured)
+				continue
+			}
+			vals = append(vals, v)
+			row = append(row, fmt.Sprintf(f.format, v))
+			if f.ok != nil && f.ok(v) {
 				met++
 			}
 		}
-		lo, med, hi := spread(vals)
-		row = append(row, fmt.Sprintf(f.format+" / "+f.format+" / "+f.format, lo, med, hi))
-		if f.ok != nil {
-			row = append(row, fmt.Sprintf("%s: met in %d of %d", f.target, met, len(runs)))
+		if len(vals) == 0 {
+			row = append(row, notMeasured)
 		} else {
-			row = append(row, "")
+			lo, med, hi := spread(vals)
+			row = append(row, fmt.Sprintf(f.format+" / "+f.format+" / "+f.format, lo, med, hi))
 		}
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+		if f.ok != nil && len(vals) > 0 {
+			row = append(row, fmt.Sprintf("%s: met in %d of %d", f.target, met, len(vals)))
+		} else {
+			row = append(row, f.target)
+		}
+		rows = append(rows, row)
 	}
+	return rows
 }
 
 // spread returns the minimum, the median (the lower middle of an even count) and the maximum.
