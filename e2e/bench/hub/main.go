@@ -113,7 +113,9 @@ func parseArgs(fs *flag.FlagSet, args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	// -floor is a mode of the scale benchmark: its fleet, its workload, its defaults.
+	// -floor is a mode of the scale benchmark: its fleet, its workload, its defaults;
+	// -status-floor one of -floor.
+	c.sim.floor = c.sim.floor || c.sim.statusFloor.enabled
 	c.sim.enabled = c.sim.enabled || c.sim.floor
 	if c.sim.enabled {
 		set := map[string]bool{}

@@ -40,6 +40,8 @@ type simConfig struct {
 	// floor replaces simhub by the replay of its placement writes (floor.go); floorWatches
 	// keeps the hub's watches of the kinds it writes open meanwhile.
 	floor, floorWatches bool
+	// statusFloor measures the floor of the status path after the placement replay.
+	statusFloor statusFloorConfig
 }
 
 // Defaults of the flags the scale benchmark shares with the others, where its own differ.
@@ -63,6 +65,7 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 		"with -sim: no simhub; replay the API writes the hub makes to place each RayService, and measure what they cost the API servers")
 	fs.BoolVar(&c.floorWatches, "floor-watches", true,
 		"with -floor: hold open the watches a hub's informers would (hub RayServices, bindings, revisions; each member's copies)")
+	c.statusFloor.bindFlags(fs)
 	fs.BoolVar(&c.leaderElect, "leader-elect", true,
 		"run simhub with leader election, as the hub chart runs bin/hub (-sim); its Lease writes are a steady-state figure")
 }

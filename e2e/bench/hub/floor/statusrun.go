@@ -84,15 +84,16 @@ func (w *Writer) ObserveCopy(cp *rayv1.RayService) {
 	}
 }
 
-// RunStatus writes, with workers at once until ctx ends, what the hub writes to show the
-// changes ObserveCopy queues: the binding's and the hub RayService's status patches at once
-// (each only when it changed) and the rollout's events, as the hub's identity. A write the API
-// servers refuse is queued again with the hub's backoff (controller-runtime's default rate
-// limiter) and counted in StatusFailures. It is to be called after Run has returned.
-func (w *Writer) RunStatus(ctx context.Context, strategy *fleetv1alpha1.RolloutStrategy, workers int) error {
+// StartStatus starts writing, with workers at once until ctx ends, what the hub writes to
+// show the changes ObserveCopy queues: the binding's and the hub RayService's status patches
+// at once (each only when it changed) and the rollout's events, as the hub's identity. A write
+// the API servers refuse is queued again with the hub's backoff (controller-runtime's default
+// rate limiter) and counted in StatusFailures. It is to be called once Run has returned; the
+// function it returns waits, after ctx ends, for the workers and the events in flight.
+func (w *Writer) StartStatus(ctx context.Context, strategy *fleetv1alpha1.RolloutStrategy, workers int) (func(), error) {
 	st, err := rollout.StrategyOf(strategy)
 	if err != nil {
-		return fmt.Errorf("rollout strategy: %w", err)
+		return nil, fmt.Errorf("rollout strategy: %w", err)
 	}
 	s := w.statusInit()
 	// Run closed the events of placement; these are the status path's.
@@ -126,10 +127,11 @@ func (w *Writer) RunStatus(ctx context.Context, strategy *fleetv1alpha1.RolloutS
 			}
 		})
 	}
-	wg.Wait()
-	close(w.events)
-	<-sent
-	return nil
+	return func() {
+		wg.Wait()
+		close(w.events)
+		<-sent
+	}, nil
 }
 
 // StatusIdle reports whether no RayService waits for a status write, none is being written and
