@@ -8,7 +8,9 @@
 // client certificate).
 // With -rollout it measures a fleet rollout instead, on a fleet with spokes: see rollout.go.
 // With -sim it measures the hub at fleet scale, against simulated members: see sim.go; with
-// -sim -floor, what the hub's placement writes cost the API servers with no hub: simfloor.go.
+// -sim -floor, what the hub's placement writes cost the API servers with no hub: simfloor.go;
+// with -status-floor too, then the highest rate of member status changes shown on the hub with
+// p99 < 1 s when the hub's status writes cost nothing: simstatusfloor.go.
 // It imports only benchutil, simmembers (for its naming of the simulated members' objects),
 // floor (-floor's replay, which builds the hub's objects with hub/'s own functions) and shared/
 // (the local fleet and test helpers), never hub/, spoke/ or cmd/ itself: it measures bin/hub,
@@ -18,6 +20,7 @@
 //	go run ./e2e/bench/hub -rollout -runs 3
 //	go run ./e2e/bench/hub -sim -members 100 -services 10000 -runs 3
 //	go run ./e2e/bench/hub -sim -floor -members 100 -services 10000
+//	go run ./e2e/bench/hub -sim -floor -status-floor -members 100 -services 10000
 package main
 
 import (

@@ -19,6 +19,10 @@
 // target revision and phase (stages, per-cluster rollout entries), a second reconcile's
 // writes when the first one's status write raced a change, and the hub's backoff between
 // retries (an overloaded answer is retried at once, see send).
+//
+// After placement, the same Writer replays the hub's status path (-status-floor, status.go and
+// statusrun.go): for each member status change a watch of the copies delivers, the binding
+// and hub RayService status patches and the rollout's events the hub makes to show it.
 package floor
 
 import (
