@@ -35,6 +35,7 @@ import (
 
 	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 	"github.com/rayfleet/rayfleet/e2e/bench/hub/floor"
+	"github.com/rayfleet/rayfleet/shared/localfleet/localcluster"
 )
 
 // statusFloorConfig is -status-floor's part of the command line.
@@ -115,14 +116,39 @@ func measureStatusFloor(ctx context.Context, cfg config, f *simFleet, w *floor.W
 			rate, step.changes, step.sent, benchutil.Round(step.p50), benchutil.Round(step.p99), step.passes())
 	}
 	res.sustainable = sustainableRate(res.steps)
-	return res, nil
+	return res, countStatusWrites(f, res.steps)
+}
+
+// countStatusWrites sets each step's writes of RayService work per change, by the hub's
+// identity on the hub and the member, from the audit logs.
+func countStatusWrites(f *simFleet, steps []statusStep) error {
+	windows := make([]benchutil.Window, len(steps))
+	for i := range steps {
+		windows[i] = steps[i].window
+	}
+	for _, c := range []*localcluster.Cluster{f.hub, f.member} {
+		counts, err := benchutil.CountWritesIn(c.AuditLogPath(), hubUser, windows)
+		if err != nil {
+			return fmt.Errorf("audit log of %s: %w", c.Name, err)
+		}
+		for i := range steps {
+			n := 0
+			for k, v := range counts[i].ByKey {
+				if slices.Contains(rayServiceResources, k.Resource) && benchutil.IsWrite(k.Verb) {
+					n += v
+				}
+			}
+			steps[i].writesPerChange += float64(n) / float64(max(steps[i].changes, 1))
+		}
+	}
+	return nil
 }
 
 // runStatusStep sends changes at rate, stopping early once the step is clearly over the
 // target, waits until every change sent is shown and the writer is idle, and measures.
 func runStatusStep(ctx context.Context, cfg config, f *simFleet, w *floor.Writer, eps *endpoints,
 	changes []simChange, rate float64) (statusStep, error) {
-	step := statusStep{asked: rate}
+	step := statusStep{asked: rate, window: benchutil.Window{From: time.Now()}}
 	from := eps.count()
 	cpFrom, err := readControlPlanes(f.hub, f.member)
 	if err != nil {
@@ -164,6 +190,7 @@ func runStatusStep(ctx context.Context, cfg config, f *simFleet, w *floor.Writer
 	if err = wait.PollUntilContextTimeout(ctx, statusPoll, cfg.timeout, true, shown); err != nil {
 		return step, fmt.Errorf("%d of %d changes shown after %v: %w", eps.count()-from, n, cfg.timeout, err)
 	}
+	step.window.To = time.Now()
 	cpTo, err := readControlPlanes(f.hub, f.member)
 	if err != nil {
 		return step, err
@@ -270,14 +297,15 @@ func printStatusFloor(out io.Writer, sf statusFloor) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "Status floor: member status change -> hub status with no hub, the hub's status writes replayed by %d workers; "+
 		"%d changes a step at most, of %d copies\n", floor.DefaultWorkers, sf.stepSize, sf.copies)
-	fmt.Fprintln(w, "rate asked (/s)\tsent (/s)\tchanges\tp50 (ms)\tp99 (ms)\tcontrol-plane CPU per change (ms)\twriter calls per change\trefused writes / events\tpasses")
+	fmt.Fprintln(w, "rate asked (/s)\tsent (/s)\tchanges\tp50 (ms)\tp99 (ms)\tcontrol-plane CPU per change (ms)\t"+
+		"writer requests per change\thub writes per change (audit)\trefused writes / events\tpasses")
 	for _, s := range sf.steps {
 		verdict := fmt.Sprint(s.passes())
 		if s.endedEarly {
 			verdict += " (ended early: p99 over)"
 		}
-		fmt.Fprintf(w, "%.0f\t%.0f\t%d\t%.0f\t%.0f\t%.1f\t%.2f\t%d / %d\t%s\n", s.asked, s.sent, s.changes,
-			ms(s.p50), ms(s.p99), ms(s.cpuPerChange), s.callsPerChange, s.failures, s.eventsFailed, verdict)
+		fmt.Fprintf(w, "%.0f\t%.0f\t%d\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d / %d\t%s\n", s.asked, s.sent, s.changes,
+			ms(s.p50), ms(s.p99), ms(s.cpuPerChange), s.callsPerChange, s.writesPerChange, s.failures, s.eventsFailed, verdict)
 	}
 	if sf.sustainable > 0 {
 		fmt.Fprintf(w, "floor: highest status-change rate with p99 < 1 s (sent >= %.0f %% of asked)\t%.0f/s\n", 100*minSentShare, sf.sustainable)

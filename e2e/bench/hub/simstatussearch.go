@@ -7,6 +7,8 @@ package main
 import (
 	"math"
 	"time"
+
+	"github.com/rayfleet/rayfleet/e2e/bench/benchutil"
 )
 
 // statusLadder are the rates (changes per second) the search tries in turn until one fails;
@@ -41,8 +43,11 @@ type statusStep struct {
 	p50, p99 time.Duration
 	// cpuPerChange is the control planes' CPU (both API servers and etcds) per change.
 	cpuPerChange time.Duration
-	// callsPerChange are the requests the floor's writer sent per change (events included).
-	callsPerChange float64
+	// callsPerChange are the requests the floor's writer sent per change (events included);
+	// writesPerChange its writes of RayService work per change as the audit logs count them.
+	callsPerChange, writesPerChange float64
+	// window is the step's span, first send to the last change shown and the writer idle.
+	window benchutil.Window
 	// failures are the status writes refused and queued again; eventsFailed the events lost.
 	failures, eventsFailed int64
 }
