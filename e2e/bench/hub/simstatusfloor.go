@@ -307,13 +307,14 @@ func printStatusFloor(out io.Writer, sf statusFloor) {
 		fmt.Fprintf(w, "%.0f\t%.0f\t%d\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d / %d\t%s\n", s.asked, s.sent, s.changes,
 			ms(s.p50), ms(s.p99), ms(s.cpuPerChange), s.callsPerChange, s.writesPerChange, s.failures, s.eventsFailed, verdict)
 	}
-	if sf.sustainable > 0 {
-		fmt.Fprintf(w, "floor: highest status-change rate with p99 < 1 s (sent >= %.0f %% of asked)\t%.0f/s\n", 100*minSentShare, sf.sustainable)
-	} else {
-		fmt.Fprintln(w, "floor: highest status-change rate with p99 < 1 s\tnone of the rates tried")
-	}
-	fmt.Fprintf(w, "search ended\t%s\n", sf.stopped)
+	// The summary is printed below the table, so that its long labels do not widen the rates.
 	_ = w.Flush()
+	if sf.sustainable > 0 {
+		fmt.Fprintf(out, "floor: highest status-change rate with p99 < 1 s (sent >= %.0f %% of asked): %.0f/s\n", 100*minSentShare, sf.sustainable)
+	} else {
+		fmt.Fprintln(out, "floor: highest status-change rate with p99 < 1 s: none of the rates tried")
+	}
+	fmt.Fprintf(out, "search ended: %s\n", sf.stopped)
 }
 
 // ms is d in milliseconds.

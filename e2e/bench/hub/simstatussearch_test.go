@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 )
@@ -155,5 +156,20 @@ func TestStatusFloorImpliesFloor(t *testing.T) {
 	if !cfg.sim.enabled || !cfg.sim.floor || !cfg.sim.statusFloor.enabled || cfg.sim.statusFloor.changes != 200 {
 		t.Errorf("-status-floor: sim %t, floor %t, status floor %+v; want -sim -floor with 200 changes a step",
 			cfg.sim.enabled, cfg.sim.floor, cfg.sim.statusFloor)
+	}
+}
+
+func TestPrintStatusFloor(t *testing.T) {
+	var out strings.Builder
+	printStatusFloor(&out, statusFloor{steps: []statusStep{pass(25), fail(50)}, sustainable: 25,
+		stopped: "the lowest rate tried failed", stepSize: 1000, copies: 16000})
+	for _, want := range []string{"rate asked (/s)", "floor: highest status-change rate with p99 < 1 s (sent >= 95 % of asked): 25/s",
+		"search ended: the lowest rate tried failed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printStatusFloor lacks %q:\n%s", want, out.String())
+		}
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 6 {
+		t.Errorf("printStatusFloor printed %d lines, want a title, a header, 2 steps and 2 summary lines:\n%s", len(lines), out.String())
 	}
 }
