@@ -9,8 +9,11 @@
 // With -rollout it measures a fleet rollout instead, on a fleet with spokes: see rollout.go.
 // With -sim it measures the hub at fleet scale, against simulated members: see sim.go; with
 // -sim -floor, what the hub's placement writes cost the API servers with no hub: simfloor.go;
-// with -sim -vs-floor, both in turn in one invocation and the hub's ratios to the floor, the
-// targets of issue 35 (-results writes them into RESULTS.md): vsfloor.go.
+// with -status-floor too, then the highest rate of member status changes shown on the hub with
+// p99 < 1 s when the hub's status writes cost nothing: simstatusfloor.go; with -sim -vs-floor,
+// both floors and simhub in turn in one invocation, simhub's status changes at half the
+// floor's rate, and the hub's ratios to the floor (-results writes them into RESULTS.md):
+// vsfloor.go.
 // It imports only benchutil, simmembers (for its naming of the simulated members' objects),
 // floor (-floor's replay, which builds the hub's objects with hub/'s own functions) and shared/
 // (the local fleet and test helpers), never hub/, spoke/ or cmd/ itself: it measures bin/hub,
@@ -21,6 +24,7 @@
 //	go run ./e2e/bench/hub -sim -members 100 -services 10000 -runs 3
 //	go run ./e2e/bench/hub -sim -floor -members 100 -services 10000
 //	go run ./e2e/bench/hub -sim -vs-floor -members 100 -services 10000 -runs 2 -results e2e/bench/RESULTS.md
+//	go run ./e2e/bench/hub -sim -floor -status-floor -members 100 -services 10000
 package main
 
 import (
@@ -117,7 +121,8 @@ func parseArgs(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	// -floor and -vs-floor are modes of the scale benchmark: its fleet, its workload, its
-	// defaults.
+	// defaults; -status-floor is one of -floor.
+	c.sim.floor = c.sim.floor || c.sim.statusFloor.enabled
 	c.sim.enabled = c.sim.enabled || c.sim.floor || c.sim.vsFloor
 	if err := checkVsFloor(c.sim); err != nil {
 		fmt.Fprintln(fs.Output(), err)

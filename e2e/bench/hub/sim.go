@@ -45,6 +45,8 @@ type simConfig struct {
 	// results is the file the ratios are written into, empty for none.
 	vsFloor bool
 	results string
+	// statusFloor measures the floor of the status path after the placement replay.
+	statusFloor statusFloorConfig
 }
 
 // Defaults of the flags the scale benchmark shares with the others, where its own differ.
@@ -72,6 +74,7 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 		"with -sim: each of -runs pairs runs the floor (-floor) and then simhub, each on a fresh fleet, and reports the hub's ratios to the floor beside their targets (simhub with no GOMEMLIMIT: -hub-memory-limit must be 0)")
 	fs.StringVar(&c.results, "results", "",
 		"with -vs-floor: write the ratio table as Markdown into this file, between its bench-hub-floor markers (added at the end when absent)")
+	c.statusFloor.bindFlags(fs)
 	fs.BoolVar(&c.leaderElect, "leader-elect", true,
 		"run simhub with leader election, as the hub chart runs bin/hub (-sim); its Lease writes are a steady-state figure")
 }

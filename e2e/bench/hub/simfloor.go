@@ -38,6 +38,8 @@ type floorRun struct {
 	// selfCPU is this process's CPU in placement: the creates, the writer, and the watches'
 	// decoding (the benchmark's own and those held open for the hub), all on the same cores.
 	selfCPU time.Duration
+	// status is the status floor's search (-status-floor), nil without it.
+	status *statusFloor
 }
 
 // runFloor measures -runs fresh runs of the floor, printing each run's figures as it ends and
@@ -101,7 +103,12 @@ func runFloorOnce(ctx context.Context, cfg config) (simRun, error) {
 	}
 	run.phasesDone = 1
 	m := &simMeasure{cfg: cfg, f: f, run: &run}
-	return run, m.count()
+	if err = m.count(); err != nil || !cfg.sim.statusFloor.enabled {
+		return run, err
+	}
+	sf, err := measureStatusFloor(ctx, cfg, f, w)
+	run.floor.status = &sf
+	return run, err
 }
 
 // newFloorWriter is a replay writer with the hub's identity and user agent on both servers,
@@ -257,4 +264,10 @@ func printFloorReport(out io.Writer, cfg config, runs []simRun) {
 		cfg.services, cfg.members, floor.DefaultWorkers, cfg.sim.floorWatches, cfg.reportInterval, cores())
 	printFigures(w, floorFigures(cfg), runs)
 	_ = w.Flush()
+	for i := range runs {
+		if sf := runs[i].floor.status; sf != nil {
+			fmt.Fprintf(out, "\nRun %d: ", i+1)
+			printStatusFloor(out, *sf)
+		}
+	}
 }

@@ -111,18 +111,29 @@ func runPair(ctx context.Context, cfg config, bin string, n int) (ratioRun, erro
 	if p.loadHub, err = readLoadAvg(); err != nil {
 		return p, err
 	}
-	fmt.Fprintf(os.Stderr, "bench: pair %d of %d, simhub: %d RayServices on %d simulated members (load %.2f)\n",
-		n, cfg.rollout.runs, cfg.services, cfg.members, p.loadHub)
-	if p.hub, err = runSimOnce(ctx, cfg, bin, n); err != nil {
+	hubCfg := cfg
+	if st := p.floor.floor.status; st != nil && st.sustainable > 0 {
+		// The hub is asked for half the rate the floor sustains (issue 35's status target).
+		p.statusFloorRate = st.sustainable
+		hubCfg.sim.statusRate = st.sustainable / 2
+	}
+	fmt.Fprintf(os.Stderr, "bench: pair %d of %d, simhub: %d RayServices on %d simulated members, status changes at %.0f/s (load %.2f)\n",
+		n, cfg.rollout.runs, cfg.services, cfg.members, hubCfg.sim.statusRate, p.loadHub)
+	if p.hub, err = runSimOnce(ctx, hubCfg, bin, n); err != nil {
 		return p, fmt.Errorf("simhub: %w", err)
+	}
+	if p.statusFloorRate > 0 {
+		p.statusP99AtHalf = benchutil.Percentile(p.hub.statusLat, 0.99)
 	}
 	printSimBreakdown(os.Stderr, cfg, n, p.hub)
 	return p, nil
 }
 
-// floorConfig is cfg for the floor's runs and report.
+// floorConfig is cfg for the floor's runs and report: placement, then the status floor's
+// rate search, whose rate sets the hub's.
 func floorConfig(cfg config) config {
 	cfg.sim.floor = true
+	cfg.sim.statusFloor.enabled = true
 	return cfg
 }
 

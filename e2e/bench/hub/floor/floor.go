@@ -19,6 +19,10 @@
 // target revision and phase (stages, per-cluster rollout entries), a second reconcile's
 // writes when the first one's status write raced a change, and the hub's backoff between
 // retries (an overloaded answer is retried at once, see send).
+//
+// After placement, the same Writer replays the hub's status path (-status-floor, status.go and
+// statusrun.go): for each member status change a watch of the copies delivers, the binding
+// and hub RayService status patches and the rollout's events the hub makes to show it.
 package floor
 
 import (
@@ -93,6 +97,8 @@ type Writer struct {
 	calls, eventsFailed atomic.Int64
 	// retries counts the writes sent again after an overloaded or timed-out answer.
 	retries atomic.Int64
+	// status is the status floor's part (statusrun.go).
+	status statusReplay
 }
 
 // New is a Writer writing to the hub through hub and to members through their clients.
@@ -186,7 +192,11 @@ func (w *Writer) place(ctx context.Context, it Item) error {
 		w.event(rs, name, corev1.EventTypeNormal, "Propagated", "Propagate",
 			fmt.Sprintf("applied RayService %s to cluster %s", key, name))
 	}
-	return w.writeStatus(ctx, rs, binding, cr.Name, placed, applied, hashes)
+	if err = w.writeStatus(ctx, rs, binding, cr.Name, placed, applied, hashes); err != nil {
+		return err
+	}
+	w.status.remember(&placedRayService{rs: rs, binding: binding, rev: cr.Name, placed: placed, copies: applied, hashes: hashes})
+	return nil
 }
 
 // createBinding creates the RayService's binding, controlled by it.
