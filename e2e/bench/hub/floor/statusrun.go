@@ -19,6 +19,7 @@ import (
 	"github.com/rayfleet/rayfleet/e2e/bench/hub/simmembers"
 	"github.com/rayfleet/rayfleet/hub/rollout"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/metapatch"
 )
 
 // statusReplay is the Writer's status floor: the RayServices placed, by "namespace/name", and
@@ -168,7 +169,7 @@ func (w *Writer) syncStatus(ctx context.Context, key string, strategy rollout.St
 		wg.Go(func() {
 			b := g.binding.DeepCopy()
 			b.Status = *d.binding
-			if err := w.send(ctx, func() error { return w.hub.Status().Patch(ctx, b, client.MergeFrom(g.binding)) }); err != nil {
+			if err := w.send(ctx, func() error { return metapatch.PatchStatus(ctx, w.hub, b, client.MergeFrom(g.binding)) }); err != nil {
 				bindingErr = fmt.Errorf("patch RayServiceBinding %s status on the hub: %w", key, err)
 				return
 			}
@@ -179,7 +180,7 @@ func (w *Writer) syncStatus(ctx context.Context, key string, strategy rollout.St
 		wg.Go(func() {
 			rs := g.rs.DeepCopy()
 			rs.Status = *d.hub
-			if err := w.send(ctx, func() error { return w.hub.Status().Patch(ctx, rs, client.MergeFrom(g.rs)) }); err != nil {
+			if err := w.send(ctx, func() error { return metapatch.PatchStatus(ctx, w.hub, rs, client.MergeFrom(g.rs)) }); err != nil {
 				hubErr = fmt.Errorf("patch RayService %s status on the hub: %w", key, err)
 				return
 			}
