@@ -275,7 +275,7 @@ func ratioFigures(cfg config) []figure[ratioRun] {
 			value: func(p *ratioRun) float64 { return 1000 * pct(p.hub.statusLat, 0.5) }},
 		{name: "hub: status change -> hub p99 (ms)", format: "%.0f",
 			value: func(p *ratioRun) float64 { return 1000 * pct(p.hub.statusLat, 0.99) }},
-		{name: fmt.Sprintf("hub: status changes sent per second (%.0f asked)", cfg.sim.statusRate), format: "%.0f",
+		{name: fmt.Sprintf("hub: status changes sent per second (asked: half the floor's rate, or %.0f)", cfg.sim.statusRate), format: "%.0f",
 			value: func(p *ratioRun) float64 { return ratio(float64(p.hub.changes), p.hub.sentIn.Seconds()) }},
 		{name: "hub CPU per status change (ms)", format: "%.2f",
 			value: func(p *ratioRun) float64 { return perChange(&p.hub, hubStatusCPU(p)) }},

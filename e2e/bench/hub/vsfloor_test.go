@@ -102,7 +102,7 @@ func TestRatioTable(t *testing.T) {
 		{"hub CPU per status change / control planes' CPU per status change (%)", "25", "25", "25 / 25 / 25", "<= 25 %: met in 2 of 2"},
 		{"hub CPU per status change (ms)", "2.00", "2.00", "2.00 / 2.00 / 2.00", ""},
 		{"control planes' CPU per status change (ms)", "8.00", "8.00", "8.00 / 8.00 / 8.00", ""},
-		{"hub: status changes sent per second (200 asked)", "200", "200", "200 / 200 / 200", ""},
+		{"hub: status changes sent per second (asked: half the floor's rate, or 200)", "200", "200", "200 / 200 / 200", ""},
 		{"hub: status change -> hub p99 (ms)", "700", "700", "700 / 700 / 700", ""},
 		{"floor: first create -> last member copy (s)", "100.0", "100.0", "100.0 / 100.0 / 100.0", ""},
 		{"load average (1 min) before the hub run", "2.25", "2.25", "2.25 / 2.25 / 2.25", ""},
