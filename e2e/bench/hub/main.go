@@ -78,6 +78,13 @@ type config struct {
 
 func main() {
 	cfg := parseFlags()
+	if cfg.sim.rerender != "" {
+		if err := rerenderResults(cfg.sim.rerender); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.sim.enabled {
 		benchutil.Main(func(ctx context.Context) error { return runSim(ctx, cfg) })
 		return

@@ -45,6 +45,8 @@ type simConfig struct {
 	// results is the file the ratios are written into, empty for none.
 	vsFloor bool
 	results string
+	// rerender rewrites that file's generated section from its own figures, measuring nothing.
+	rerender string
 	// statusFloor measures the floor of the status path after the placement replay.
 	statusFloor statusFloorConfig
 }
@@ -72,6 +74,8 @@ func (c *simConfig) bindFlags(fs *flag.FlagSet) {
 		"with -floor: hold open the watches a hub's informers would (hub RayServices, bindings, revisions; each member's copies)")
 	fs.BoolVar(&c.vsFloor, "vs-floor", false,
 		"with -sim: each of -runs pairs runs the floor (-floor) and then simhub, each on a fresh fleet, and reports the hub's ratios to the floor beside their targets (simhub with no GOMEMLIMIT: -hub-memory-limit must be 0)")
+	fs.StringVar(&c.rerender, "results-rerender", "",
+		"rewrite this file's bench-hub-floor section from the figures it holds, in this version's layout, and measure nothing")
 	fs.StringVar(&c.results, "results", "",
 		"with -vs-floor: write the ratio table as Markdown into this file, between its bench-hub-floor markers (added at the end when absent)")
 	c.statusFloor.bindFlags(fs)

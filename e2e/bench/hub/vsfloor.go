@@ -66,6 +66,8 @@ func runVsFloor(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer cleanup()
+	// The tree measured is the one simhub was just built from, whatever changes while it runs.
+	describe := describeTree(ctx)
 	var pairs []ratioRun
 	for i := range cfg.rollout.runs {
 		p, perr := runPair(ctx, cfg, bin, i+1)
@@ -84,7 +86,7 @@ func runVsFloor(ctx context.Context, cfg config) error {
 	block := resultsBlock(resultsHeader{
 		command:  "go run ./e2e/bench/hub " + shellJoin(os.Args[1:]),
 		date:     time.Now().UTC(),
-		describe: describeTree(ctx),
+		describe: describe,
 		cores:    cores(),
 	}, ratioTable(cfg, commit, pairs))
 	if err = writeResults(cfg.sim.results, block); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,5 +145,71 @@ func TestBenchResultsHaveOneSection(t *testing.T) {
 	}
 	if !strings.HasPrefix(got, string(doc[:strings.Index(string(doc), resultsBegin)])) {
 		t.Error("replacing the section changed what is before it")
+	}
+}
+
+func TestSummaryRows(t *testing.T) {
+	rows := [][]string{
+		{"figure", "pair 1", "pair 2", "min / median / max", "target"},
+		{"a ratio", "1.10", "1.30", "1.10 / 1.20 / 1.30", "<= 1.15: met in 1 of 2"},
+		{"a time (s)", "100", "110", "100 / 105 / 110", ""},
+		{"not asked for", "1", "2", "1 / 1.5 / 2", ""},
+	}
+	want := [][]string{
+		{"", "a ratio", "a time (s)"},
+		{"pair 1", "1.10", "100"},
+		{"pair 2", "1.30", "110"},
+		{"target", "<= 1.15", ""},
+	}
+	got := summaryRows(rows, []string{"a ratio", "a time (s)"})
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("summaryRows = %q, want %q", got, want)
+	}
+	if got := summaryRows(rows, []string{"a ratio", "missing"}); got != nil {
+		t.Errorf("summaryRows with a missing figure = %q, want nil", got)
+	}
+	// Every summary figure is a row of the ratio table.
+	names := map[string]bool{}
+	for _, f := range ratioFigures(config{}) {
+		names[f.name] = true
+	}
+	for _, n := range summaryFigures {
+		if !names[n] {
+			t.Errorf("summary figure %q is not a row of the ratio table", n)
+		}
+	}
+}
+
+func TestRerenderKeepsTheFigures(t *testing.T) {
+	rows := [][]string{
+		{"figure", "pair 1", "min / median / max", "target"},
+		{"a | piped ratio", "1.10", "1.10 / 1.10 / 1.10", "<= 1.15: met in 1 of 1"},
+		{"a time (s)", "100", "100 / 100 / 100", ""},
+	}
+	header := "`go run ./e2e/bench/hub -sim -vs-floor` on 2026-11-29 17:00 UTC, commit abc, 2 cores. Title. Load."
+	doc := "# Results\n\nprose\n\n" + renderBlock(header, rows) + "\nafter\n"
+	gotHeader, gotRows, err := parseBlock(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotHeader != header || fmt.Sprint(gotRows) != fmt.Sprint(rows) {
+		t.Errorf("parseBlock = %q, %q; want %q, %q", gotHeader, gotRows, header, rows)
+	}
+	path := filepath.Join(t.TempDir(), "RESULTS.md")
+	if err = os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err = rerenderResults(path); err != nil {
+		t.Fatal(err)
+	}
+	again, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != doc {
+		t.Errorf("rerendering the same layout changed the file:\n%s\nwant\n%s", again, doc)
+	}
+	if _, _, err = parseBlock("no section"); err == nil {
+		t.Error("parseBlock of a file without a section did not fail")
 	}
 }

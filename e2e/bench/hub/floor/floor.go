@@ -17,8 +17,8 @@
 // approximated by Watchers, one watch per kind and member), its MemberCluster and Lease
 // writes (on timers, whatever the RayServices do), the rollout's status details beyond the
 // target revision and phase (stages, per-cluster rollout entries), a second reconcile's
-// writes when the first one's status write raced a change, and the hub's backoff between
-// retries (an overloaded answer is retried at once, see send).
+// writes when the first one's status write raced a change, and the hub's own backoff between
+// retries (an overloaded answer is retried after 200 ms, doubling, see send).
 //
 // After placement, the same Writer replays the hub's status path (-status-floor, status.go and
 // statusrun.go): for each member status change a watch of the copies delivers, the binding
