@@ -210,3 +210,18 @@ func executor(hubClient client.Client, now time.Time) *Reconciler {
 		opts: Options{HubName: labels.DefaultHubName, Resync: time.Minute},
 	}
 }
+
+func TestAsStoredKeepsTimesToTheSecond(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 29, 18, 0, 0, 123456789, time.UTC))
+	st := &fleetv1alpha1.RayServiceBindingStatus{ObservedGeneration: 3, Conditions: []metav1.Condition{
+		{Type: "Placed", Status: metav1.ConditionTrue, Reason: "Placed", LastTransitionTime: at},
+	}}
+	got := asStored(st)
+	if got.ObservedGeneration != 3 || len(got.Conditions) != 1 ||
+		!got.Conditions[0].LastTransitionTime.Equal(&metav1.Time{Time: at.Truncate(time.Second)}) {
+		t.Errorf("asStored = %+v, want the status with its time to the second", got)
+	}
+	if st.Conditions[0].LastTransitionTime.Nanosecond() == 0 {
+		t.Error("asStored changed its argument")
+	}
+}

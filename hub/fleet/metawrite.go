@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -47,4 +48,18 @@ func applyCopy(ctx context.Context, cl client.Client, desired, cached *rayv1.Ray
 		got.Status = cached.Status
 	}
 	return got, nil
+}
+
+// asStored is v as the API server stores it, through its JSON: times to the second. v itself
+// when it does not encode (no status type fails to).
+func asStored[T any](v *T) *T {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	out := new(T)
+	if err = json.Unmarshal(data, out); err != nil {
+		return v
+	}
+	return out
 }

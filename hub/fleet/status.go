@@ -172,7 +172,9 @@ func (r *Reconciler) patchBindingStatus(ctx context.Context, key types.Namespace
 	if err := patchStatus(ctx, r.client, b, binding); err != nil {
 		return fmt.Errorf("patch RayServiceBinding %s status: %w", key, err)
 	}
-	r.bindingStatuses.Remember(b, &b.Status)
+	// Remembered as the cache will show it: the answer no longer carries the stored status, and
+	// the API server keeps times to the second.
+	r.bindingStatuses.Remember(b, asStored(&b.Status))
 	return nil
 }
 
