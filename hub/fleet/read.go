@@ -160,13 +160,17 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 	if spec := trafficSpec(g); spec != nil {
 		g.route = r.readRoute(ctx, g, spec)
 	}
-	names := slices.Concat(slices.Collect(maps.Keys(g.memberClusters)), g.holding())
+	holding := g.holding()
+	names := slices.Concat(slices.Collect(maps.Keys(g.memberClusters)), holding)
 	slices.Sort(names)
 	// Most members hold no copy: one RayService (2 KB before anything is read into it)
 	// serves their reads, and a new one is made only once a copy is found in it.
 	probe := &rayv1.RayService{}
 	for _, name := range slices.Compact(names) {
-		g.members[name] = r.readMember(ctx, g, name, probe)
+		// The members the binding names are read whatever the index says: the copy's own
+		// watch event may queue this reconcile before the index has seen it.
+		read := slices.Contains(holding, name) || r.holders.may(name, g.key)
+		g.members[name] = r.readMember(ctx, g, name, probe, read)
 		if g.members[name].copy == probe {
 			probe = &rayv1.RayService{}
 		}
@@ -214,8 +218,9 @@ func (r *Reconciler) readPolicy(ctx context.Context, hub *rayv1.RayService) (pol
 }
 
 // readMember reads one member's copy through its (cached) client into into, an empty
-// RayService that becomes the record's copy when there is one.
-func (r *Reconciler) readMember(ctx context.Context, g *group, name string, into *rayv1.RayService) *memberRecord {
+// RayService that becomes the record's copy when there is one; unless read is false, when the
+// member's cache is known to hold none (holders).
+func (r *Reconciler) readMember(ctx context.Context, g *group, name string, into *rayv1.RayService, read bool) *memberRecord {
 	m := &memberRecord{name: name, mc: g.memberClusters[name]}
 	if m.mc == nil {
 		m.readErr = errors.New("the member has left the fleet")
@@ -227,6 +232,9 @@ func (r *Reconciler) readMember(ctx context.Context, g *group, name string, into
 		return m
 	}
 	m.client = cl
+	if !read {
+		return m
+	}
 	err = cl.Get(ctx, g.key, into)
 	switch {
 	case err == nil:

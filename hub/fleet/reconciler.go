@@ -159,6 +159,9 @@ type memory struct {
 	ownWrites *ownWrites
 	// legacyGone remembers the routes earlier hubs wrote in Gateway namespaces that are gone.
 	legacyGone legacyRoutes
+	// holders knows which members' caches hold a RayService under each key; nil (outside a
+	// manager) knows nothing.
+	holders *holders
 }
 
 // Forget drops what is remembered of the RayService key, which is gone.
@@ -206,6 +209,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 			memberViews:     &memberViews{},
 			bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
 			ownWrites:       newOwnWrites(),
+			holders:         newHolders(),
 		},
 		started: &membership.Start{},
 		opts:    opts,

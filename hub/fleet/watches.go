@@ -64,6 +64,9 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("index ControllerRevisions by RayService: %w", err)
 	}
+	if err := mgr.Add(r.holders); err != nil {
+		return fmt.Errorf("add the member copy index: %w", err)
+	}
 	local := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
 	b := mcbuilder.ControllerManagedBy(mgr)
 	if r.opts.Probes != nil {
