@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -17,10 +19,37 @@ import (
 // The hub's writes of every reconcile read back the object's metadata only (metapatch):
 // nothing after them reads more than the new resourceVersion, UID and generation.
 
-// patchStatus merge-patches obj's status from base to obj and sets on obj the resourceVersion
-// the API server stored it at.
-func patchStatus(ctx context.Context, c client.Client, obj, base client.Object) error {
-	return metapatch.PatchStatus(ctx, c, obj, client.MergeFrom(base))
+// patchStatus merge-patches the status of the object obj names from base to next, and sets on
+// obj the resourceVersion the API server stored it at. Only the two statuses are marshalled and
+// compared, not the whole objects: a hub RayService's spec (read back from HubSpecs) is
+// larger than its status, and it was marshalled twice and diffed for every status write.
+func patchStatus[S any](ctx context.Context, c client.Client, obj client.Object, base, next *S) error {
+	data, err := statusMergePatch(base, next)
+	if err != nil {
+		return err
+	}
+	return metapatch.PatchStatus(ctx, c, obj, client.RawPatch(types.MergePatchType, data))
+}
+
+// statusMergePatch is the JSON merge patch from {"status": base} to {"status": next}: what
+// client.MergeFrom makes of two objects that differ in their status only.
+func statusMergePatch[S any](base, next *S) ([]byte, error) {
+	type object struct {
+		Status *S `json:"status"`
+	}
+	from, err := json.Marshal(object{Status: base})
+	if err != nil {
+		return nil, fmt.Errorf("marshal the status: %w", err)
+	}
+	to, err := json.Marshal(object{Status: next})
+	if err != nil {
+		return nil, fmt.Errorf("marshal the status: %w", err)
+	}
+	patch, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("make the status patch: %w", err)
+	}
+	return patch, nil
 }
 
 // addFinalizer adds finalizer to obj by a merge patch that holds obj's resourceVersion.

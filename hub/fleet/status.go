@@ -123,9 +123,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, o *outcome) error {
 	}
 	if raystatus.RayServiceChanged(&g.hub.Status, &hubStatus) {
 		wg.Go(func() {
-			hub := g.hub.DeepCopy()
-			hub.Status = hubStatus
-			if hubErr = patchStatus(ctx, r.client, hub, g.hub); hubErr != nil {
+			hub := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: g.key.Namespace, Name: g.key.Name}}
+			if hubErr = patchStatus(ctx, r.client, hub, &g.hub.Status, &hubStatus); hubErr != nil {
 				hubErr = fmt.Errorf("patch RayService %s status: %w", g.key, hubErr)
 				return
 			}
@@ -167,14 +166,13 @@ func (r *Reconciler) nextBindingStatus(o *outcome, clusters []fleetv1alpha1.Clus
 // patchBindingStatus writes next as the status of binding, a copy of which it patches.
 func (r *Reconciler) patchBindingStatus(ctx context.Context, key types.NamespacedName, binding *fleetv1alpha1.RayServiceBinding,
 	next *fleetv1alpha1.RayServiceBindingStatus) error {
-	b := binding.DeepCopy()
-	b.Status = *next
-	if err := patchStatus(ctx, r.client, b, binding); err != nil {
+	b := &fleetv1alpha1.RayServiceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: binding.UID}}
+	if err := patchStatus(ctx, r.client, b, &binding.Status, next); err != nil {
 		return fmt.Errorf("patch RayServiceBinding %s status: %w", key, err)
 	}
 	// Remembered as the cache will show it: the answer no longer carries the stored status, and
 	// the API server keeps times to the second.
-	r.bindingStatuses.Remember(b, asStored(&b.Status))
+	r.bindingStatuses.Remember(b, asStored(next))
 	return nil
 }
 
