@@ -61,10 +61,13 @@ func (h *holders) may(member string, key types.NamespacedName) bool {
 // Engage indexes the RayServices of a member that engages; the entry goes when ctx ends (the
 // member disengaged). It implements multicluster.Aware.
 func (h *holders) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	// Not blocking: the member's cache may not have started yet.
+	// A member the index cannot follow is read through its cache, as before: the index is no
+	// reason to refuse a member. Not blocking: the member's cache may not have started yet.
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", name)
 	inf, err := cl.GetCache().GetInformer(ctx, &rayv1.RayService{}, cache.BlockUntilSynced(false))
 	if err != nil {
-		return err
+		log.Error(err, "The copy index cannot follow the member's RayServices; each reconcile reads its cache")
+		return nil
 	}
 	m := &memberIndex{keys: map[types.NamespacedName]struct{}{}}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -73,7 +76,8 @@ func (h *holders) Engage(ctx context.Context, name multicluster.ClusterName, cl 
 		DeleteFunc: func(obj any) { h.note(m, obj, false) },
 	})
 	if err != nil {
-		return err
+		log.Error(err, "The copy index cannot follow the member's RayServices; each reconcile reads its cache")
+		return nil
 	}
 	m.synced = reg.HasSynced
 	h.mu.Lock()
@@ -82,7 +86,7 @@ func (h *holders) Engage(ctx context.Context, name multicluster.ClusterName, cl 
 	go func() {
 		<-ctx.Done()
 		if err := inf.RemoveEventHandler(reg); err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("Removing the copy index's handler failed", "cluster", name, "reason", err.Error())
+			log.V(1).Info("Removing the copy index's handler failed", "reason", err.Error())
 		}
 		h.mu.Lock()
 		defer h.mu.Unlock()

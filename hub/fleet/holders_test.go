@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -108,5 +109,16 @@ func TestHoldersTombstoneAndDisengage(t *testing.T) {
 	var none *holders
 	if !none.may("m1", svc) {
 		t.Error("a nil index answers for a member")
+	}
+}
+
+func TestHoldersMemberNotFollowed(t *testing.T) {
+	h := newHolders()
+	infs := &informertest.FakeInformers{Error: errors.New("no RayService kind on the member")}
+	if err := h.Engage(t.Context(), "m1", cacheCluster{cache: infs}); err != nil {
+		t.Fatalf("Engage refused a member the index cannot follow: %v", err)
+	}
+	if !h.may("m1", types.NamespacedName{Namespace: "bench", Name: "svc"}) {
+		t.Error("a member the index does not follow is not read")
 	}
 }
