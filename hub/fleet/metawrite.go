@@ -21,8 +21,8 @@ import (
 
 // patchStatus merge-patches the status of the object obj names from base to next, and sets on
 // obj the resourceVersion the API server stored it at. Only the two statuses are marshalled and
-// compared, not the whole objects: a hub RayService's spec (read back from HubSpecs) is
-// larger than its status, and it was marshalled twice and diffed for every status write.
+// compared: the whole objects' specs (a hub RayService's, read back from HubSpecs, is larger
+// than its status) would be marshalled twice and diffed for nothing at every status write.
 func patchStatus[S any](ctx context.Context, c client.Client, obj client.Object, base, next *S) error {
 	data, err := statusMergePatch(base, next)
 	if err != nil {

@@ -159,8 +159,8 @@ type memory struct {
 	ownWrites *ownWrites
 	// legacyGone remembers the routes earlier hubs wrote in Gateway namespaces that are gone.
 	legacyGone legacyRoutes
-	// holders knows which members' caches hold a RayService under each key; nil (outside a
-	// manager) knows nothing.
+	// holders knows which members' caches hold a RayService under each key; nil knows
+	// nothing, and every member is read.
 	holders *holders
 }
 

@@ -163,7 +163,7 @@ func (r *Reconciler) nextBindingStatus(o *outcome, clusters []fleetv1alpha1.Clus
 	return next
 }
 
-// patchBindingStatus writes next as the status of binding, a copy of which it patches.
+// patchBindingStatus writes next as the status of binding, by a patch from binding's status.
 func (r *Reconciler) patchBindingStatus(ctx context.Context, key types.NamespacedName, binding *fleetv1alpha1.RayServiceBinding,
 	next *fleetv1alpha1.RayServiceBindingStatus) error {
 	b := &fleetv1alpha1.RayServiceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: binding.UID}}
