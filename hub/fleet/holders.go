@@ -6,6 +6,7 @@ package fleet
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,7 +24,7 @@ import (
 // of the hub's CPU; the index answers those reads with a map lookup. It is kept by a handler
 // on the very informer the member's cached client reads, so it trails that cache by one event
 // dispatch, as the cache trails the member's API server. Until the handler has seen the
-// cache's initial list, the member is read as before (may returns true).
+// cache's initial list, the member is read as before (may answers true).
 type holders struct {
 	mu sync.RWMutex
 	// members are the indexed members by name; a member engaged again gets a new entry.
@@ -32,9 +33,11 @@ type holders struct {
 
 // memberIndex is one member's index.
 type memberIndex struct {
-	// synced reports whether the handler has seen the cache's initial list.
-	synced func() bool
-	keys   map[types.NamespacedName]struct{}
+	// synced reports whether the handler has seen the cache's initial list; complete
+	// remembers that it did, which stays true (asking takes the informer's lock).
+	synced   func() bool
+	complete atomic.Bool
+	keys     map[types.NamespacedName]struct{}
 }
 
 // newHolders returns an index of no member.
@@ -42,20 +45,39 @@ func newHolders() *holders {
 	return &holders{members: map[string]*memberIndex{}}
 }
 
-// may reports whether member's cache may hold a RayService under key: false only when the
-// member's index is complete and has none there. A nil index knows nothing.
-func (h *holders) may(member string, key types.NamespacedName) bool {
+// may reports, for each of members, whether its cache may hold a RayService under key: false
+// only when the member's index is complete and has none there. A nil index knows nothing.
+func (h *holders) may(key types.NamespacedName, members []string) []bool {
+	out := make([]bool, len(members))
 	if h == nil {
-		return true
+		for i := range out {
+			out[i] = true
+		}
+		return out
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	m := h.members[member]
-	if m == nil || !m.synced() {
+	for i, name := range members {
+		m := h.members[name]
+		if m == nil || !m.isComplete() {
+			out[i] = true
+			continue
+		}
+		_, out[i] = m.keys[key]
+	}
+	return out
+}
+
+// isComplete reports whether the index has seen the cache's initial list.
+func (m *memberIndex) isComplete() bool {
+	if m.complete.Load() {
 		return true
 	}
-	_, ok := m.keys[key]
-	return ok
+	if m.synced() {
+		m.complete.Store(true)
+		return true
+	}
+	return false
 }
 
 // Engage indexes the RayServices of a member that engages; the entry goes when ctx ends (the

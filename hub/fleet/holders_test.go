@@ -79,7 +79,7 @@ func TestHoldersMay(t *testing.T) {
 			if tt.events != nil {
 				tt.events(inf)
 			}
-			if got := h.may(tt.member, svc); got != tt.want {
+			if got := h.may(svc, []string{tt.member})[0]; got != tt.want {
 				t.Errorf("may(%s, %s) = %v, want %v", tt.member, svc, got, tt.want)
 			}
 		})
@@ -93,21 +93,21 @@ func TestHoldersTombstoneAndDisengage(t *testing.T) {
 	inf := engagedFake(ctx, t, h)
 	inf.Synced()
 	inf.Add(&rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}})
-	if !h.may("m1", svc) {
+	if !h.may(svc, []string{"m1"})[0] {
 		t.Fatal("an added RayService is not held")
 	}
 	h.note(h.members["m1"], toolscache.DeletedFinalStateUnknown{
 		Key: "bench/svc",
 		Obj: &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}},
 	}, false)
-	if h.may("m1", svc) {
+	if h.may(svc, []string{"m1"})[0] {
 		t.Error("a RayService deleted as a tombstone is still held")
 	}
 	cancel()
 	// Disengaging drops the member's index: its reads go to the cache again.
-	NewWithT(t).Eventually(func() bool { return h.may("m1", svc) }).Should(BeTrue(), "a disengaged member is not read")
+	NewWithT(t).Eventually(func() bool { return h.may(svc, []string{"m1"})[0] }).Should(BeTrue(), "a disengaged member is not read")
 	var none *holders
-	if !none.may("m1", svc) {
+	if !none.may(svc, []string{"m1"})[0] {
 		t.Error("a nil index answers for a member")
 	}
 }
@@ -118,7 +118,7 @@ func TestHoldersMemberNotFollowed(t *testing.T) {
 	if err := h.Engage(t.Context(), "m1", cacheCluster{cache: infs}); err != nil {
 		t.Fatalf("Engage refused a member the index cannot follow: %v", err)
 	}
-	if !h.may("m1", types.NamespacedName{Namespace: "bench", Name: "svc"}) {
+	if !h.may(types.NamespacedName{Namespace: "bench", Name: "svc"}, []string{"m1"})[0] {
 		t.Error("a member the index does not follow is not read")
 	}
 }

@@ -166,10 +166,12 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 	// Most members hold no copy: one RayService (2 KB before anything is read into it)
 	// serves their reads, and a new one is made only once a copy is found in it.
 	probe := &rayv1.RayService{}
-	for _, name := range slices.Compact(names) {
+	names = slices.Compact(names)
+	may := r.holders.may(g.key, names)
+	for i, name := range names {
 		// The members the binding names are read whatever the index says: the copy's own
 		// watch event may queue this reconcile before the index has seen it.
-		read := slices.Contains(holding, name) || r.holders.may(name, g.key)
+		read := may[i] || slices.Contains(holding, name)
 		g.members[name] = r.readMember(ctx, g, name, probe, read)
 		if g.members[name].copy == probe {
 			probe = &rayv1.RayService{}
