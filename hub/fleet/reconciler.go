@@ -207,7 +207,9 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 			validSpecs:      validation.NewSpecMemo(),
 			covered:         propagation.NewCovered(),
 			memberViews:     &memberViews{},
-			bindingStatuses: cachememo.NewStatuses(opts.Clock, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
+			// The wall clock: CacheLag bounds how far the informer trails the hub's writes,
+			// which the rollout's clock (stepped a whole interval at a time in tests) cannot tell.
+			bindingStatuses: cachememo.NewStatuses(clock.RealClock{}, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
 			ownWrites:       newOwnWrites(),
 			holders:         newHolders(),
 		},
