@@ -152,7 +152,9 @@ type memory struct {
 	memberViews *memberViews
 	// bindingStatuses remembers each binding status written until the cache shows it: the
 	// binding holds the rollout's state, and a reconcile reading it stale would decide from
-	// an older step (a blue/green step's time taken again, a phase restarted).
+	// an older step (a blue/green step's time taken again, a phase restarted). It runs on the
+	// wall clock: CacheLag bounds how far the informer trails the hub's writes, which the
+	// rollout's clock (stepped a whole interval at a time in tests) cannot tell.
 	bindingStatuses *cachememo.Statuses[fleetv1alpha1.RayServiceBindingStatus]
 	// ownWrites remembers the copies as the hub last wrote them, so that their watch events
 	// coming back queue no reconcile.
@@ -207,8 +209,6 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 			validSpecs:      validation.NewSpecMemo(),
 			covered:         propagation.NewCovered(),
 			memberViews:     &memberViews{},
-			// The wall clock: CacheLag bounds how far the informer trails the hub's writes,
-			// which the rollout's clock (stepped a whole interval at a time in tests) cannot tell.
 			bindingStatuses: cachememo.NewStatuses(clock.RealClock{}, (*fleetv1alpha1.RayServiceBindingStatus).DeepCopy),
 			ownWrites:       newOwnWrites(),
 			holders:         newHolders(),
