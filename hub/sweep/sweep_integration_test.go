@@ -225,16 +225,25 @@ func TestSweep(t *testing.T) {
 		g.Eventually(func(g Gomega) { g.Expect(h.exists(g, "us", "late")).To(BeFalse()) }, timeout, interval).Should(Succeed())
 	})
 
-	t.Run("the cache is judged through the name index", func(t *testing.T) {
+	t.Run("the cache is judged in place, one held pair for every copy", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
 		var cp rayv1.RayService
 		g.Expect(h.members["eu"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "placed"}, &cp)).To(Succeed())
+		var held origins
 		g.Eventually(func(g Gomega) {
-			v, err := h.swept.judgeCached(ctx, "eu", &cp)
+			v, err := h.swept.judgeCached(ctx, "eu", &cp, &held)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(v.Orphan).To(BeFalse(), "the index found neither the hub RayService nor its binding: %s", v.Reason)
+			g.Expect(v.Orphan).To(BeFalse(), "the cache had neither the hub RayService nor its binding: %s", v.Reason)
 		}, timeout, interval).Should(Succeed())
+		g.Expect(held.hub.Name).To(Equal("placed"), "the hub RayService was read into held")
+		// A copy judged next with the same held pair is judged on its own origin, not on what
+		// held kept from the copy before it.
+		gone := cp.DeepCopy()
+		gone.Labels[labels.OriginName] = "never-created"
+		v, err := h.swept.judgeCached(ctx, "eu", gone, &held)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(v.Orphan).To(BeTrue(), "a copy whose hub RayService does not exist: %s", v.Reason)
 	})
 
 	t.Run("a candidate of a lagging cache is confirmed by an uncached read and kept", func(t *testing.T) {
@@ -251,17 +260,16 @@ func TestSweep(t *testing.T) {
 			Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 				return apierrors.NewNotFound(rayv1.Resource("rayservices"), key.Name)
 			},
-			// judgeCached finds them through the name index: an empty list.
-			List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error { return nil },
 		})
 		var mc fleetv1alpha1.MemberCluster
 		g.Expect(h.hub.Get(ctx, types.NamespacedName{Name: "eu"}, &mc)).To(Succeed())
 		var cp rayv1.RayService
 		g.Expect(h.members["eu"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "fresh"}, &cp)).To(Succeed())
-		v, err := lagging.judgeCached(ctx, "eu", &cp)
+		var held origins
+		v, err := lagging.judgeCached(ctx, "eu", &cp, &held)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(v.Orphan).To(BeTrue(), "the lagging cache alone would sweep it")
-		g.Expect(lagging.sweepCopy(ctx, &mc, h.members["eu"], &cp)).To(Succeed())
+		g.Expect(lagging.sweepCopy(ctx, &mc, h.members["eu"], &cp, &held)).To(Succeed())
 		g.Expect(h.exists(g, "eu", "fresh")).To(BeTrue())
 	})
 

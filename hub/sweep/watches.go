@@ -55,13 +55,6 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if r.swept, err = sharedmetrics.RegisterOrReuse(r.opts.MetricsRegisterer, swept, "the orphan sweep's metrics"); err != nil {
 		return err
 	}
-	indexer := mgr.GetLocalManager().GetFieldIndexer()
-	byName := func(o client.Object) []string { return []string{o.GetName()} }
-	for _, obj := range []client.Object{&rayv1.RayService{}, &fleetv1alpha1.RayServiceBinding{}} {
-		if err = indexer.IndexField(context.Background(), obj, NameIndex, byName); err != nil {
-			return fmt.Errorf("index %T by name: %w", obj, err)
-		}
-	}
 	local := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
 	err = mcbuilder.ControllerManagedBy(mgr).
 		Named("orphan-sweep").
