@@ -24,6 +24,7 @@ import (
 	"github.com/rayfleet/rayfleet/hub/revision"
 	"github.com/rayfleet/rayfleet/hub/traffic"
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/cacheread"
 	"github.com/rayfleet/rayfleet/shared/podsecurity"
 )
 
@@ -131,13 +132,8 @@ func (r *Reconciler) read(ctx context.Context, hub *rayv1.RayService) (*group, e
 	if g.binding, err = r.readBinding(ctx, g.key); err != nil {
 		return nil, err
 	}
-	var mcs fleetv1alpha1.MemberClusterList
-	// Read-only: the planner and the records copy what they keep (memberOf).
-	if err = r.client.List(ctx, &mcs, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list MemberClusters: %w", err)
-	}
-	for i := range mcs.Items {
-		g.memberClusters[mcs.Items[i].Name] = &mcs.Items[i]
+	if err = r.readMemberClusters(ctx, g); err != nil {
+		return nil, err
 	}
 	r.readReserved(g)
 	policy, err := r.readPolicy(ctx, hub)
@@ -393,6 +389,29 @@ func (r *Reconciler) trafficClients(ctx context.Context, spec *fleetv1alpha1.Tra
 		return nil, nil, fmt.Errorf("traffic cluster %s: %w", spec.Cluster, err)
 	}
 	return reader, w, nil
+}
+
+// readMemberClusters reads the MemberClusters into g, read only: the planner and the records
+// copy what they keep (memberOf). They are the cache's own objects where its informer's store
+// can be read (cacheread), copies from a List otherwise.
+func (r *Reconciler) readMemberClusters(ctx context.Context, g *group) error {
+	mcs, ok, err := cacheread.Objects[fleetv1alpha1.MemberCluster](ctx, r.informers)
+	if err != nil {
+		return fmt.Errorf("list MemberClusters: %w", err)
+	}
+	if !ok {
+		var list fleetv1alpha1.MemberClusterList
+		if err = r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return fmt.Errorf("list MemberClusters: %w", err)
+		}
+		for i := range list.Items {
+			mcs = append(mcs, &list.Items[i])
+		}
+	}
+	for _, mc := range mcs {
+		g.memberClusters[mc.Name] = mc
+	}
+	return nil
 }
 
 // readGrants reads what the NamespaceGrants grant the RayService's namespace, matched against

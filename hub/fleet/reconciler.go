@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -120,6 +121,9 @@ type Reconciler struct {
 	client client.Client
 	// apiReader reads the hub uncached: the route in a traffic namespace of the hub.
 	apiReader client.Reader
+	// informers are the hub cache's, whose MemberClusters each reconcile reads in place
+	// (readMemberClusters); nil in tests on a fake client, which then list.
+	informers cache.Informers
 	members   Members
 	recorder  events.EventRecorder
 	clock     clock.Clock
@@ -200,6 +204,7 @@ func NewReconciler(mgr ctrl.Manager, members Members, opts Options) *Reconciler 
 	return &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
+		informers: mgr.GetCache(),
 		members:   members,
 		recorder:  mgr.GetEventRecorder("rayfleet-hub"),
 		clock:     opts.Clock,

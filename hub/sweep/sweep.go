@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -78,13 +79,15 @@ type ClusterGetter interface {
 // Reconciler sweeps one member's orphaned copies per request.
 type Reconciler struct {
 	// hub reads the hub cluster through the manager's cache; live reads it without one.
-	hub      client.Client
-	live     client.Reader
-	clusters ClusterGetter
-	recorder events.EventRecorder
-	swept    *prometheus.CounterVec
-	opts     Options
-	passes   *passes
+	hub  client.Client
+	live client.Reader
+	// informers are the hub cache's, whose MemberCluster keys addAll reads; nil lists instead.
+	informers cache.Informers
+	clusters  ClusterGetter
+	recorder  events.EventRecorder
+	swept     *prometheus.CounterVec
+	opts      Options
+	passes    *passes
 }
 
 // passes remembers when each member was last swept (see pace).
@@ -127,12 +130,13 @@ func New(mgr mcmanager.Manager, opts Options) *Reconciler {
 	}
 	local := mgr.GetLocalManager()
 	return &Reconciler{
-		hub:      local.GetClient(),
-		live:     local.GetAPIReader(),
-		clusters: mgr,
-		recorder: local.GetEventRecorder("rayfleet-orphan-sweep"),
-		opts:     opts,
-		passes:   newPasses(clock.RealClock{}),
+		hub:       local.GetClient(),
+		live:      local.GetAPIReader(),
+		informers: local.GetCache(),
+		clusters:  mgr,
+		recorder:  local.GetEventRecorder("rayfleet-orphan-sweep"),
+		opts:      opts,
+		passes:    newPasses(clock.RealClock{}),
 	}
 }
 

@@ -273,6 +273,14 @@ func TestSweep(t *testing.T) {
 		g.Expect(h.exists(g, "eu", "fresh")).To(BeTrue())
 	})
 
+	t.Run("a binding created asks every member known to the cache for a pass", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(h.swept.informers).NotTo(BeNil(), "New reads the MemberClusters' keys from the hub cache")
+		names, err := h.swept.memberNames(context.Background())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(names).To(ConsistOf("eu", "us"))
+	})
+
 	t.Run("the others are kept", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Consistently(func(g Gomega) {

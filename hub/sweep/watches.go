@@ -25,6 +25,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/rayfleet/rayfleet/shared/api/fleet/v1alpha1"
+	"github.com/rayfleet/rayfleet/shared/cacheread"
 	"github.com/rayfleet/rayfleet/shared/labels"
 	sharedmetrics "github.com/rayfleet/rayfleet/shared/metrics"
 )
@@ -147,18 +148,36 @@ func (r *Reconciler) bindingChanged() handler.EventHandler {
 	}
 }
 
-// addAll queues a pass on every MemberCluster the hub cache knows. Only names are read, so the
-// cache's objects are not copied (every binding created asks for this).
+// addAll queues a pass on every MemberCluster the hub cache knows (every binding created asks
+// for this).
 func (r *Reconciler) addAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	var mcs fleetv1alpha1.MemberClusterList
-	if err := r.hub.List(ctx, &mcs, client.UnsafeDisableDeepCopy); err != nil {
+	names, err := r.memberNames(ctx)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing MemberClusters to sweep failed")
 		return
 	}
-	for i := range mcs.Items {
-		name := mcs.Items[i].Name
+	for _, name := range names {
 		queuePass(r, q, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, name)
 	}
+}
+
+// memberNames are the names of the MemberClusters in the hub cache: the informer's keys (a
+// MemberCluster's is its name) where its store can be read, which copies no object; a List
+// otherwise. Placing 10,000 RayServices asks for them 10,000 times, and the List's copies of
+// 100 MemberClusters each time were a twentieth of the hub's allocations.
+func (r *Reconciler) memberNames(ctx context.Context) ([]string, error) {
+	if names, ok, err := cacheread.Keys(ctx, r.informers, &fleetv1alpha1.MemberCluster{}); ok || err != nil {
+		return names, err
+	}
+	var mcs fleetv1alpha1.MemberClusterList
+	if err := r.hub.List(ctx, &mcs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(mcs.Items))
+	for i := range mcs.Items {
+		names[i] = mcs.Items[i].Name
+	}
+	return names, nil
 }
 
 // queuePass queues req, a pass on member name, for when the member may be swept again (see
