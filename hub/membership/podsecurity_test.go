@@ -1,12 +1,12 @@
 package membership
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,13 +28,30 @@ func TestUnlabelledWithCopies(t *testing.T) {
 		namespace("empty", nil),
 		deleting,
 	}
-	copies := []rayv1.RayService{}
-	for _, ns := range []string{"b-bare", "a-bare", "a-bare", "labelled", "going", "elsewhere"} {
-		copies = append(copies, rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rs"}})
+	holding := map[string]bool{}
+	for _, ns := range []string{"b-bare", "a-bare", "labelled", "going", "elsewhere"} {
+		holding[ns] = true
 	}
-	got := unlabelledWithCopies(namespaces, copies)
+	var asked []string
+	holds := func(ns string) (bool, error) {
+		asked = append(asked, ns)
+		return holding[ns], nil
+	}
+	got, err := unlabelledWithCopies(namespaces, holds)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff([]string{"a-bare", "b-bare"}, got); diff != "" {
 		t.Errorf("unlabelledWithCopies (-want +got):\n%s", diff)
+	}
+	// Labelled and deleting namespaces are settled by their own fields: no copy is read for them.
+	if diff := cmp.Diff([]string{"b-bare", "a-bare", "empty"}, asked); diff != "" {
+		t.Errorf("namespaces asked about (-want +got):\n%s", diff)
+	}
+
+	failed := errors.New("the cache is gone")
+	if _, err := unlabelledWithCopies(namespaces, func(string) (bool, error) { return false, failed }); !errors.Is(err, failed) {
+		t.Errorf("a failed read: got %v, want %v", err, failed)
 	}
 }
 
