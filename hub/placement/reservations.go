@@ -45,6 +45,9 @@ type queued struct {
 // were placed in the last seconds: free subtracts the total, and expiry pops from the front.
 type memberReservations struct {
 	byKey map[types.NamespacedName]reservation
+	// total is replaced, never changed in place: Snapshots share it (and the reservations'
+	// demands), where copying every member's at every reconcile was most of placement's
+	// allocations after the caches'.
 	total corev1.ResourceList
 	// queue holds every reservation made, oldest first; an entry whose seq no longer matches
 	// byKey was dropped or replaced and is skipped.
@@ -70,7 +73,8 @@ func NewReservations() *Reservations {
 // Snapshot is what one RayService's plans need of the reservations, as they stood when its
 // group was read: every member's reserved total, and the RayService's own part of it under
 // each of its keys. Planning from it costs O(members) however many RayServices hold
-// reservations. The zero value has no reservations.
+// reservations. Its resource lists are the Reservations' own, read only. The zero value has no
+// reservations.
 type Snapshot struct {
 	total map[string]corev1.ResourceList
 	own   map[types.NamespacedName]map[string]corev1.ResourceList
@@ -101,13 +105,13 @@ func (r *Reservations) Snapshot(now time.Time, members []Member, keys ...types.N
 	s := Snapshot{total: make(map[string]corev1.ResourceList, len(r.byMember)),
 		own: make(map[types.NamespacedName]map[string]corev1.ResourceList, len(keys))}
 	for name, m := range r.byMember {
-		s.total[name] = m.total.DeepCopy()
+		s.total[name] = m.total
 		for _, key := range keys {
 			if res, ok := m.byKey[key]; ok {
 				if s.own[key] == nil {
 					s.own[key] = map[string]corev1.ResourceList{}
 				}
-				s.own[key][name] = res.demand.DeepCopy()
+				s.own[key][name] = res.demand
 			}
 		}
 	}
@@ -283,11 +287,7 @@ func (m *memberReservations) add(key types.NamespacedName, res reservation) {
 	m.drop(key)
 	m.byKey[key] = res
 	m.queue = append(m.queue, queued{key: key, seq: res.seq})
-	for name, q := range res.demand {
-		sum := m.total[name]
-		sum.Add(q)
-		m.total[name] = sum
-	}
+	m.total = plus(m.total, res.demand)
 }
 
 // drop removes key's reservation from the member, if any; its queue entry is skipped later.
@@ -297,11 +297,7 @@ func (m *memberReservations) drop(key types.NamespacedName) {
 		return
 	}
 	delete(m.byKey, key)
-	for name, q := range res.demand {
-		sum := m.total[name]
-		sum.Sub(q)
-		m.total[name] = sum
-	}
+	m.total = minus(m.total, res.demand)
 }
 
 // expire drops reservations from the front of the queue while done says they are over.

@@ -195,6 +195,34 @@ func TestReservationsTotals(t *testing.T) {
 	}
 }
 
+// TestSnapshotKeepsItsFigures checks that a snapshot, which shares the reservations' resource
+// lists rather than copying them, does not see what is recorded or forgotten after it.
+func TestSnapshotKeepsItsFigures(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	members := []Member{{Name: "a", Ready: true, Free: cpu("100"), ReportedAt: t0}}
+	in := Input{Demand: cpu("2"), Policy: Policy{Clusters: 1}, Members: members, Now: t0}
+	x, y := types.NamespacedName{Namespace: "ns", Name: "x"}, types.NamespacedName{Namespace: "ns", Name: "y"}
+	cpuOf := func(l corev1.ResourceList) string {
+		q := l[corev1.ResourceCPU]
+		return q.String()
+	}
+	r := NewReservations()
+	plan(r, x, in)
+	before := r.Snapshot(t0, members, x)
+	wantTotal, wantOwn := cpuOf(before.total["a"]), cpuOf(before.own[x]["a"])
+	plan(r, y, in)
+	r.Forget(x)
+	if got := cpuOf(before.total["a"]); got != wantTotal {
+		t.Errorf("the snapshot's total on a became %s after later records, want %s", got, wantTotal)
+	}
+	if got := cpuOf(before.own[x]["a"]); got != wantOwn {
+		t.Errorf("the snapshot's own part on a became %s after later records, want %s", got, wantOwn)
+	}
+	if got := cpuOf(r.Snapshot(t0, members).total["a"]); got != "2" {
+		t.Errorf("a new snapshot's total on a = %s, want 2 (y's alone)", got)
+	}
+}
+
 // plan is one reconcile's use of r: a snapshot, the pure plan, the intent recorded.
 func plan(r *Reservations, key types.NamespacedName, in Input) Decision {
 	d, intent := PlanReserved(r.Snapshot(in.Now, in.Members, key), key, in)
